@@ -1,0 +1,54 @@
+-- One row per channel: its limits and its place in the round-robin rotation.
+--
+-- The rotation: a channel is in the rotation when next_at IS NOT NULL; it is
+-- eligible once next_at <= now, and eligible channels are served in
+-- (next_at, turn) order.  next_at is the time the channel became ready or was
+-- last served (plus release_interval_ms), never a message's own dequeue_at, so
+-- an urgent message cannot make its channel jump the rotation.
+--
+-- wait_at IS NOT NULL means a consumer found nothing deliverable before
+-- wait_at (NULL next_at with wait_at = max bigint: the channel is empty).
+-- Producers read it under FOR KEY SHARE and leave a channel_wake row when their
+-- message is deliverable earlier; consumers only set wait_at while holding
+-- FOR UPDATE, which excludes producers in flight, and bump epoch, which is a
+-- key column, so that a producer in REPEATABLE READ fails instead of acting on
+-- a stale wait_at.
+--
+-- num_locked is maintained only for channels with max_concurrency, and
+-- num_removed only for channels with max_size: an unconstrained channel's row
+-- is written only when it is served, never by producers or by completes.
+CREATE TABLE @extschema@.channel (
+    id bigint NOT NULL DEFAULT pg_catalog.nextval('@extschema@.channel_id_seq'),
+    name text NOT NULL,
+    max_concurrency integer,
+    max_size integer,
+    release_interval_ms bigint NOT NULL DEFAULT 0,
+    next_at bigint,
+    turn bigint,
+    wait_at bigint DEFAULT 9223372036854775807,
+    last_served_at bigint,
+    num_locked integer NOT NULL DEFAULT 0,
+    num_removed bigint NOT NULL DEFAULT 0,
+    epoch bigint NOT NULL DEFAULT 0,
+    created_at bigint NOT NULL,
+    CONSTRAINT channel_pkey PRIMARY KEY (id),
+    CONSTRAINT channel_name_key UNIQUE (name),
+    CONSTRAINT channel_epoch_key UNIQUE (id, epoch),
+    CONSTRAINT channel_name_check CHECK (
+        pg_catalog.length(name) BETWEEN 1 AND 255
+    ),
+    CONSTRAINT channel_max_concurrency_check CHECK (max_concurrency >= 1),
+    CONSTRAINT channel_max_size_check CHECK (max_size >= 1),
+    CONSTRAINT channel_release_interval_check CHECK (
+        release_interval_ms >= 0
+    ),
+    CONSTRAINT channel_num_locked_check CHECK (num_locked >= 0)
+) WITH (
+    fillfactor = 50,
+    autovacuum_vacuum_scale_factor = 0.0,
+    autovacuum_vacuum_threshold = 1000,
+    autovacuum_vacuum_cost_delay = 0,
+    autovacuum_analyze_scale_factor = 0.05
+);
+
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.channel', '');

@@ -1,0 +1,4 @@
+-- Message ids: FIFO tie-breaker within a channel, and the handle workers use.
+CREATE SEQUENCE @extschema@.message_id_seq AS bigint;
+
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.message_id_seq', '');

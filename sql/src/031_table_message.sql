@@ -1,0 +1,26 @@
+-- Messages.  dequeue_at is the time the message may next be delivered: its
+-- schedule while it waits, its lock expiry while a worker holds it.  One
+-- index over (channel_id, dequeue_at, id) therefore serves delivery, priority
+-- (a past or negative dequeue_at) and crash recovery (an expired lock is just
+-- a deliverable message again) with a single bounded probe.
+-- num_attempts counts deliveries and is the fencing token.
+CREATE TABLE @extschema@.message (
+    id bigint NOT NULL DEFAULT pg_catalog.nextval('@extschema@.message_id_seq'),
+    channel_id bigint NOT NULL,
+    dequeue_at bigint NOT NULL,
+    is_locked boolean NOT NULL DEFAULT FALSE,
+    num_attempts integer NOT NULL DEFAULT 0,
+    created_at bigint NOT NULL,
+    content bytea NOT NULL,
+    state bytea,
+    CONSTRAINT message_pkey PRIMARY KEY (id)
+) WITH (
+    fillfactor = 70,
+    autovacuum_vacuum_scale_factor = 0.02,
+    autovacuum_vacuum_threshold = 1000,
+    autovacuum_vacuum_insert_scale_factor = 0.05,
+    autovacuum_vacuum_cost_delay = 0,
+    autovacuum_analyze_scale_factor = 0.05
+);
+
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.message', '');

@@ -1,0 +1,35 @@
+-- Internal: called by a producer (or a defer) holding the channel FOR KEY
+-- SHARE, after writing a message that becomes deliverable at p_ready_at.  If
+-- a consumer has found the channel with nothing deliverable before
+-- p_wait_at, and this message is earlier, leave a wake-up unless an earlier
+-- one is already pending.  Inserting never blocks: the channel row is not
+-- written.
+CREATE FUNCTION @extschema@._channel_wake(
+    p_channel_id bigint,
+    p_wait_at bigint,
+    p_ready_at bigint
+)
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+AS $$
+BEGIN
+    IF p_wait_at IS NULL OR p_ready_at >= p_wait_at THEN
+        RETURN;
+    END IF;
+    PERFORM 1
+    FROM @extschema@.channel_wake AS w
+    WHERE w.channel_id = p_channel_id AND w.wake_at <= p_ready_at
+    LIMIT 1;
+    IF FOUND THEN
+        RETURN;
+    END IF;
+    INSERT INTO @extschema@.channel_wake (channel_id, wake_at)
+    VALUES (p_channel_id, p_ready_at);
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_wake(bigint, bigint, bigint) IS
+'Internal: leave a wake-up for a waiting channel when a new message is deliverable before it would be looked at.';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_wake(bigint, bigint, bigint) FROM PUBLIC;

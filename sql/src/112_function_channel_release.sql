@@ -1,0 +1,51 @@
+-- Internal: a locked message left its lock (completed, deferred).  Touches
+-- the channel row only when a limit needs it: max_concurrency (one fewer
+-- locked; a saturated channel rejoins the rotation) or max_size with a
+-- removal.  For an unconstrained channel the UPDATE matches no row, takes no
+-- lock and writes nothing.
+CREATE FUNCTION @extschema@._channel_release(
+    p_channel_id bigint,
+    p_removed boolean,
+    p_now bigint
+)
+RETURNS void
+LANGUAGE sql
+VOLATILE
+AS $$
+    UPDATE @extschema@.channel AS c
+    SET
+        num_locked = CASE
+            WHEN c.max_concurrency IS NULL THEN c.num_locked
+            ELSE pg_catalog.int4larger(c.num_locked - 1, 0)
+        END,
+        num_removed = c.num_removed + CASE
+            WHEN p_removed AND c.max_size IS NOT NULL THEN 1 ELSE 0
+        END,
+        next_at = CASE
+            WHEN c.num_locked >= c.max_concurrency AND c.next_at IS NOT NULL
+                THEN LEAST(
+                    c.next_at,
+                    GREATEST(
+                        p_now,
+                        COALESCE(c.last_served_at + c.release_interval_ms, p_now)
+                    )
+                )
+            ELSE c.next_at
+        END,
+        turn = CASE
+            WHEN c.num_locked >= c.max_concurrency AND c.next_at IS NOT NULL
+                THEN pg_catalog.nextval('@extschema@.channel_turn_seq')
+            ELSE c.turn
+        END
+    WHERE
+        c.id = p_channel_id
+        AND (
+            c.max_concurrency IS NOT NULL
+            OR (p_removed AND c.max_size IS NOT NULL)
+        )
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_release(bigint, boolean, bigint) IS
+'Internal: account for a message leaving its lock, on channels whose limits need it.';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_release(bigint, boolean, bigint) FROM PUBLIC;

@@ -1,0 +1,103 @@
+-- Create a channel or change its limits.  Takes the channel row FOR UPDATE,
+-- so it waits for producers in flight on this channel and then recounts
+-- exactly what the new limits need.
+CREATE FUNCTION @extschema@.channel_set(
+    p_channel text,
+    p_max_concurrency integer DEFAULT NULL,
+    p_max_size integer DEFAULT NULL,
+    p_release_interval_ms bigint DEFAULT 0
+)
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_now bigint;
+    v_interval bigint := COALESCE(p_release_interval_ms, 0);
+    v_channel @extschema@.channel%ROWTYPE;
+    v_locked integer := 0;
+    v_held bigint;
+    v_next bigint;
+BEGIN
+    PERFORM @extschema@._check_channel_name(p_channel);
+    IF p_max_concurrency < 1 THEN
+        RAISE EXCEPTION 'lonnymq: p_max_concurrency must be NULL (unlimited) or at least 1, got %',
+            p_max_concurrency
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_max_size < 1 THEN
+        RAISE EXCEPTION 'lonnymq: p_max_size must be NULL (unlimited) or at least 1, got %',
+            p_max_size
+            USING ERRCODE = '22023';
+    END IF;
+    IF v_interval NOT BETWEEN 0 AND 31536000000 THEN
+        RAISE EXCEPTION 'lonnymq: p_release_interval_ms must be between 0 and 31536000000 (365 days), got %',
+            v_interval
+            USING ERRCODE = '22023';
+    END IF;
+
+    v_now := @extschema@._clock_ms();
+    INSERT INTO @extschema@.channel (name, created_at)
+    VALUES (p_channel, v_now)
+    ON CONFLICT (name) DO NOTHING;
+
+    SELECT c.* INTO STRICT v_channel
+    FROM @extschema@.channel AS c
+    WHERE c.name = p_channel
+    FOR UPDATE;
+
+    IF p_max_concurrency IS NOT NULL THEN
+        SELECT pg_catalog.count(*) INTO v_locked
+        FROM @extschema@.message AS m
+        WHERE m.channel_id = v_channel.id AND m.is_locked;
+    END IF;
+
+    IF p_max_size IS NOT NULL THEN
+        SELECT pg_catalog.count(*) INTO v_held
+        FROM @extschema@.message AS m
+        WHERE m.channel_id = v_channel.id;
+        INSERT INTO @extschema@.channel_quota AS q (channel_id, num_created)
+        VALUES (v_channel.id, v_channel.num_removed + v_held)
+        ON CONFLICT (channel_id) DO UPDATE
+            SET num_created = excluded.num_created;
+    ELSE
+        DELETE FROM @extschema@.channel_quota AS q
+        WHERE q.channel_id = v_channel.id;
+    END IF;
+
+    -- A channel in the rotation may now be eligible sooner (a shorter
+    -- interval, a higher concurrency limit).  Lowering next_at is always
+    -- safe: the next visit recomputes it.
+    v_next := v_channel.next_at;
+    IF v_next IS NOT NULL THEN
+        v_next := LEAST(
+            v_next,
+            GREATEST(
+                v_now,
+                COALESCE(v_channel.last_served_at + v_interval, v_now)
+            )
+        );
+    END IF;
+
+    UPDATE @extschema@.channel AS c
+    SET
+        max_concurrency = p_max_concurrency,
+        max_size = p_max_size,
+        release_interval_ms = v_interval,
+        num_locked = v_locked,
+        next_at = v_next,
+        turn = CASE
+            WHEN v_next IS DISTINCT FROM c.next_at
+                THEN pg_catalog.nextval('@extschema@.channel_turn_seq')
+            ELSE c.turn
+        END
+    WHERE c.id = v_channel.id;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@.channel_set(text, integer, integer, bigint) IS
+'Create a channel or set its limits: max_concurrency (messages locked at once), max_size (messages held), release_interval_ms (minimum gap between deliveries). NULL limits mean unlimited.';
+
+REVOKE ALL ON FUNCTION @extschema@.channel_set(text, integer, integer, bigint) FROM PUBLIC;

@@ -1,0 +1,74 @@
+-- Create a message.  Inside the caller's transaction: the message exists if
+-- and only if that transaction commits.  For a channel without max_size this
+-- writes one message row (and, only when the channel is waiting, one
+-- wake-up row); it never writes the channel row, so producers neither block
+-- each other nor consumers.
+CREATE FUNCTION @extschema@.message_create(
+    p_channel text,
+    p_content bytea,
+    p_dequeue_at bigint DEFAULT NULL
+)
+RETURNS bigint
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan
+AS $$
+DECLARE
+    v_now bigint;
+    v_dequeue_at bigint;
+    v_channel @extschema@.channel%ROWTYPE;
+    v_created bigint;
+    v_removed bigint;
+    v_id bigint;
+BEGIN
+    PERFORM @extschema@._check_channel_name(p_channel);
+    IF p_content IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_content must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    IF pg_catalog.octet_length(p_content) > 16777216 THEN
+        RAISE EXCEPTION 'lonnymq: p_content is % bytes, the limit is 16777216 (16 MiB)',
+            pg_catalog.octet_length(p_content)
+            USING ERRCODE = '54000';
+    END IF;
+
+    v_now := @extschema@._clock_ms();
+    -- The default is the transaction's start, so that messages created in one
+    -- transaction share a dequeue_at and keep their order by id.
+    v_dequeue_at := COALESCE(p_dequeue_at, @extschema@.to_epoch(pg_catalog.now()));
+    v_channel := @extschema@._channel_for_producer(p_channel, v_now);
+
+    IF v_channel.max_size IS NOT NULL THEN
+        -- Producers of a size-limited channel serialise on its quota row.
+        SELECT q.num_created INTO v_created
+        FROM @extschema@.channel_quota AS q
+        WHERE q.channel_id = v_channel.id
+        FOR UPDATE;
+        SELECT c.num_removed INTO v_removed
+        FROM @extschema@.channel AS c
+        WHERE c.id = v_channel.id;
+        IF v_created - v_removed >= v_channel.max_size THEN
+            RETURN NULL;
+        END IF;
+        UPDATE @extschema@.channel_quota AS q
+        SET num_created = q.num_created + 1
+        WHERE q.channel_id = v_channel.id;
+    END IF;
+
+    INSERT INTO @extschema@.message (channel_id, dequeue_at, created_at, content)
+    VALUES (v_channel.id, v_dequeue_at, v_now, p_content)
+    RETURNING id INTO v_id;
+
+    PERFORM @extschema@._channel_wake(
+        v_channel.id, v_channel.wait_at, GREATEST(v_dequeue_at, v_now)
+    );
+    RETURN v_id;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@.message_create(text, bytea, bigint) IS
+'Create a message in a channel (created with no limits if unknown). p_dequeue_at: epoch ms before which it is not delivered; past or negative values give priority within the channel. Returns the id, or NULL when the channel is at max_size (nothing stored).';
+
+REVOKE ALL ON FUNCTION @extschema@.message_create(text, bytea, bigint) FROM PUBLIC;

@@ -1,0 +1,43 @@
+\ir include/setup.psql
+SELECT plan(16);
+
+SELECT lives_ok($$ SELECT lonnymq.channel_set('c1') $$, 'channel_set creates a channel with defaults');
+SELECT results_eq(
+    $$ SELECT max_concurrency, max_size, release_interval_ms FROM lonnymq.channel WHERE name = 'c1' $$,
+    $$ VALUES (NULL::integer, NULL::integer, 0::bigint) $$,
+    'a new channel has no limits'
+);
+SELECT lives_ok($$ SELECT lonnymq.channel_set('c1', 3, 10, 250) $$, 'channel_set sets limits');
+SELECT results_eq(
+    $$ SELECT max_concurrency, max_size, release_interval_ms FROM lonnymq.channel WHERE name = 'c1' $$,
+    $$ VALUES (3, 10, 250::bigint) $$,
+    'limits are stored'
+);
+SELECT lives_ok($$ SELECT lonnymq.channel_set('c1', p_max_size => 5) $$, 'named arguments work');
+SELECT results_eq(
+    $$ SELECT max_concurrency, max_size, release_interval_ms FROM lonnymq.channel WHERE name = 'c1' $$,
+    $$ VALUES (NULL::integer, 5, 0::bigint) $$,
+    'channel_set replaces every limit (omitted ones become their defaults)'
+);
+SELECT is((SELECT count(*) FROM lonnymq.channel WHERE name = 'c1'), 1::bigint, 'setting twice keeps one channel');
+
+-- max_size set on a channel that already holds messages counts them.
+SELECT lonnymq.message_create('c2', 'x') FROM generate_series(1, 4);
+SELECT lonnymq.channel_set('c2', p_max_size => 5);
+SELECT isnt(lonnymq.message_create('c2', 'fifth'), NULL, 'a channel holding 4 of 5 accepts one more');
+SELECT is(lonnymq.message_create('c2', 'sixth'), NULL, 'and then reports the next message dropped');
+
+-- channel_drop
+SELECT is(lonnymq.channel_drop('nope'), false, 'dropping an unknown channel returns false');
+SELECT is(lonnymq.channel_drop('c1'), true, 'dropping an empty channel returns true');
+SELECT is((SELECT count(*) FROM lonnymq.channel WHERE name = 'c1'), 0::bigint, 'the channel is gone');
+SELECT throws_ok($$ SELECT lonnymq.channel_drop('c2') $$, '55006', NULL, 'dropping a channel holding messages raises 55006');
+SELECT is((SELECT count(*) FROM lonnymq.message AS m JOIN lonnymq.channel AS c ON c.id = m.channel_id WHERE c.name = 'c2'),
+    5::bigint, 'and keeps its messages');
+SELECT lonnymq.message_dequeue(60000, 1, 'c2');
+SELECT is(lonnymq.channel_drop('c2', true), true, 'p_purge drops a channel with messages, locked ones included');
+SELECT is((SELECT count(*) FROM lonnymq.message) + (SELECT count(*) FROM lonnymq.channel_wake) + (SELECT count(*) FROM lonnymq.channel_quota),
+    0::bigint, 'purge leaves no messages, wake-ups or quota rows behind');
+
+SELECT * FROM finish();
+ROLLBACK;
