@@ -1,17 +1,19 @@
 -- Deliver up to p_limit messages, locking each for p_lock_ms.
 --
--- Every step is a bounded index probe:
---   1. apply up to 8 due wake-ups           (channel_wake_due_ix)
---   2. take the front of the rotation       (channel_rotation_ix, SKIP LOCKED)
---   3. take its first deliverable message   (message_channel_ix, or
---      message_locked_ix for a saturated channel), SKIP LOCKED
---   4. give the channel its next turn       (channel_pkey)
--- A channel found with nothing deliverable leaves the rotation (or waits
--- for its first message's time) only when no producer is in flight on it;
--- otherwise it goes to the back.  At most p_limit + 16 channels are visited.
--- When every eligible channel is row-locked by concurrent consumers, a busy
--- unconstrained channel is served without taking its turn (step 5), so that
--- many consumers of one channel never see it as empty.
+-- Every step is a bounded number of index probes:
+--   1. apply up to 8 due wake-ups             (channel_wake_due_ix)
+--   2. lock the front of the rotation: up to p_limit eligible channels that
+--      no other consumer is serving           (channel_rotation_ix, SKIP LOCKED)
+--   3. share the batch among them round-robin, taking each channel's share
+--      in one statement                       (message_channel_ix, or
+--      message_locked_ix for a channel at max_concurrency; SKIP LOCKED)
+--   4. when every eligible channel is being served by someone else, take
+--      more from a busy unconstrained channel without taking its turn, so
+--      that many consumers of one channel never see it as empty
+--   5. write each visited channel once: its next turn, or where it goes when
+--      it had nothing deliverable (_channel_nothing_ready)
+-- At most p_limit + 16 channels are visited.  The rows come back in the
+-- order a one-at-a-time rotation would deliver them.
 CREATE FUNCTION @extschema@.message_dequeue(
     p_lock_ms bigint,
     p_limit integer DEFAULT 1,
@@ -36,19 +38,41 @@ AS $$
 DECLARE
     v_now bigint;
     v_limit integer := COALESCE(p_limit, 1);
-    v_taken integer := 0;
-    v_visits integer := 0;
-    v_skip bigint[] := '{}';
+    v_remaining integer;
     v_only bigint;
-    v_channel @extschema@.channel%ROWTYPE;
-    v_message @extschema@.message%ROWTYPE;
     v_wake record;
-    v_saturated boolean;
+    v_next bigint;
     v_locked integer;
     v_head bigint;
-    v_next bigint;
+    v_channel @extschema@.channel%ROWTYPE;
+    v_row record;
+    -- The channels visited, in rotation order, and what happened to each.
+    v_n integer := 0;
+    v_first integer;
+    v_channels @extschema@.channel[] := '{}';
+    v_seen bigint[] := '{}';
+    v_cap integer[] := '{}';
+    v_taken integer[] := '{}';
+    v_fresh integer[] := '{}';
+    v_active boolean[] := '{}';
+    v_live integer;
+    v_share integer;
+    v_extra integer;
+    v_rank integer;
+    v_want integer;
+    v_got integer;
+    v_changed boolean;
     v_busy bigint[];
     v_busy_id bigint;
+    i integer;
+    -- The messages taken, returned in rotation order at the end.
+    v_out_id bigint[] := '{}';
+    v_out_pos integer[] := '{}';
+    v_out_content bytea[] := '{}';
+    v_out_state bytea[] := '{}';
+    v_out_attempts integer[] := '{}';
+    v_out_dequeue_at bigint[] := '{}';
+    v_out_recovered boolean[] := '{}';
 BEGIN
     PERFORM @extschema@._check_lock_ms(p_lock_ms);
     IF v_limit NOT BETWEEN 1 AND 1000 THEN
@@ -112,187 +136,107 @@ BEGIN
         DELETE FROM @extschema@.channel_wake AS w WHERE w.id = v_wake.wake_id;
     END LOOP;
 
-    WHILE v_taken < v_limit AND v_visits < v_limit + 16 LOOP
-        v_visits := v_visits + 1;
-
+    v_remaining := v_limit;
+    WHILE v_remaining > 0 AND v_n < v_limit + 16 LOOP
         -- 2. The front of the rotation that no other consumer is serving.
+        v_first := v_n + 1;
         IF v_only IS NULL THEN
-            SELECT c.* INTO v_channel
-            FROM @extschema@.channel AS c
-            WHERE c.next_at <= v_now AND c.id <> ALL(v_skip)
-            ORDER BY c.next_at, c.turn
-            LIMIT 1
-            FOR NO KEY UPDATE SKIP LOCKED;
+            FOR v_channel IN
+                SELECT c.*
+                FROM @extschema@.channel AS c
+                WHERE c.next_at <= v_now AND c.id <> ALL(v_seen)
+                ORDER BY c.next_at, c.turn
+                LIMIT LEAST(v_remaining, v_limit + 16 - v_n)
+                FOR NO KEY UPDATE SKIP LOCKED
+            LOOP
+                v_n := v_n + 1;
+                v_channels := v_channels || v_channel;
+                v_seen := v_seen || v_channel.id;
+            END LOOP;
         ELSE
             SELECT c.* INTO v_channel
             FROM @extschema@.channel AS c
-            WHERE c.id = v_only AND c.next_at <= v_now AND c.id <> ALL(v_skip)
+            WHERE c.id = v_only AND c.next_at <= v_now
             FOR NO KEY UPDATE SKIP LOCKED;
-        END IF;
-        EXIT WHEN NOT FOUND;
-
-        -- 3. Its first deliverable message.  A channel at max_concurrency
-        -- may only deliver its own expired locks.
-        v_saturated := v_channel.num_locked >= v_channel.max_concurrency;
-        IF v_saturated THEN
-            SELECT m.* INTO v_message
-            FROM @extschema@.message AS m
-            WHERE
-                m.channel_id = v_channel.id
-                AND m.is_locked
-                AND m.dequeue_at <= v_now
-            ORDER BY m.dequeue_at, m.id
-            LIMIT 1
-            FOR UPDATE SKIP LOCKED;
-        ELSE
-            SELECT m.* INTO v_message
-            FROM @extschema@.message AS m
-            WHERE m.channel_id = v_channel.id AND m.dequeue_at <= v_now
-            ORDER BY m.dequeue_at, m.id
-            LIMIT 1
-            FOR UPDATE SKIP LOCKED;
-        END IF;
-
-        IF FOUND THEN
-            UPDATE @extschema@.message AS m
-            SET
-                dequeue_at = v_now + p_lock_ms,
-                is_locked = TRUE,
-                num_attempts = m.num_attempts + 1
-            WHERE m.id = v_message.id;
-
-            -- 4. The channel's next turn: the back of the rotation, after
-            -- its release interval; a channel now at max_concurrency waits
-            -- for a complete or for its first lock to expire.
-            v_locked := v_channel.num_locked;
-            IF v_channel.max_concurrency IS NOT NULL AND NOT v_message.is_locked THEN
-                v_locked := v_locked + 1;
+            IF FOUND THEN
+                v_n := v_n + 1;
+                v_channels := v_channels || v_channel;
+                v_seen := v_seen || v_channel.id;
             END IF;
-            v_next := v_now + v_channel.release_interval_ms;
-            IF v_locked >= v_channel.max_concurrency THEN
-                SELECT m.dequeue_at INTO v_head
-                FROM @extschema@.message AS m
-                WHERE m.channel_id = v_channel.id AND m.is_locked
-                ORDER BY m.dequeue_at, m.id
-                LIMIT 1;
-                v_next := GREATEST(v_next, v_head);
+        END IF;
+        EXIT WHEN v_n < v_first;
+
+        FOR i IN v_first..v_n LOOP
+            v_taken := v_taken || 0;
+            v_fresh := v_fresh || 0;
+            v_active := v_active || TRUE;
+            v_cap := v_cap || CASE
+                WHEN v_channels[i].num_locked >= v_channels[i].max_concurrency THEN v_limit
+                ELSE COALESCE(v_channels[i].max_concurrency - v_channels[i].num_locked, v_limit)
+            END;
+            IF v_channels[i].release_interval_ms > 0 THEN
+                v_cap[i] := LEAST(v_cap[i], 1);
             END IF;
-            UPDATE @extschema@.channel AS c
-            SET
-                next_at = v_next,
-                turn = pg_catalog.nextval('@extschema@.channel_turn_seq'),
-                wait_at = NULL,
-                last_served_at = v_now,
-                num_locked = v_locked
-            WHERE c.id = v_channel.id;
+        END LOOP;
 
-            id := v_message.id;
-            channel := v_channel.name;
-            content := v_message.content;
-            state := v_message.state;
-            num_attempts := v_message.num_attempts + 1;
-            dequeue_at := v_message.dequeue_at;
-            is_recovered := v_message.is_locked;
-            RETURN NEXT;
-            v_taken := v_taken + 1;
-            CONTINUE;
-        END IF;
+        -- 3. Share what is left among the live channels: equal shares, the
+        -- remainder to the first ones in turn order; a channel that gives
+        -- less than its share drops out and the rest is shared again.
+        LOOP
+            SELECT pg_catalog.count(*)::integer INTO v_live
+            FROM pg_catalog.unnest(v_active[v_first:v_n]) AS a (live)
+            WHERE a.live;
+            EXIT WHEN v_live = 0 OR v_remaining = 0;
+            v_share := v_remaining / v_live;
+            v_extra := v_remaining % v_live;
+            v_rank := 0;
+            v_changed := FALSE;
+            FOR i IN v_first..v_n LOOP
+                CONTINUE WHEN NOT v_active[i];
+                v_want := LEAST(v_cap[i], v_share + CASE WHEN v_rank < v_extra THEN 1 ELSE 0 END);
+                v_rank := v_rank + 1;
+                CONTINUE WHEN v_want <= 0;
+                v_got := 0;
+                FOR v_row IN
+                    SELECT t.*
+                    FROM @extschema@._message_take(
+                        v_channels[i].id, v_now, p_lock_ms, v_want,
+                        COALESCE(v_channels[i].num_locked >= v_channels[i].max_concurrency, FALSE)
+                    ) AS t
+                LOOP
+                    v_got := v_got + 1;
+                    IF NOT v_row.was_locked THEN
+                        v_fresh[i] := v_fresh[i] + 1;
+                    END IF;
+                    v_out_id := v_out_id || v_row.id;
+                    v_out_pos := v_out_pos || i;
+                    v_out_content := v_out_content || v_row.content;
+                    v_out_state := v_out_state || v_row.state;
+                    v_out_attempts := v_out_attempts || v_row.num_attempts;
+                    v_out_dequeue_at := v_out_dequeue_at || v_row.dequeue_at;
+                    v_out_recovered := v_out_recovered || v_row.was_locked;
+                END LOOP;
+                v_taken[i] := v_taken[i] + v_got;
+                v_cap[i] := v_cap[i] - v_got;
+                v_remaining := v_remaining - v_got;
+                IF v_got < v_want OR v_cap[i] <= 0 THEN
+                    v_active[i] := FALSE;
+                    v_changed := TRUE;
+                END IF;
+                IF v_got > 0 THEN
+                    v_changed := TRUE;
+                END IF;
+            END LOOP;
+            EXIT WHEN NOT v_changed;
+        END LOOP;
 
-        -- Nothing deliverable in this channel right now.
-        v_skip := v_skip || v_channel.id;
-        IF v_saturated THEN
-            SELECT m.dequeue_at INTO v_head
-            FROM @extschema@.message AS m
-            WHERE m.channel_id = v_channel.id AND m.is_locked
-            ORDER BY m.dequeue_at, m.id
-            LIMIT 1;
-            IF v_head IS NULL THEN
-                -- The counter overcounted (it cannot see a lock taken by a
-                -- concurrent transaction while channel_set recounted):
-                -- nothing is locked, so reset it and retry next visit.
-                UPDATE @extschema@.channel AS c
-                SET
-                    num_locked = 0,
-                    next_at = v_now,
-                    turn = pg_catalog.nextval('@extschema@.channel_turn_seq')
-                WHERE c.id = v_channel.id;
-            ELSE
-                UPDATE @extschema@.channel AS c
-                SET
-                    next_at = v_head,
-                    turn = pg_catalog.nextval('@extschema@.channel_turn_seq')
-                WHERE c.id = v_channel.id;
-            END IF;
-            CONTINUE;
-        END IF;
-
-        SELECT m.dequeue_at INTO v_head
-        FROM @extschema@.message AS m
-        WHERE m.channel_id = v_channel.id
-        ORDER BY m.dequeue_at, m.id
-        LIMIT 1;
-        IF v_head <= v_now THEN
-            -- Deliverable messages exist, but other transactions hold them
-            -- at this instant: keep the channel, at the back.
-            UPDATE @extschema@.channel AS c
-            SET
-                next_at = v_now,
-                turn = pg_catalog.nextval('@extschema@.channel_turn_seq')
-            WHERE c.id = v_channel.id;
-            CONTINUE;
-        END IF;
-
-        -- Empty, or nothing before v_head.  Saying so needs FOR UPDATE,
-        -- which no producer in flight (FOR KEY SHARE) allows; once held,
-        -- every producer's message is either committed (and seen by this
-        -- fresh probe) or will see wait_at and leave a wake-up.
-        PERFORM 1
-        FROM @extschema@.channel AS c
-        WHERE c.id = v_channel.id
-        FOR UPDATE SKIP LOCKED;
-        IF FOUND THEN
-            SELECT m.dequeue_at INTO v_head
-            FROM @extschema@.message AS m
-            WHERE m.channel_id = v_channel.id
-            ORDER BY m.dequeue_at, m.id
-            LIMIT 1;
-        ELSE
-            v_head := v_now;
-        END IF;
-        IF v_head IS NULL THEN
-            UPDATE @extschema@.channel AS c
-            SET
-                next_at = NULL,
-                turn = NULL,
-                wait_at = 9223372036854775807,
-                epoch = c.epoch + 1
-            WHERE c.id = v_channel.id;
-        ELSIF v_head > v_now THEN
-            UPDATE @extschema@.channel AS c
-            SET
-                next_at = GREATEST(
-                    v_head,
-                    COALESCE(c.last_served_at + c.release_interval_ms, v_head)
-                ),
-                turn = pg_catalog.nextval('@extschema@.channel_turn_seq'),
-                wait_at = v_head,
-                epoch = c.epoch + 1
-            WHERE c.id = v_channel.id;
-        ELSE
-            -- A producer is in flight, or a message just became visible:
-            -- back of the rotation, looked at again next turn.
-            UPDATE @extschema@.channel AS c
-            SET
-                next_at = v_now,
-                turn = pg_catalog.nextval('@extschema@.channel_turn_seq')
-            WHERE c.id = v_channel.id;
-        END IF;
+        EXIT WHEN v_only IS NOT NULL;
     END LOOP;
 
-    -- 5. Every eligible channel is being served by another consumer right
-    -- now.  An unconstrained channel has no count to keep, so take more of
-    -- its messages (SKIP LOCKED) without taking its turn.
-    IF v_taken < v_limit THEN
+    -- 4. Every eligible channel is being served by another consumer right
+    -- now.  An unconstrained channel has no count to keep: take more of its
+    -- messages (SKIP LOCKED) without taking its turn.
+    IF v_remaining > 0 THEN
         IF v_only IS NOT NULL THEN
             v_busy := ARRAY[v_only];
         ELSE
@@ -306,39 +250,85 @@ BEGIN
             ) AS b;
         END IF;
         FOREACH v_busy_id IN ARRAY COALESCE(v_busy, '{}') LOOP
+            CONTINUE WHEN v_busy_id = ANY(v_seen);
             SELECT c.* INTO v_channel
             FROM @extschema@.channel AS c
             WHERE c.id = v_busy_id AND c.next_at <= v_now;
             CONTINUE WHEN NOT FOUND
                 OR v_channel.max_concurrency IS NOT NULL
                 OR v_channel.release_interval_ms > 0;
-            FOR v_message IN
-                SELECT m.*
-                FROM @extschema@.message AS m
-                WHERE m.channel_id = v_channel.id AND m.dequeue_at <= v_now
-                ORDER BY m.dequeue_at, m.id
-                LIMIT v_limit - v_taken
-                FOR UPDATE SKIP LOCKED
+            v_n := v_n + 1;
+            v_channels := v_channels || v_channel;
+            FOR v_row IN
+                SELECT t.*
+                FROM @extschema@._message_take(v_channel.id, v_now, p_lock_ms, v_remaining, FALSE) AS t
             LOOP
-                UPDATE @extschema@.message AS m
-                SET
-                    dequeue_at = v_now + p_lock_ms,
-                    is_locked = TRUE,
-                    num_attempts = m.num_attempts + 1
-                WHERE m.id = v_message.id;
-                id := v_message.id;
-                channel := v_channel.name;
-                content := v_message.content;
-                state := v_message.state;
-                num_attempts := v_message.num_attempts + 1;
-                dequeue_at := v_message.dequeue_at;
-                is_recovered := v_message.is_locked;
-                RETURN NEXT;
-                v_taken := v_taken + 1;
+                v_remaining := v_remaining - 1;
+                v_out_id := v_out_id || v_row.id;
+                v_out_pos := v_out_pos || v_n;
+                v_out_content := v_out_content || v_row.content;
+                v_out_state := v_out_state || v_row.state;
+                v_out_attempts := v_out_attempts || v_row.num_attempts;
+                v_out_dequeue_at := v_out_dequeue_at || v_row.dequeue_at;
+                v_out_recovered := v_out_recovered || v_row.was_locked;
             END LOOP;
-            EXIT WHEN v_taken >= v_limit;
+            EXIT WHEN v_remaining = 0;
         END LOOP;
     END IF;
+
+    -- 5. Write each channel this call locked, once, in the order of its last
+    -- delivery in this batch, so that the rotation continues exactly as if
+    -- the messages had been taken one at a time: the back of the rotation
+    -- after its release interval; a channel now at its max_concurrency waits
+    -- for a complete or for its first lock to expire.  (The channels this
+    -- call locked are v_channels[1 .. length of v_taken]; busy channels
+    -- served in step 4 come after them and are not written.)
+    FOR i IN
+        SELECT k.i
+        FROM ROWS FROM (pg_catalog.unnest(v_taken)) WITH ORDINALITY AS k (taken, i)
+        ORDER BY k.taken - 1, k.i
+    LOOP
+        IF v_taken[i] = 0 THEN
+            PERFORM @extschema@._channel_nothing_ready(v_channels[i], v_now);
+            CONTINUE;
+        END IF;
+        v_locked := v_channels[i].num_locked;
+        IF v_channels[i].max_concurrency IS NOT NULL THEN
+            v_locked := v_locked + v_fresh[i];
+        END IF;
+        v_next := v_now + v_channels[i].release_interval_ms;
+        IF v_locked >= v_channels[i].max_concurrency THEN
+            SELECT m.dequeue_at INTO v_head
+            FROM @extschema@.message AS m
+            WHERE m.channel_id = v_channels[i].id AND m.is_locked
+            ORDER BY m.dequeue_at, m.id
+            LIMIT 1;
+            v_next := GREATEST(v_next, v_head);
+        END IF;
+        UPDATE @extschema@.channel AS c
+        SET
+            next_at = v_next,
+            turn = pg_catalog.nextval('@extschema@.channel_turn_seq'),
+            wait_at = NULL,
+            last_served_at = v_now,
+            num_locked = v_locked
+        WHERE c.id = v_channels[i].id;
+    END LOOP;
+
+    RETURN QUERY
+    SELECT t.id, (v_channels[t.pos]).name, t.content, t.state, t.num_attempts, t.dequeue_at, t.is_recovered
+    FROM ROWS FROM (
+        pg_catalog.unnest(v_out_id),
+        pg_catalog.unnest(v_out_pos),
+        pg_catalog.unnest(v_out_content),
+        pg_catalog.unnest(v_out_state),
+        pg_catalog.unnest(v_out_attempts),
+        pg_catalog.unnest(v_out_dequeue_at),
+        pg_catalog.unnest(v_out_recovered)
+    ) AS t (id, pos, content, state, num_attempts, dequeue_at, is_recovered)
+    ORDER BY
+        pg_catalog.row_number() OVER (PARTITION BY t.pos ORDER BY t.dequeue_at, t.id),
+        t.pos;
 END;
 $$;
 

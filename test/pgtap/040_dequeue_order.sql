@@ -1,5 +1,5 @@
 \ir include/setup.psql
-SELECT plan(17);
+SELECT plan(21);
 
 SELECT is(pg_temp.lmq_take(), NULL, 'an empty queue delivers nothing');
 SELECT is_empty($$ SELECT * FROM lonnymq.message_dequeue(1000) $$, 'nothing ready is an empty result, not an error');
@@ -40,9 +40,19 @@ SELECT is(pg_temp.lmq_take(), NULL, 'everything was delivered once');
 -- An idle channel that gets an urgent message joins at the back too.
 SELECT lonnymq.message_create('E', 'e1'), lonnymq.message_create('F', 'f1'), lonnymq.message_create('G', 'g1');
 SELECT is(pg_temp.lmq_take(), 'E:e1', 'E first');
+SELECT is(pg_temp.lmq_take(60000, 'E'), NULL, 'E is empty now');
+SELECT is((SELECT next_at FROM lonnymq.channel WHERE name = 'E'), NULL, 'and has left the rotation (idle)');
 SELECT lonnymq.message_create('E', 'e-urgent', -9000000000000);
 SELECT is(pg_temp.lmq_take_all(3), ARRAY['F:f1', 'G:g1', 'E:e-urgent'],
     'an idle channel with an urgent message waits for the channels already waiting');
+
+-- A batch shares itself among channels as a one-at-a-time rotation would.
+SELECT lonnymq.message_create('K', 'k1');
+SELECT lonnymq.message_create('L', convert_to('l' || g, 'UTF8')) FROM generate_series(1, 5) AS g;
+SELECT lonnymq.message_create('M', convert_to('m' || g, 'UTF8')) FROM generate_series(1, 5) AS g;
+SELECT is(pg_temp.lmq_take_all(8), ARRAY['K:k1', 'L:l1', 'M:m1', 'L:l2', 'M:m2', 'L:l3', 'M:m3', 'L:l4'],
+    'a batch of 8 over channels holding 1, 5 and 5: round-robin, the short channel drops out');
+SELECT is(pg_temp.lmq_take_all(3), ARRAY['M:m4', 'L:l5', 'M:m5'], 'and the next batch continues the rotation where it stopped');
 
 -- p_channel restricts delivery to one channel; p_limit bounds the batch.
 SELECT lonnymq.message_create('X', convert_to('x' || g, 'UTF8')) FROM generate_series(1, 3) AS g;

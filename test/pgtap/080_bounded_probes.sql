@@ -100,7 +100,7 @@ ANALYZE lonnymq.channel;
 ANALYZE lonnymq.message;
 ANALYZE lonnymq.channel_wake;
 
-SELECT plan(19);
+SELECT plan(22);
 
 SELECT cmp_ok((SELECT count(*) FROM lonnymq.message), '>=', 400000::bigint, 'the pathological queue holds 400,000+ messages');
 SELECT cmp_ok((SELECT count(*) FROM lonnymq.channel), '>=', 7000::bigint, 'in 7,000+ channels, 6,000 of them saturated or rate-limited');
@@ -188,6 +188,16 @@ SELECT is((SELECT result FROM costs2 WHERE what = 'dequeue'), '1', 'a later dequ
 SELECT cmp_ok((SELECT idx FROM costs2 WHERE what = 'dequeue'), '<=', 40::bigint, 'reads at most 40 index entries');
 SELECT cmp_ok((SELECT idx FROM costs2 WHERE what = 'create'), '<=', 40::bigint, 'and so does a create into a waiting channel');
 SELECT is((SELECT seq FROM costs2 WHERE what = 'dequeue') + (SELECT seq FROM costs2 WHERE what = 'create'), 0::bigint, 'without sequential scans');
+
+-- A batch of 1000 from one channel is one statement, not 1000 probes.
+-- (Measured last: within this one transaction, the index entries of the rows
+-- it locks stay visible to later scans of the same channel until the
+-- transaction ends, which a real worker's transaction would have done.)
+INSERT INTO costs SELECT 'dequeue: batch of 1000, one channel', * FROM pg_temp.lmq_cost($$ SELECT count(*) FROM lonnymq.message_dequeue(60000, 1000, 'backlog') $$);
+SELECT is((SELECT result FROM costs WHERE what = 'dequeue: batch of 1000, one channel'), '1000', 'a batch of 1000 from the backlog is served');
+SELECT cmp_ok((SELECT idx FROM costs WHERE what = 'dequeue: batch of 1000, one channel'), '<=', 3000::bigint,
+    'a batch of 1000 from one channel reads at most 3 index entries per message');
+SELECT is((SELECT seq FROM costs WHERE what = 'dequeue: batch of 1000, one channel'), 0::bigint, 'without sequential scans');
 
 -- Report the measured costs in the TAP output.
 SELECT diag(string_agg(format('%-40s seq=%s idx=%s', what, seq, idx), E'\n' ORDER BY what)) FROM costs;
