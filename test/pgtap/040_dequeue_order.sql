@@ -40,6 +40,8 @@ SELECT is(pg_temp.lmq_take(), NULL, 'everything was delivered once');
 -- An idle channel that gets an urgent message joins at the back too.
 SELECT lonnymq.message_create('E', 'e1'), lonnymq.message_create('F', 'f1'), lonnymq.message_create('G', 'g1');
 SELECT is(pg_temp.lmq_take(), 'E:e1', 'E first');
+SELECT lonnymq.message_complete(m.id, m.num_attempts)
+FROM lonnymq.message AS m JOIN lonnymq.channel AS c ON c.id = m.channel_id WHERE c.name = 'E';
 SELECT is(pg_temp.lmq_take(60000, 'E'), NULL, 'E is empty now');
 SELECT is((SELECT next_at FROM lonnymq.channel WHERE name = 'E'), NULL, 'and has left the rotation (idle)');
 SELECT lonnymq.message_create('E', 'e-urgent', -9000000000000);
