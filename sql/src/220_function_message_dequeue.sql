@@ -235,25 +235,40 @@ BEGIN
 
     -- 4. Every eligible channel is being served by another consumer right
     -- now.  An unconstrained channel has no count to keep: take more of its
-    -- messages (SKIP LOCKED) without taking its turn.
+    -- messages (SKIP LOCKED) without taking its turn.  The horizon is a
+    -- second past v_now: a consumer that read the clock a moment after this
+    -- one may already have committed its turn (next_at = its own clock), and
+    -- its channel must not look empty to this call for that reason.  Only
+    -- messages with dequeue_at <= v_now are taken, so nothing is delivered
+    -- early.
     IF v_remaining > 0 THEN
         IF v_only IS NOT NULL THEN
             v_busy := ARRAY[v_only];
         ELSE
+            -- The front of the rotation, and channels another consumer is
+            -- waking up right now (their wake-up is due but locked).
             SELECT pg_catalog.array_agg(b.id ORDER BY b.next_at, b.turn) INTO v_busy
             FROM (
                 SELECT c.id, c.next_at, c.turn
                 FROM @extschema@.channel AS c
-                WHERE c.next_at <= v_now
+                WHERE c.next_at <= v_now + 1000
                 ORDER BY c.next_at, c.turn
                 LIMIT 8
             ) AS b;
+            v_busy := COALESCE(v_busy, '{}') || ARRAY(
+                SELECT w.channel_id
+                FROM @extschema@.channel_wake AS w
+                WHERE w.wake_at <= v_now
+                ORDER BY w.wake_at, w.id
+                LIMIT 8
+            );
         END IF;
-        FOREACH v_busy_id IN ARRAY COALESCE(v_busy, '{}') LOOP
+        FOREACH v_busy_id IN ARRAY v_busy LOOP
             CONTINUE WHEN v_busy_id = ANY(v_seen);
+            v_seen := v_seen || v_busy_id;
             SELECT c.* INTO v_channel
             FROM @extschema@.channel AS c
-            WHERE c.id = v_busy_id AND c.next_at <= v_now;
+            WHERE c.id = v_busy_id;
             CONTINUE WHEN NOT FOUND
                 OR v_channel.max_concurrency IS NOT NULL
                 OR v_channel.release_interval_ms > 0;
