@@ -34,71 +34,7 @@ BEGIN
 END;
 $$;
 
-SELECT pg_temp.lmq_now() AS t0 \gset
-
--- (c) 3,000 saturated channels, each with a lock that expires in an hour and
--- a ready backlog of urgent messages; 3,000 rate-limited channels with ready
--- urgent messages; both sit at a future next_at.
-INSERT INTO lonnymq.channel (name, max_concurrency, num_locked, next_at, turn, wait_at, last_served_at, created_at)
-SELECT 'sat' || g, 1, 1, :t0 + 3600000, nextval('lonnymq.channel_turn_seq'), NULL, :t0, :t0
-FROM generate_series(1, 3000) AS g;
-INSERT INTO lonnymq.message (channel_id, dequeue_at, is_locked, num_attempts, created_at, content)
-SELECT c.id, :t0 + 3600000, true, 1, :t0, 'x' FROM lonnymq.channel AS c WHERE c.name LIKE 'sat%';
-INSERT INTO lonnymq.message (channel_id, dequeue_at, created_at, content)
-SELECT c.id, -1000000 - g, :t0, 'x' FROM lonnymq.channel AS c, generate_series(1, 10) AS g WHERE c.name LIKE 'sat%';
-INSERT INTO lonnymq.channel (name, release_interval_ms, next_at, turn, wait_at, last_served_at, created_at)
-SELECT 'rate' || g, 3600000, :t0 + 3600000, nextval('lonnymq.channel_turn_seq'), NULL, :t0, :t0
-FROM generate_series(1, 3000) AS g;
-INSERT INTO lonnymq.message (channel_id, dequeue_at, created_at, content)
-SELECT c.id, -1000000 - g, :t0, 'x' FROM lonnymq.channel AS c, generate_series(1, 10) AS g WHERE c.name LIKE 'rate%';
-
--- (b) 100,000 future-dated messages in 1,000 channels waiting for them, and
--- 100,000 future wake-ups.
-INSERT INTO lonnymq.channel (name, next_at, turn, wait_at, created_at)
-SELECT 'future' || g, :t0 + 3600000, nextval('lonnymq.channel_turn_seq'), :t0 + 3600000, :t0
-FROM generate_series(1, 1000) AS g;
-INSERT INTO lonnymq.message (channel_id, dequeue_at, created_at, content)
-SELECT c.id, :t0 + 3600000 + g, :t0, 'x' FROM lonnymq.channel AS c, generate_series(1, 100) AS g WHERE c.name LIKE 'future%';
-INSERT INTO lonnymq.channel_wake (channel_id, wake_at)
-SELECT c.id, :t0 + 3600000 + g FROM lonnymq.channel AS c, generate_series(1, 100) AS g WHERE c.name LIKE 'future%';
-
--- (a) one channel with a backlog of 100,000 ready messages.
-INSERT INTO lonnymq.channel (name, next_at, turn, wait_at, created_at)
-VALUES ('backlog', :t0 - 2, nextval('lonnymq.channel_turn_seq'), NULL, :t0);
-INSERT INTO lonnymq.message (channel_id, dequeue_at, created_at, content)
-SELECT c.id, :t0 - 200000 + g, :t0, 'x' FROM lonnymq.channel AS c, generate_series(1, 100000) AS g WHERE c.name = 'backlog';
-
--- (d) 50,000 unexpired and 50,000 expired locks in one channel, and a
--- saturated channel whose only deliverable message is an expired lock behind
--- 20,000 ready ones.
-INSERT INTO lonnymq.channel (name, next_at, turn, wait_at, created_at)
-VALUES ('locks', :t0 - 1, nextval('lonnymq.channel_turn_seq'), NULL, :t0);
-INSERT INTO lonnymq.message (channel_id, dequeue_at, is_locked, num_attempts, created_at, content)
-SELECT c.id, :t0 + 600000 + g, true, 1, :t0, 'x' FROM lonnymq.channel AS c, generate_series(1, 50000) AS g WHERE c.name = 'locks';
-INSERT INTO lonnymq.message (channel_id, dequeue_at, is_locked, num_attempts, created_at, content)
-SELECT c.id, :t0 - 100000 + g, true, 1, :t0, 'x' FROM lonnymq.channel AS c, generate_series(1, 50000) AS g WHERE c.name = 'locks';
-INSERT INTO lonnymq.channel (name, max_concurrency, num_locked, next_at, turn, wait_at, created_at)
-VALUES ('satrecover', 1, 1, :t0 - 1, nextval('lonnymq.channel_turn_seq'), NULL, :t0);
-INSERT INTO lonnymq.message (channel_id, dequeue_at, created_at, content)
-SELECT c.id, -5000000 + g, :t0, 'x' FROM lonnymq.channel AS c, generate_series(1, 20000) AS g WHERE c.name = 'satrecover';
-INSERT INTO lonnymq.message (channel_id, dequeue_at, is_locked, num_attempts, created_at, content)
-SELECT c.id, :t0 - 5, true, 1, :t0, 'recover-me' FROM lonnymq.channel AS c WHERE c.name = 'satrecover';
-
--- A channel holding only unexpired locks (100,000 of them).
-INSERT INTO lonnymq.channel (name, next_at, turn, wait_at, created_at)
-VALUES ('alllocked', :t0 - 3, nextval('lonnymq.channel_turn_seq'), NULL, :t0);
-INSERT INTO lonnymq.message (channel_id, dequeue_at, is_locked, num_attempts, created_at, content)
-SELECT c.id, :t0 + 600000 + g, true, 1, :t0, 'x' FROM lonnymq.channel AS c, generate_series(1, 100000) AS g WHERE c.name = 'alllocked';
-
--- The one ordinary ready channel, at the back of the rotation.
-INSERT INTO lonnymq.channel (name, next_at, turn, wait_at, created_at)
-VALUES ('target', :t0, nextval('lonnymq.channel_turn_seq'), NULL, :t0);
-INSERT INTO lonnymq.message (channel_id, dequeue_at, created_at, content)
-SELECT c.id, :t0, :t0, 'target-message' FROM lonnymq.channel AS c WHERE c.name = 'target';
-
-ANALYZE lonnymq.channel;
-ANALYZE lonnymq.message;
-ANALYZE lonnymq.channel_wake;
+\ir include/pathological.psql
 
 SELECT plan(22);
 

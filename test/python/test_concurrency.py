@@ -1,0 +1,147 @@
+"""Several real connections at once: the two promises of the foundation.
+
+* Eight consumers of one busy channel never come back empty-handed while
+  unlocked ready messages exist (the channel row must not serialise them).
+* A producer's open transaction blocks neither other producers nor the
+  consumers of other channels.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import psycopg
+import pytest
+
+CONSUMERS = 8
+BACKLOG = 4000
+
+
+def test_eight_consumers_of_one_channel_never_see_it_empty(db):
+    with db.connect() as conn:
+        conn.execute(
+            "SELECT lonnymq.message_create('busy', convert_to(g::text, 'UTF8')) FROM generate_series(1, %s) AS g",
+            (BACKLOG,),
+        )
+
+    completed: list[int] = []
+    wrong_empties: list[int] = []
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+    start = threading.Barrier(CONSUMERS)
+
+    def consumer():
+        try:
+            with db.connect() as conn, conn.cursor() as cur:
+                start.wait()
+                while True:
+                    cur.execute("SELECT id, num_attempts FROM lonnymq.message_dequeue(60000, 1, NULL)")
+                    row = cur.fetchone()
+                    if row is None:
+                        # Empty: legitimate only if the other consumers can be
+                        # holding every unlocked ready message right now.
+                        cur.execute("SELECT count(*) FROM lonnymq.message WHERE NOT is_locked")
+                        unlocked = cur.fetchone()[0]
+                        if unlocked == 0:
+                            return
+                        if unlocked > CONSUMERS - 1:
+                            with lock:
+                                wrong_empties.append(unlocked)
+                        continue
+                    cur.execute("SELECT lonnymq.message_complete(%s, %s)", row)
+                    assert cur.fetchone()[0] is True
+                    with lock:
+                        completed.append(row[0])
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=consumer) for _ in range(CONSUMERS)]
+    began = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    elapsed = time.monotonic() - began
+
+    assert not errors, errors
+    assert not wrong_empties, (
+        f"{len(wrong_empties)} dequeues came back empty while at least {CONSUMERS} "
+        f"unlocked ready messages existed (samples: {wrong_empties[:10]})"
+    )
+    assert sorted(completed) == sorted(set(completed)), "a message was completed twice"
+    assert len(completed) == BACKLOG
+    print(f"{BACKLOG} messages, {CONSUMERS} consumers, one channel: {BACKLOG / elapsed:.0f} completed/s")
+
+
+def _quick(db, sql, params=()):
+    """Run one call on a fresh connection that refuses to wait for a lock."""
+    with db.connect() as conn:
+        conn.execute("SET lock_timeout = '3s'")
+        return conn.execute(sql, params).fetchall()
+
+
+@pytest.mark.parametrize("channel_state", ["busy", "idle", "new"])
+def test_an_open_producer_transaction_blocks_no_one(db, channel_state):
+    with db.connect() as conn:
+        conn.execute("SELECT lonnymq.message_create('other', 'o1'), lonnymq.message_create('other', 'o2')")
+        if channel_state == "busy":
+            conn.execute("SELECT lonnymq.message_create('a', 'a0')")
+        elif channel_state == "idle":
+            conn.execute("SELECT lonnymq.message_create('a', 'a0')")
+            conn.execute("SELECT lonnymq.message_complete(id, num_attempts) "
+                         "FROM lonnymq.message_dequeue(1000, 1, 'a')")
+            # the consumer sees it empty: out of the rotation
+            conn.execute("SELECT * FROM lonnymq.message_dequeue(1000, 1, 'a')")
+            assert conn.execute("SELECT next_at FROM lonnymq.channel WHERE name = 'a'").fetchone()[0] is None
+
+    producer = db.connect(autocommit=False)
+    producer.execute("SELECT lonnymq.message_create('a', 'uncommitted')")
+    try:
+        # another producer, same channel (an existing one: two first-ever
+        # creates of one new channel do wait for each other, see doc/)
+        if channel_state != "new":
+            assert _quick(db, "SELECT lonnymq.message_create('a', 'second')")[0][0] is not None
+        # producers of other channels
+        assert _quick(db, "SELECT lonnymq.message_create('other', 'o3')")[0][0] is not None
+        # consumers of other channels, and of any channel
+        got = _quick(db, "SELECT convert_from(content, 'UTF8') FROM lonnymq.message_dequeue(60000, 1, 'other')")
+        assert got == [("o1",)]
+        got = _quick(db, "SELECT channel FROM lonnymq.message_dequeue(60000, 5)")
+        assert ("other",) in got
+        # the uncommitted message is invisible to consumers
+        seen = _quick(db, "SELECT convert_from(content, 'UTF8') FROM lonnymq.message_dequeue(60000, 10, 'a')")
+        assert ("uncommitted",) not in seen
+        # dequeues that find 'a' empty must not take it out of the rotation
+        # while the producer is in flight (it holds FOR KEY SHARE)
+        _quick(db, "SELECT * FROM lonnymq.message_dequeue(60000, 10, 'a')")
+    finally:
+        producer.commit()
+        producer.close()
+
+    # once committed, the message is delivered
+    seen = _quick(db, "SELECT convert_from(content, 'UTF8') FROM lonnymq.message_dequeue(60000, 10, 'a')")
+    assert ("uncommitted",) in seen
+
+
+def test_a_message_committed_while_its_channel_goes_idle_is_not_lost(db):
+    """The lost-wakeup race: a consumer finds the channel empty while a
+    producer's message is still uncommitted.  After the commit the message
+    must be delivered, whatever the interleaving."""
+    with db.connect() as conn:
+        conn.execute("SELECT lonnymq.channel_set('race')")
+    for round_ in range(30):
+        producer = db.connect(autocommit=False)
+        producer.execute("SELECT lonnymq.message_create('race', %s)", (f"r{round_}".encode(),))
+        # a consumer sweeps the (apparently empty) channel several times
+        for _ in range(3):
+            assert _quick(db, "SELECT * FROM lonnymq.message_dequeue(60000, 1, 'race')") == []
+            _quick(db, "SELECT * FROM lonnymq.message_dequeue(60000, 5)")
+        producer.commit()
+        producer.close()
+        got = _quick(db, "SELECT id, num_attempts, convert_from(content, 'UTF8') "
+                         "FROM lonnymq.message_dequeue(60000, 1, NULL)")
+        assert [r[2] for r in got] == [f"r{round_}"], f"round {round_}: message lost or late"
+        _quick(db, "SELECT lonnymq.message_complete(%s, %s)", got[0][:2])
+        # and the consumer that empties it again takes it out of the rotation
+        _quick(db, "SELECT * FROM lonnymq.message_dequeue(60000, 1, 'race')")
