@@ -1,0 +1,155 @@
+"""pytest fixtures for lonnymq.
+
+Fixtures:
+    cluster      (session)  one throwaway PostgreSQL cluster for the whole run (pgcluster.Cluster)
+    template_db  (session)  name of the database `lonnymq_template`, which has
+                            CREATE EXTENSION pgtap; CREATE EXTENSION lonnymq;
+    db           (function) a fresh Database cloned from the template for each test
+    module_db    (module)   the same, shared by all tests of one module
+    connect      (function) db.connect: psycopg 3 connection factory (autocommit on by default)
+
+The extension must be installed in the system PostgreSQL (`make install`;
+`make test` does it). Set LONNYMQ_KEEP_CLUSTER=1 to keep the cluster directory
+after the run (its path and log are printed).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+from pgcluster import Cluster, ClusterError  # noqa: E402
+
+REPO_ROOT = HERE.parent.parent
+TEMPLATE_DB = "lonnymq_template"
+TEMPLATE_EXTENSIONS = ("pgtap", "lonnymq")
+
+_db_counter = itertools.count(1)
+
+
+def _raise_keyboard_interrupt(signum, frame):  # pragma: no cover - signal path
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def pytest_configure(config):
+    # SIGTERM / SIGHUP: unwind like Ctrl-C so fixtures tear the cluster down.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            signal.signal(sig, _raise_keyboard_interrupt)
+        except (ValueError, OSError):  # not the main thread
+            pass
+
+
+class Database:
+    """One database of the test cluster."""
+
+    def __init__(self, cluster: Cluster, name: str) -> None:
+        self.cluster = cluster
+        self.name = name
+        self._connections: list = []
+
+    @property
+    def dsn(self) -> str:
+        return self.cluster.dsn(self.name)
+
+    def connect(self, autocommit: bool = True, **kwargs):
+        """A new psycopg 3 connection to this database (closed at teardown)."""
+        import psycopg
+
+        conn = psycopg.connect(self.dsn, autocommit=autocommit, **kwargs)
+        self._connections.append(conn)
+        return conn
+
+    def psql(self, sql: str, **kwargs) -> str:
+        return self.cluster.psql(sql, dbname=self.name, **kwargs)
+
+    def close(self) -> None:
+        for conn in self._connections:
+            try:
+                conn.close()
+            except Exception:  # noqa: BLE001
+                pass
+        self._connections.clear()
+
+    def __repr__(self) -> str:
+        return f"<Database {self.name} on {self.cluster!r}>"
+
+
+def _new_database(cluster: Cluster, template: str, hint: str) -> Database:
+    slug = re.sub(r"[^a-z0-9]+", "_", hint.lower()).strip("_")
+    name = f"t{next(_db_counter)}_{slug}"[:63]
+    cluster.create_database(name, template=template)
+    return Database(cluster, name)
+
+
+def _drop(database: Database) -> None:
+    database.close()
+    try:
+        database.cluster.drop_database(database.name)
+    except ClusterError:
+        pass
+
+
+@pytest.fixture(scope="session")
+def cluster():
+    keep = os.environ.get("LONNYMQ_KEEP_CLUSTER") == "1"
+    c = Cluster(keep=keep)
+    try:
+        c.start()
+        yield c
+    finally:
+        c.cleanup()
+        if keep:
+            print(f"\nkept cluster: {c.base_dir} (log {c.log_path})", file=sys.stderr)
+
+
+@pytest.fixture(scope="session")
+def template_db(cluster) -> str:
+    try:
+        cluster.create_database(TEMPLATE_DB, extensions=TEMPLATE_EXTENSIONS)
+    except ClusterError as exc:
+        pytest.fail(
+            f"cannot create {TEMPLATE_DB} with extensions {TEMPLATE_EXTENSIONS}; is the extension "
+            f"installed (make install) and pgTAP present (make deps)?\n{exc}",
+            pytrace=False,
+        )
+    return TEMPLATE_DB
+
+
+@pytest.fixture
+def db(cluster, template_db, request) -> Database:
+    database = _new_database(cluster, template_db, request.node.name)
+    yield database
+    _drop(database)
+
+
+@pytest.fixture(scope="module")
+def module_db(cluster, template_db, request) -> Database:
+    database = _new_database(cluster, template_db, request.module.__name__)
+    yield database
+    _drop(database)
+
+
+@pytest.fixture
+def connect(db):
+    return db.connect
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.failed and "cluster" in getattr(item, "fixturenames", ()):
+        c = item.funcargs.get("cluster") if hasattr(item, "funcargs") else None
+        if isinstance(c, Cluster):
+            report.sections.append((f"postgres log tail ({c.log_path})", c.log_tail(4000)))
+    return report
