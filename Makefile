@@ -44,15 +44,14 @@ PYTEST_ARGS ?=
 APT_PACKAGES = postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl
 PGTAP_FILES := $(shell LC_ALL=C ls -1 test/pgtap/*.sql 2>/dev/null | LC_ALL=C sort)
 
-# Lint: sql/src with .sqlfluff as is (part of `make test`). test/pgtap gets a relaxed rule
-# set (capitalisation, and the file must parse) through `make lint-tests`, which is NOT part
-# of `make test`: pgTAP assertions are written one per line, which the layout rules reject,
-# and sqlfluff cannot parse every valid statement (e.g. OFFSET before LIMIT).
-# Set LINT_TESTS=1 to make `make lint` (and so `make test`) run it too.
+# Lint: sql/src with .sqlfluff as is. test/pgtap gets a relaxed rule set (capitalisation,
+# and every file must parse) through `make lint-tests`: pgTAP assertions are written one per
+# line, which the layout rules reject. Both run in `make lint` and so in `make test`
+# (LINT_TESTS=0 skips the test files).
 LINT_SRC_PATHS  ?= sql/src
 LINT_TEST_PATHS ?= test/pgtap
 LINT_TEST_RULES ?= CP01,CP02,CP03,CP04,CP05
-LINT_TESTS ?= 0
+LINT_TESTS ?= 1
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)

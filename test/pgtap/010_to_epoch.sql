@@ -49,8 +49,8 @@ SELECT is(
 -- by up to a minute: make sure these instants would catch it.
 SELECT cmp_ok(
     (SELECT count(*) FROM instants
-     WHERE extract(epoch FROM timestamptz 'epoch' + ms * interval '1 millisecond')::bigint * 1000
-         + extract(millisecond FROM timestamptz 'epoch' + ms * interval '1 millisecond')::bigint <> ms),
+     WHERE extract(EPOCH FROM timestamptz 'epoch' + ms * interval '1 millisecond')::bigint * 1000
+         + extract(MILLISECOND FROM timestamptz 'epoch' + ms * interval '1 millisecond')::bigint <> ms),
     '>', 1000::bigint,
     'the instants distinguish to_epoch from the seconds*1000 + MILLISECOND formula'
 );

@@ -28,14 +28,14 @@ SELECT isnt(lonnymq.message_create('c2', 'fifth'), NULL, 'a channel holding 4 of
 SELECT is(lonnymq.message_create('c2', 'sixth'), NULL, 'and then reports the next message dropped');
 
 -- channel_drop
-SELECT is(lonnymq.channel_drop('nope'), false, 'dropping an unknown channel returns false');
-SELECT is(lonnymq.channel_drop('c1'), true, 'dropping an empty channel returns true');
+SELECT is(lonnymq.channel_drop('nope'), FALSE, 'dropping an unknown channel returns false');
+SELECT is(lonnymq.channel_drop('c1'), TRUE, 'dropping an empty channel returns true');
 SELECT is((SELECT count(*) FROM lonnymq.channel WHERE name = 'c1'), 0::bigint, 'the channel is gone');
 SELECT throws_ok($$ SELECT lonnymq.channel_drop('c2') $$, '55006', NULL, 'dropping a channel holding messages raises 55006');
 SELECT is((SELECT count(*) FROM lonnymq.message AS m JOIN lonnymq.channel AS c ON c.id = m.channel_id WHERE c.name = 'c2'),
     5::bigint, 'and keeps its messages');
 SELECT lonnymq.message_dequeue(60000, 1, 'c2');
-SELECT is(lonnymq.channel_drop('c2', true), true, 'p_purge drops a channel with messages, locked ones included');
+SELECT is(lonnymq.channel_drop('c2', TRUE), TRUE, 'p_purge drops a channel with messages, locked ones included');
 SELECT is((SELECT count(*) FROM lonnymq.message) + (SELECT count(*) FROM lonnymq.channel_wake) + (SELECT count(*) FROM lonnymq.channel_quota),
     0::bigint, 'purge leaves no messages, wake-ups or quota rows behind');
 

@@ -13,7 +13,7 @@ SELECT ok(lonnymq.message_complete(g.id, g.num_attempts), 'completing one of its
 FROM (SELECT * FROM got WHERE channel = 'lim' ORDER BY id LIMIT 1) AS g;
 SELECT is((SELECT count(*) FROM lonnymq.message_dequeue(60000, 10, 'lim')), 1::bigint, 'frees exactly one slot');
 SELECT ok(lonnymq.message_defer(g.id, g.num_attempts, pg_temp.lmq_now() + 3600000), 'deferring a locked message')
-FROM (SELECT * FROM got WHERE channel = 'lim' ORDER BY id OFFSET 1 LIMIT 1) AS g;
+FROM (SELECT * FROM got WHERE channel = 'lim' ORDER BY id LIMIT 1 OFFSET 1) AS g;
 SELECT is((SELECT count(*) FROM lonnymq.message_dequeue(60000, 10, 'lim')), 1::bigint, 'frees a slot too');
 SELECT is((SELECT num_locked FROM lonnymq.channel WHERE name = 'lim'), 2, 'the channel counts 2 locked messages');
 

@@ -15,26 +15,26 @@ SELECT results_eq($$ SELECT id, num_attempts, is_recovered FROM d2 $$, 'VALUES (
     'after its lock expires the message is delivered again: attempt 2, is_recovered');
 
 -- Fencing
-SELECT is(lonnymq.message_complete(:mid, 1), false, 'the stale token (1) cannot complete');
-SELECT is(lonnymq.message_defer(:mid, 1), false, 'nor defer');
-SELECT is(lonnymq.message_heartbeat(:mid, 1, 60000), false, 'nor heartbeat');
-SELECT is(lonnymq.message_complete(:mid, 3), false, 'a future token (3) is refused too');
+SELECT is(lonnymq.message_complete(:mid, 1), FALSE, 'the stale token (1) cannot complete');
+SELECT is(lonnymq.message_defer(:mid, 1), FALSE, 'nor defer');
+SELECT is(lonnymq.message_heartbeat(:mid, 1, 60000), FALSE, 'nor heartbeat');
+SELECT is(lonnymq.message_complete(:mid, 3), FALSE, 'a future token (3) is refused too');
 SELECT is((SELECT num_attempts FROM lonnymq.message WHERE id = :mid), 2, 'refused calls changed nothing');
 
 -- Heartbeat only extends.
 SELECT dequeue_at AS lock_until FROM lonnymq.message WHERE id = :mid \gset
-SELECT is(lonnymq.message_heartbeat(:mid, 2, 1), true, 'a heartbeat with the current token succeeds');
+SELECT is(lonnymq.message_heartbeat(:mid, 2, 1), TRUE, 'a heartbeat with the current token succeeds');
 SELECT is((SELECT dequeue_at FROM lonnymq.message WHERE id = :mid), :lock_until::bigint, 'a shorter heartbeat does not shorten the lock');
-SELECT is(lonnymq.message_heartbeat(:mid, 2, 600000), true, 'a longer heartbeat');
+SELECT is(lonnymq.message_heartbeat(:mid, 2, 600000), TRUE, 'a longer heartbeat');
 SELECT cmp_ok((SELECT dequeue_at FROM lonnymq.message WHERE id = :mid), '>=', :lock_until::bigint + 500000, 'extends the lock');
 
 -- Defer keeps the attempt count; NULL state keeps the saved state.
-SELECT is(lonnymq.message_defer(:mid, 2, NULL, 'saved'::bytea), true, 'defer with state');
-SELECT is(lonnymq.message_complete(:mid, 2), false, 'a deferred message is no longer locked: its token cannot complete it');
+SELECT is(lonnymq.message_defer(:mid, 2, NULL, 'saved'::bytea), TRUE, 'defer with state');
+SELECT is(lonnymq.message_complete(:mid, 2), FALSE, 'a deferred message is no longer locked: its token cannot complete it');
 CREATE TEMP TABLE d3 AS SELECT * FROM lonnymq.message_dequeue(60000, 1, 'w');
 SELECT results_eq($$ SELECT num_attempts, state, is_recovered FROM d3 $$, $$ VALUES (3, 'saved'::bytea, false) $$,
     'a deferred message comes back with its state and the next attempt number');
-SELECT is(lonnymq.message_defer(:mid, 3, pg_temp.lmq_now() + 200), true, 'defer with NULL state');
+SELECT is(lonnymq.message_defer(:mid, 3, pg_temp.lmq_now() + 200), TRUE, 'defer with NULL state');
 SELECT is((SELECT state FROM lonnymq.message WHERE id = :mid), 'saved'::bytea, 'keeps the saved state');
 SELECT is_empty($$ SELECT * FROM lonnymq.message_dequeue(60000, 1, 'w') $$, 'a message deferred to the future waits');
 SELECT pg_sleep(0.22);
@@ -42,8 +42,8 @@ CREATE TEMP TABLE d4 AS SELECT * FROM lonnymq.message_dequeue(60000, 1, 'w');
 SELECT is((SELECT num_attempts FROM d4), 4, 'and is delivered when due');
 
 -- Complete
-SELECT is(lonnymq.message_complete(:mid, 4), true, 'complete with the current token');
-SELECT is(lonnymq.message_complete(:mid, 4), false, 'a second complete returns false');
+SELECT is(lonnymq.message_complete(:mid, 4), TRUE, 'complete with the current token');
+SELECT is(lonnymq.message_complete(:mid, 4), FALSE, 'a second complete returns false');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -89,7 +89,7 @@ SELECT cmp_ok((SELECT count(*) FROM bad WHERE expected LIKE 'error%'), '>=', 30:
 SELECT is(pg_temp.lmq_outcome(call), expected || ', nothing changed', call)
 FROM bad;
 
-SELECT is(lonnymq.message_complete(:held_id, :held_token), true, 'the real token still works after all that');
+SELECT is(lonnymq.message_complete(:held_id, :held_token), TRUE, 'the real token still works after all that');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -117,7 +117,7 @@ SELECT is(
 
 -- The same calls in a second round cost the same: they do not degrade as
 -- the queue is worked.
-CREATE TEMP TABLE costs2 AS SELECT * FROM costs WHERE false;
+CREATE TEMP TABLE costs2 AS SELECT * FROM costs WHERE FALSE;
 INSERT INTO costs2 SELECT 'dequeue', * FROM pg_temp.lmq_cost($$ SELECT count(*) FROM lonnymq.message_dequeue(60000, 1, 'backlog') $$);
 INSERT INTO costs2 SELECT 'create', * FROM pg_temp.lmq_cost($$ SELECT lonnymq.message_create('future8', 'new') $$);
 SELECT is((SELECT result FROM costs2 WHERE what = 'dequeue'), '1', 'a later dequeue from the backlog');
