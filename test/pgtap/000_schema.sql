@@ -21,7 +21,7 @@ SELECT is(
     (SELECT string_agg(p.oid::regprocedure::text, ', ')
      FROM pg_proc AS p
      WHERE p.pronamespace = 'lonnymq'::regnamespace AND p.prosecdef
-       AND NOT coalesce('search_path=pg_catalog, pg_temp' = ANY(p.proconfig), FALSE)),
+       AND NOT coalesce('search_path=pg_catalog, pg_temp' = any(p.proconfig), FALSE)),
     NULL,
     'every SECURITY DEFINER function pins search_path = pg_catalog, pg_temp'
 );
