@@ -438,6 +438,10 @@ REVOKE ALL ON FUNCTION @extschema@._channel_release(bigint, boolean, bigint) FRO
 --     epoch bump makes this a key update, so that a producer in REPEATABLE
 --     READ fails (40001) instead of trusting a stale wait_at.
 --   * a producer is in flight: the back of the rotation, looked at again.
+-- The fresh probe needs READ COMMITTED (a new snapshot per statement).  Under
+-- REPEATABLE READ or SERIALIZABLE the caller's snapshot may predate a
+-- producer's commit, so such a caller never declares a channel empty or
+-- waiting: it only sends it to the back of the rotation.
 CREATE FUNCTION @extschema@._channel_nothing_ready(
     p_channel @extschema@.channel,
     p_now bigint
@@ -455,8 +459,8 @@ BEGIN
         WHERE m.channel_id = p_channel.id AND m.is_locked
         ORDER BY m.dequeue_at, m.id
         LIMIT 1;
-        -- No lock at all: the counter overcounted (channel_set cannot see a
-        -- lock taken by a transaction still in flight); reset it.
+        -- Nothing locked at all although the counter says the channel is
+        -- full: the counter is wrong; repair it rather than stall.
         UPDATE @extschema@.channel AS c
         SET
             num_locked = CASE WHEN v_head IS NULL THEN 0 ELSE c.num_locked END,
@@ -471,7 +475,10 @@ BEGIN
     WHERE m.channel_id = p_channel.id
     ORDER BY m.dequeue_at, m.id
     LIMIT 1;
-    IF v_head IS NULL OR v_head > p_now THEN
+    IF (v_head IS NULL OR v_head > p_now)
+        AND pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
+        v_head := p_now;
+    ELSIF v_head IS NULL OR v_head > p_now THEN
         PERFORM 1
         FROM @extschema@.channel AS c
         WHERE c.id = p_channel.id
@@ -599,9 +606,13 @@ COMMENT ON FUNCTION @extschema@._message_take(bigint, bigint, bigint, integer, b
 REVOKE ALL ON FUNCTION @extschema@._message_take(bigint, bigint, bigint, integer, boolean) FROM PUBLIC;
 
 -- ---- sql/src/200_function_channel_set.sql ----
--- Create a channel or change its limits.  Takes the channel row FOR UPDATE,
--- so it waits for producers in flight on this channel and then recounts
--- exactly what the new limits need.
+-- Create a channel or change its limits, recounting exactly what the new
+-- limits need.  Lock order, as everywhere: channel row, then message rows.
+-- FOR UPDATE on the channel row waits for every producer (FOR KEY SHARE) and
+-- consumer (FOR NO KEY UPDATE, or FOR KEY SHARE when serving a busy channel)
+-- in flight; FOR SHARE on the channel's locked messages waits for completes,
+-- defers and heartbeats in flight.  Only then are the counts taken, each
+-- with a fresh snapshot, so no in-flight change is missed or counted twice.
 CREATE FUNCTION @extschema@.channel_set(
     p_channel text,
     p_max_concurrency integer DEFAULT NULL,
@@ -640,14 +651,25 @@ BEGIN
     END IF;
 
     v_now := @extschema@._clock_ms();
-    INSERT INTO @extschema@.channel (name, created_at)
-    VALUES (p_channel, v_now)
-    ON CONFLICT (name) DO NOTHING;
+    FOR v_try IN 1..3 LOOP
+        INSERT INTO @extschema@.channel (name, created_at)
+        VALUES (p_channel, v_now)
+        ON CONFLICT (name) DO NOTHING;
+        SELECT c.* INTO v_channel
+        FROM @extschema@.channel AS c
+        WHERE c.name = p_channel
+        FOR UPDATE;
+        EXIT WHEN FOUND;
+    END LOOP;
+    IF v_channel.id IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: channel "%" was dropped concurrently', p_channel
+            USING ERRCODE = '40001';
+    END IF;
 
-    SELECT c.* INTO STRICT v_channel
-    FROM @extschema@.channel AS c
-    WHERE c.name = p_channel
-    FOR UPDATE;
+    PERFORM 1
+    FROM @extschema@.message AS m
+    WHERE m.channel_id = v_channel.id AND m.is_locked
+    FOR SHARE;
 
     IF p_max_concurrency IS NOT NULL THEN
         SELECT pg_catalog.count(*) INTO v_locked
@@ -1101,9 +1123,13 @@ BEGIN
         FOREACH v_busy_id IN ARRAY v_busy LOOP
             CONTINUE WHEN v_busy_id = ANY(v_seen);
             v_seen := v_seen || v_busy_id;
+            -- FOR KEY SHARE does not conflict with the consumer serving the
+            -- channel, but makes channel_set (FOR UPDATE) wait for this
+            -- call, so that a new max_concurrency counts these locks too.
             SELECT c.* INTO v_channel
             FROM @extschema@.channel AS c
-            WHERE c.id = v_busy_id;
+            WHERE c.id = v_busy_id
+            FOR KEY SHARE SKIP LOCKED;
             CONTINUE WHEN NOT FOUND
                 OR v_channel.max_concurrency IS NOT NULL
                 OR v_channel.release_interval_ms > 0;
@@ -1191,7 +1217,7 @@ REVOKE ALL ON FUNCTION @extschema@.message_dequeue(bigint, integer, text) FROM P
 -- Complete (delete) a locked message, presenting its fencing token.
 -- Returns false, changing nothing, when the token is stale or the message is
 -- not locked (deferred, already completed, purged).  For an unconstrained
--- channel this is one DELETE: the channel row is not touched.
+-- channel the channel row is read, never locked or written.
 CREATE FUNCTION @extschema@.message_complete(
     p_id bigint,
     p_num_attempts integer
@@ -1205,14 +1231,31 @@ SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     v_channel_id bigint;
+    v_constrained boolean;
 BEGIN
     PERFORM @extschema@._check_token(p_id, p_num_attempts);
+    SELECT m.channel_id INTO v_channel_id
+    FROM @extschema@.message AS m
+    WHERE m.id = p_id;
+    IF NOT FOUND THEN
+        RETURN FALSE;
+    END IF;
+    -- Lock order, as everywhere: the channel row before the message row.
+    -- Only a channel with limits needs its row at all.
+    SELECT c.max_concurrency IS NOT NULL OR c.max_size IS NOT NULL INTO v_constrained
+    FROM @extschema@.channel AS c
+    WHERE c.id = v_channel_id;
+    IF v_constrained THEN
+        PERFORM 1
+        FROM @extschema@.channel AS c
+        WHERE c.id = v_channel_id
+        FOR NO KEY UPDATE;
+    END IF;
     DELETE FROM @extschema@.message AS m
     WHERE
         m.id = p_id
         AND m.num_attempts = p_num_attempts
-        AND m.is_locked
-    RETURNING m.channel_id INTO v_channel_id;
+        AND m.is_locked;
     IF NOT FOUND THEN
         RETURN FALSE;
     END IF;
@@ -1248,6 +1291,7 @@ DECLARE
     v_dequeue_at bigint;
     v_channel_id bigint;
     v_wait_at bigint;
+    v_constrained boolean;
 BEGIN
     PERFORM @extschema@._check_token(p_id, p_num_attempts);
     IF pg_catalog.octet_length(p_state) > 16777216 THEN
@@ -1258,6 +1302,27 @@ BEGIN
     v_now := @extschema@._clock_ms();
     v_dequeue_at := COALESCE(p_dequeue_at, v_now);
 
+    SELECT m.channel_id INTO v_channel_id
+    FROM @extschema@.message AS m
+    WHERE m.id = p_id;
+    IF NOT FOUND THEN
+        RETURN FALSE;
+    END IF;
+    -- Lock order, as everywhere: the channel row before the message row.
+    -- FOR KEY SHARE, like a producer: a consumer cannot declare the channel
+    -- empty or waiting while this message's new time is invisible to it.
+    -- A channel with limits is locked FOR NO KEY UPDATE for its counters.
+    SELECT c.wait_at, c.max_concurrency IS NOT NULL INTO v_wait_at, v_constrained
+    FROM @extschema@.channel AS c
+    WHERE c.id = v_channel_id
+    FOR KEY SHARE;
+    IF v_constrained THEN
+        PERFORM 1
+        FROM @extschema@.channel AS c
+        WHERE c.id = v_channel_id
+        FOR NO KEY UPDATE;
+    END IF;
+
     UPDATE @extschema@.message AS m
     SET
         is_locked = FALSE,
@@ -1266,8 +1331,7 @@ BEGIN
     WHERE
         m.id = p_id
         AND m.num_attempts = p_num_attempts
-        AND m.is_locked
-    RETURNING m.channel_id INTO v_channel_id;
+        AND m.is_locked;
     IF NOT FOUND THEN
         RETURN FALSE;
     END IF;
@@ -1275,10 +1339,6 @@ BEGIN
     PERFORM @extschema@._channel_release(v_channel_id, FALSE, v_now);
     -- Like a producer: the message may now be deliverable before the time a
     -- waiting channel will next be looked at.
-    SELECT c.wait_at INTO v_wait_at
-    FROM @extschema@.channel AS c
-    WHERE c.id = v_channel_id
-    FOR KEY SHARE;
     PERFORM @extschema@._channel_wake(
         v_channel_id, v_wait_at, GREATEST(v_dequeue_at, v_now)
     );

@@ -11,6 +11,10 @@
 --     epoch bump makes this a key update, so that a producer in REPEATABLE
 --     READ fails (40001) instead of trusting a stale wait_at.
 --   * a producer is in flight: the back of the rotation, looked at again.
+-- The fresh probe needs READ COMMITTED (a new snapshot per statement).  Under
+-- REPEATABLE READ or SERIALIZABLE the caller's snapshot may predate a
+-- producer's commit, so such a caller never declares a channel empty or
+-- waiting: it only sends it to the back of the rotation.
 CREATE FUNCTION @extschema@._channel_nothing_ready(
     p_channel @extschema@.channel,
     p_now bigint
@@ -28,8 +32,8 @@ BEGIN
         WHERE m.channel_id = p_channel.id AND m.is_locked
         ORDER BY m.dequeue_at, m.id
         LIMIT 1;
-        -- No lock at all: the counter overcounted (channel_set cannot see a
-        -- lock taken by a transaction still in flight); reset it.
+        -- Nothing locked at all although the counter says the channel is
+        -- full: the counter is wrong; repair it rather than stall.
         UPDATE @extschema@.channel AS c
         SET
             num_locked = CASE WHEN v_head IS NULL THEN 0 ELSE c.num_locked END,
@@ -44,7 +48,10 @@ BEGIN
     WHERE m.channel_id = p_channel.id
     ORDER BY m.dequeue_at, m.id
     LIMIT 1;
-    IF v_head IS NULL OR v_head > p_now THEN
+    IF (v_head IS NULL OR v_head > p_now)
+        AND pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
+        v_head := p_now;
+    ELSIF v_head IS NULL OR v_head > p_now THEN
         PERFORM 1
         FROM @extschema@.channel AS c
         WHERE c.id = p_channel.id

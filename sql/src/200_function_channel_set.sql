@@ -1,6 +1,10 @@
--- Create a channel or change its limits.  Takes the channel row FOR UPDATE,
--- so it waits for producers in flight on this channel and then recounts
--- exactly what the new limits need.
+-- Create a channel or change its limits, recounting exactly what the new
+-- limits need.  Lock order, as everywhere: channel row, then message rows.
+-- FOR UPDATE on the channel row waits for every producer (FOR KEY SHARE) and
+-- consumer (FOR NO KEY UPDATE, or FOR KEY SHARE when serving a busy channel)
+-- in flight; FOR SHARE on the channel's locked messages waits for completes,
+-- defers and heartbeats in flight.  Only then are the counts taken, each
+-- with a fresh snapshot, so no in-flight change is missed or counted twice.
 CREATE FUNCTION @extschema@.channel_set(
     p_channel text,
     p_max_concurrency integer DEFAULT NULL,
@@ -39,14 +43,25 @@ BEGIN
     END IF;
 
     v_now := @extschema@._clock_ms();
-    INSERT INTO @extschema@.channel (name, created_at)
-    VALUES (p_channel, v_now)
-    ON CONFLICT (name) DO NOTHING;
+    FOR v_try IN 1..3 LOOP
+        INSERT INTO @extschema@.channel (name, created_at)
+        VALUES (p_channel, v_now)
+        ON CONFLICT (name) DO NOTHING;
+        SELECT c.* INTO v_channel
+        FROM @extschema@.channel AS c
+        WHERE c.name = p_channel
+        FOR UPDATE;
+        EXIT WHEN FOUND;
+    END LOOP;
+    IF v_channel.id IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: channel "%" was dropped concurrently', p_channel
+            USING ERRCODE = '40001';
+    END IF;
 
-    SELECT c.* INTO STRICT v_channel
-    FROM @extschema@.channel AS c
-    WHERE c.name = p_channel
-    FOR UPDATE;
+    PERFORM 1
+    FROM @extschema@.message AS m
+    WHERE m.channel_id = v_channel.id AND m.is_locked
+    FOR SHARE;
 
     IF p_max_concurrency IS NOT NULL THEN
         SELECT pg_catalog.count(*) INTO v_locked

@@ -266,9 +266,13 @@ BEGIN
         FOREACH v_busy_id IN ARRAY v_busy LOOP
             CONTINUE WHEN v_busy_id = ANY(v_seen);
             v_seen := v_seen || v_busy_id;
+            -- FOR KEY SHARE does not conflict with the consumer serving the
+            -- channel, but makes channel_set (FOR UPDATE) wait for this
+            -- call, so that a new max_concurrency counts these locks too.
             SELECT c.* INTO v_channel
             FROM @extschema@.channel AS c
-            WHERE c.id = v_busy_id;
+            WHERE c.id = v_busy_id
+            FOR KEY SHARE SKIP LOCKED;
             CONTINUE WHEN NOT FOUND
                 OR v_channel.max_concurrency IS NOT NULL
                 OR v_channel.release_interval_ms > 0;

@@ -1,7 +1,7 @@
 -- Complete (delete) a locked message, presenting its fencing token.
 -- Returns false, changing nothing, when the token is stale or the message is
 -- not locked (deferred, already completed, purged).  For an unconstrained
--- channel this is one DELETE: the channel row is not touched.
+-- channel the channel row is read, never locked or written.
 CREATE FUNCTION @extschema@.message_complete(
     p_id bigint,
     p_num_attempts integer
@@ -15,14 +15,31 @@ SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     v_channel_id bigint;
+    v_constrained boolean;
 BEGIN
     PERFORM @extschema@._check_token(p_id, p_num_attempts);
+    SELECT m.channel_id INTO v_channel_id
+    FROM @extschema@.message AS m
+    WHERE m.id = p_id;
+    IF NOT FOUND THEN
+        RETURN FALSE;
+    END IF;
+    -- Lock order, as everywhere: the channel row before the message row.
+    -- Only a channel with limits needs its row at all.
+    SELECT c.max_concurrency IS NOT NULL OR c.max_size IS NOT NULL INTO v_constrained
+    FROM @extschema@.channel AS c
+    WHERE c.id = v_channel_id;
+    IF v_constrained THEN
+        PERFORM 1
+        FROM @extschema@.channel AS c
+        WHERE c.id = v_channel_id
+        FOR NO KEY UPDATE;
+    END IF;
     DELETE FROM @extschema@.message AS m
     WHERE
         m.id = p_id
         AND m.num_attempts = p_num_attempts
-        AND m.is_locked
-    RETURNING m.channel_id INTO v_channel_id;
+        AND m.is_locked;
     IF NOT FOUND THEN
         RETURN FALSE;
     END IF;

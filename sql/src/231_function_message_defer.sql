@@ -19,6 +19,7 @@ DECLARE
     v_dequeue_at bigint;
     v_channel_id bigint;
     v_wait_at bigint;
+    v_constrained boolean;
 BEGIN
     PERFORM @extschema@._check_token(p_id, p_num_attempts);
     IF pg_catalog.octet_length(p_state) > 16777216 THEN
@@ -29,6 +30,27 @@ BEGIN
     v_now := @extschema@._clock_ms();
     v_dequeue_at := COALESCE(p_dequeue_at, v_now);
 
+    SELECT m.channel_id INTO v_channel_id
+    FROM @extschema@.message AS m
+    WHERE m.id = p_id;
+    IF NOT FOUND THEN
+        RETURN FALSE;
+    END IF;
+    -- Lock order, as everywhere: the channel row before the message row.
+    -- FOR KEY SHARE, like a producer: a consumer cannot declare the channel
+    -- empty or waiting while this message's new time is invisible to it.
+    -- A channel with limits is locked FOR NO KEY UPDATE for its counters.
+    SELECT c.wait_at, c.max_concurrency IS NOT NULL INTO v_wait_at, v_constrained
+    FROM @extschema@.channel AS c
+    WHERE c.id = v_channel_id
+    FOR KEY SHARE;
+    IF v_constrained THEN
+        PERFORM 1
+        FROM @extschema@.channel AS c
+        WHERE c.id = v_channel_id
+        FOR NO KEY UPDATE;
+    END IF;
+
     UPDATE @extschema@.message AS m
     SET
         is_locked = FALSE,
@@ -37,8 +59,7 @@ BEGIN
     WHERE
         m.id = p_id
         AND m.num_attempts = p_num_attempts
-        AND m.is_locked
-    RETURNING m.channel_id INTO v_channel_id;
+        AND m.is_locked;
     IF NOT FOUND THEN
         RETURN FALSE;
     END IF;
@@ -46,10 +67,6 @@ BEGIN
     PERFORM @extschema@._channel_release(v_channel_id, FALSE, v_now);
     -- Like a producer: the message may now be deliverable before the time a
     -- waiting channel will next be looked at.
-    SELECT c.wait_at INTO v_wait_at
-    FROM @extschema@.channel AS c
-    WHERE c.id = v_channel_id
-    FOR KEY SHARE;
     PERFORM @extschema@._channel_wake(
         v_channel_id, v_wait_at, GREATEST(v_dequeue_at, v_now)
     );
