@@ -183,6 +183,23 @@ ON @extschema@.channel_wake (wake_at, id);
 CREATE INDEX channel_wake_channel_ix
 ON @extschema@.channel_wake (channel_id, wake_at);
 
+-- ---- sql/src/050_table_access_grant.sql ----
+-- Who was given which set of lonnymq's functions (grant_access).  Kept so
+-- that an upgrade that adds functions to a set can extend the grants
+-- (_access_apply), and carried by pg_dump like the queue itself.
+CREATE TABLE @extschema@.access_grant (
+    role_name name NOT NULL,
+    access text NOT NULL,
+    CONSTRAINT access_grant_pkey PRIMARY KEY (role_name, access),
+    CONSTRAINT access_grant_access_check CHECK (
+        access IN ('producer', 'consumer', 'admin')
+    )
+) WITH (
+    autovacuum_vacuum_threshold = 50
+);
+
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.access_grant', '');
+
 -- ---- sql/src/100_function_to_epoch.sql ----
 -- floor(epoch seconds * 1000), exact at every instant.  EXTRACT(EPOCH ...)
 -- returns numeric (PostgreSQL 14+), so nothing is rounded before floor();
@@ -604,6 +621,167 @@ COMMENT ON FUNCTION @extschema@._message_take(bigint, bigint, bigint, integer, b
 'Internal: lock up to p_limit deliverable messages of a channel in one statement, SKIP LOCKED.';
 
 REVOKE ALL ON FUNCTION @extschema@._message_take(bigint, bigint, bigint, integer, boolean) FROM PUBLIC;
+
+-- ---- sql/src/120_function_access_functions.sql ----
+-- Internal: the functions each access set grants.
+--   producer: create messages;
+--   consumer: dequeue, complete, defer, heartbeat;
+--   admin:    everything above, plus channel settings and drops, and SELECT
+--             on lonnymq's tables (to inspect the queue).
+-- to_epoch is in every set.
+CREATE FUNCTION @extschema@._access_functions(p_access text)
+RETURNS SETOF regprocedure
+LANGUAGE sql
+IMMUTABLE
+AS $$
+    SELECT f.fn::regprocedure
+    FROM (
+        VALUES
+        ('producer', '@extschema@.to_epoch(timestamptz)'),
+        ('producer', '@extschema@.message_create(text, bytea, bigint)'),
+        ('consumer', '@extschema@.to_epoch(timestamptz)'),
+        ('consumer', '@extschema@.message_dequeue(bigint, integer, text)'),
+        ('consumer', '@extschema@.message_complete(bigint, integer)'),
+        ('consumer', '@extschema@.message_defer(bigint, integer, bigint, bytea)'),
+        ('consumer', '@extschema@.message_heartbeat(bigint, integer, bigint)'),
+        ('admin', '@extschema@.to_epoch(timestamptz)'),
+        ('admin', '@extschema@.message_create(text, bytea, bigint)'),
+        ('admin', '@extschema@.message_dequeue(bigint, integer, text)'),
+        ('admin', '@extschema@.message_complete(bigint, integer)'),
+        ('admin', '@extschema@.message_defer(bigint, integer, bigint, bytea)'),
+        ('admin', '@extschema@.message_heartbeat(bigint, integer, bigint)'),
+        ('admin', '@extschema@.channel_set(text, integer, integer, bigint)'),
+        ('admin', '@extschema@.channel_drop(text, boolean)')
+    ) AS f (access, fn)
+    WHERE f.access = p_access
+$$;
+
+COMMENT ON FUNCTION @extschema@._access_functions(text) IS
+'Internal: the functions an access set (producer, consumer, admin) grants EXECUTE on.';
+
+REVOKE ALL ON FUNCTION @extschema@._access_functions(text) FROM PUBLIC;
+
+-- ---- sql/src/121_function_access_apply.sql ----
+-- Internal: (re)apply the grants of one role and access set, or of every
+-- recorded grant when both are NULL (upgrade scripts call this after adding
+-- functions to a set).  Identifiers are quoted with format('%I').
+CREATE FUNCTION @extschema@._access_apply(
+    p_role name DEFAULT NULL,
+    p_access text DEFAULT NULL
+)
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_grant record;
+    v_function regprocedure;
+    v_role name;
+BEGIN
+    FOR v_grant IN
+        SELECT g.role_name, g.access
+        FROM @extschema@.access_grant AS g
+        WHERE
+            (p_role IS NULL OR g.role_name = p_role)
+            AND (p_access IS NULL OR g.access = p_access)
+            AND EXISTS (SELECT 1 FROM pg_catalog.pg_roles AS r WHERE r.rolname = g.role_name)
+    LOOP
+        v_role := v_grant.role_name;
+        EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA %I TO %I', '@extschema@', v_role);
+        FOR v_function IN SELECT f FROM @extschema@._access_functions(v_grant.access) AS f LOOP
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %I', v_function, v_role);
+        END LOOP;
+        IF v_grant.access = 'admin' THEN
+            EXECUTE pg_catalog.format('GRANT SELECT ON ALL TABLES IN SCHEMA %I TO %I', '@extschema@', v_role);
+        END IF;
+    END LOOP;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._access_apply(name, text) IS
+'Internal: apply recorded access grants (all of them when called without arguments).';
+
+REVOKE ALL ON FUNCTION @extschema@._access_apply(name, text) FROM PUBLIC;
+
+-- ---- sql/src/122_function_grant_access.sql ----
+-- The privilege model in one statement: give a role one of the access sets
+-- (producer, consumer, admin).  Runs with the caller's rights: only a role
+-- that may grant on lonnymq's objects (their owner, a superuser) can use it.
+CREATE FUNCTION @extschema@.grant_access(p_role name, p_access text)
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF p_role IS NULL OR p_access IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_role and p_access must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    IF p_access NOT IN ('producer', 'consumer', 'admin') THEN
+        RAISE EXCEPTION 'lonnymq: p_access must be producer, consumer or admin, got "%"', p_access
+            USING ERRCODE = '22023';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles AS r WHERE r.rolname = p_role) THEN
+        RAISE EXCEPTION 'lonnymq: role "%" does not exist', p_role
+            USING ERRCODE = '42704';
+    END IF;
+    INSERT INTO @extschema@.access_grant (role_name, access)
+    VALUES (p_role, p_access)
+    ON CONFLICT DO NOTHING;
+    PERFORM @extschema@._access_apply(p_role, p_access);
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@.grant_access(name, text) IS
+'Give a role an access set: producer (message_create), consumer (dequeue, complete, defer, heartbeat) or admin (everything, channel settings, SELECT on the tables). Needs the right to grant on lonnymq''s objects.';
+
+REVOKE ALL ON FUNCTION @extschema@.grant_access(name, text) FROM PUBLIC;
+
+-- ---- sql/src/123_function_revoke_access.sql ----
+-- Take an access set back from a role.  Privileges the role still needs for
+-- another set it holds are granted again.
+CREATE FUNCTION @extschema@.revoke_access(p_role name, p_access text)
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_function regprocedure;
+BEGIN
+    IF p_role IS NULL OR p_access IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_role and p_access must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    IF p_access NOT IN ('producer', 'consumer', 'admin') THEN
+        RAISE EXCEPTION 'lonnymq: p_access must be producer, consumer or admin, got "%"', p_access
+            USING ERRCODE = '22023';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles AS r WHERE r.rolname = p_role) THEN
+        RAISE EXCEPTION 'lonnymq: role "%" does not exist', p_role
+            USING ERRCODE = '42704';
+    END IF;
+    DELETE FROM @extschema@.access_grant AS g
+    WHERE g.role_name = p_role AND g.access = p_access;
+    FOR v_function IN SELECT f FROM @extschema@._access_functions(p_access) AS f LOOP
+        EXECUTE pg_catalog.format('REVOKE EXECUTE ON FUNCTION %s FROM %I', v_function, p_role);
+    END LOOP;
+    IF p_access = 'admin' THEN
+        EXECUTE pg_catalog.format('REVOKE SELECT ON ALL TABLES IN SCHEMA %I FROM %I', '@extschema@', p_role);
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM @extschema@.access_grant AS g WHERE g.role_name = p_role) THEN
+        EXECUTE pg_catalog.format('REVOKE USAGE ON SCHEMA %I FROM %I', '@extschema@', p_role);
+    END IF;
+    PERFORM @extschema@._access_apply(p_role, NULL);
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@.revoke_access(name, text) IS
+'Take an access set back from a role (what another set it still holds needs stays granted).';
+
+REVOKE ALL ON FUNCTION @extschema@.revoke_access(name, text) FROM PUBLIC;
 
 -- ---- sql/src/200_function_channel_set.sql ----
 -- Create a channel or change its limits, recounting exactly what the new

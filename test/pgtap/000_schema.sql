@@ -1,5 +1,5 @@
 \ir include/setup.psql
-SELECT plan(18);
+SELECT plan(23);
 
 -- The public API of 0.1.0: names and parameter order are a contract.
 SELECT has_function('lonnymq', 'to_epoch', ARRAY['timestamp with time zone'], 'to_epoch(timestamptz)');
@@ -10,6 +10,8 @@ SELECT has_function('lonnymq', 'message_dequeue', ARRAY['bigint', 'integer', 'te
 SELECT has_function('lonnymq', 'message_complete', ARRAY['bigint', 'integer'], 'message_complete(bigint, integer)');
 SELECT has_function('lonnymq', 'message_defer', ARRAY['bigint', 'integer', 'bigint', 'bytea'], 'message_defer(bigint, integer, bigint, bytea)');
 SELECT has_function('lonnymq', 'message_heartbeat', ARRAY['bigint', 'integer', 'bigint'], 'message_heartbeat(bigint, integer, bigint)');
+SELECT has_function('lonnymq', 'grant_access', ARRAY['name', 'text'], 'grant_access(name, text)');
+SELECT has_function('lonnymq', 'revoke_access', ARRAY['name', 'text'], 'revoke_access(name, text)');
 SELECT is(
     (SELECT pg_get_function_result('lonnymq.message_dequeue(bigint, integer, text)'::regprocedure)),
     'TABLE(id bigint, channel text, content bytea, state bytea, num_attempts integer, dequeue_at bigint, is_recovered boolean)',
@@ -28,10 +30,36 @@ SELECT is(
 SELECT is(
     (SELECT string_agg(p.oid::regprocedure::text, ', ')
      FROM pg_proc AS p
-     WHERE p.pronamespace = 'lonnymq'::regnamespace AND p.proname NOT LIKE '\_%' AND p.proname <> 'to_epoch'
+     WHERE p.pronamespace = 'lonnymq'::regnamespace AND p.proname NOT LIKE '\_%'
+       AND p.proname NOT IN ('to_epoch', 'grant_access', 'revoke_access')
        AND NOT p.prosecdef),
     NULL,
     'every public function that touches the queue is SECURITY DEFINER'
+);
+SELECT is(
+    (SELECT string_agg(p.oid::regprocedure::text, ', ')
+     FROM pg_proc AS p
+     WHERE p.pronamespace = 'lonnymq'::regnamespace AND p.proname IN ('grant_access', 'revoke_access', '_access_apply')
+       AND (p.prosecdef OR NOT coalesce('search_path=pg_catalog, pg_temp' = any(p.proconfig), FALSE))),
+    NULL,
+    'the grant functions run with the caller''s rights, on a pinned search_path'
+);
+-- Dynamic SQL only through format() with quoted identifiers.
+SELECT is(
+    (SELECT string_agg(p.proname || ': ' || trim(l.line), E'\n')
+     FROM pg_proc AS p, regexp_split_to_table(p.prosrc, E'\n') AS l (line)
+     WHERE p.pronamespace = 'lonnymq'::regnamespace
+       AND l.line ~* '\mEXECUTE\M' AND l.line !~ 'EXECUTE pg_catalog\.format\(''[^'']*'''),
+    NULL,
+    'every EXECUTE builds its statement with format() from a literal template'
+);
+SELECT is(
+    (SELECT string_agg(p.proname || ': ' || trim(l.line), E'\n')
+     FROM pg_proc AS p, regexp_split_to_table(p.prosrc, E'\n') AS l (line)
+     WHERE p.pronamespace = 'lonnymq'::regnamespace
+       AND l.line ~ 'EXECUTE pg_catalog\.format' AND l.line ~ '%L|%%'),
+    NULL,
+    'and interpolates only identifiers (%I) and regprocedure values (%s)'
 );
 SELECT is(
     (SELECT string_agg(p.oid::regprocedure::text, ', ')

@@ -1,0 +1,33 @@
+-- The privilege model in one statement: give a role one of the access sets
+-- (producer, consumer, admin).  Runs with the caller's rights: only a role
+-- that may grant on lonnymq's objects (their owner, a superuser) can use it.
+CREATE FUNCTION @extschema@.grant_access(p_role name, p_access text)
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF p_role IS NULL OR p_access IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_role and p_access must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    IF p_access NOT IN ('producer', 'consumer', 'admin') THEN
+        RAISE EXCEPTION 'lonnymq: p_access must be producer, consumer or admin, got "%"', p_access
+            USING ERRCODE = '22023';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles AS r WHERE r.rolname = p_role) THEN
+        RAISE EXCEPTION 'lonnymq: role "%" does not exist', p_role
+            USING ERRCODE = '42704';
+    END IF;
+    INSERT INTO @extschema@.access_grant (role_name, access)
+    VALUES (p_role, p_access)
+    ON CONFLICT DO NOTHING;
+    PERFORM @extschema@._access_apply(p_role, p_access);
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@.grant_access(name, text) IS
+'Give a role an access set: producer (message_create), consumer (dequeue, complete, defer, heartbeat) or admin (everything, channel settings, SELECT on the tables). Needs the right to grant on lonnymq''s objects.';
+
+REVOKE ALL ON FUNCTION @extschema@.grant_access(name, text) FROM PUBLIC;

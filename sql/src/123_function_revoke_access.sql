@@ -1,0 +1,42 @@
+-- Take an access set back from a role.  Privileges the role still needs for
+-- another set it holds are granted again.
+CREATE FUNCTION @extschema@.revoke_access(p_role name, p_access text)
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_function regprocedure;
+BEGIN
+    IF p_role IS NULL OR p_access IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_role and p_access must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    IF p_access NOT IN ('producer', 'consumer', 'admin') THEN
+        RAISE EXCEPTION 'lonnymq: p_access must be producer, consumer or admin, got "%"', p_access
+            USING ERRCODE = '22023';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles AS r WHERE r.rolname = p_role) THEN
+        RAISE EXCEPTION 'lonnymq: role "%" does not exist', p_role
+            USING ERRCODE = '42704';
+    END IF;
+    DELETE FROM @extschema@.access_grant AS g
+    WHERE g.role_name = p_role AND g.access = p_access;
+    FOR v_function IN SELECT f FROM @extschema@._access_functions(p_access) AS f LOOP
+        EXECUTE pg_catalog.format('REVOKE EXECUTE ON FUNCTION %s FROM %I', v_function, p_role);
+    END LOOP;
+    IF p_access = 'admin' THEN
+        EXECUTE pg_catalog.format('REVOKE SELECT ON ALL TABLES IN SCHEMA %I FROM %I', '@extschema@', p_role);
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM @extschema@.access_grant AS g WHERE g.role_name = p_role) THEN
+        EXECUTE pg_catalog.format('REVOKE USAGE ON SCHEMA %I FROM %I', '@extschema@', p_role);
+    END IF;
+    PERFORM @extschema@._access_apply(p_role, NULL);
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@.revoke_access(name, text) IS
+'Take an access set back from a role (what another set it still holds needs stays granted).';
+
+REVOKE ALL ON FUNCTION @extschema@.revoke_access(name, text) FROM PUBLIC;

@@ -1,0 +1,84 @@
+"""pg_dump and restore into a new database: the queue comes back whole.
+
+lonnymq's tables are extension members; without pg_extension_config_dump
+their rows would silently vanish from a dump."""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+
+import psycopg
+
+TABLES = ("channel", "channel_quota", "message", "channel_wake", "access_grant")
+
+
+def snapshot(conn):
+    return {t: conn.execute(f"SELECT * FROM lonnymq.{t} ORDER BY 1, 2").fetchall() for t in TABLES}
+
+
+def test_dump_and_restore_keep_every_message_state_limit_and_sequence(db):
+    cluster = db.cluster
+    with db.connect() as conn:
+        conn.execute("SELECT lonnymq.channel_set('limited', 2, 50, 0)")
+        conn.execute("SELECT lonnymq.channel_set('slow', p_release_interval_ms => 3600000)")
+        for i in range(5):
+            conn.execute("SELECT lonnymq.message_create('limited', %s)", (f"l{i}".encode(),))
+            conn.execute("SELECT lonnymq.message_create('plain', %s)", (f"p{i}".encode(),))
+        conn.execute("SELECT lonnymq.message_create('slow', 's1'), lonnymq.message_create('slow', 's2')")
+        conn.execute("SELECT lonnymq.message_create('scheduled', 'later', lonnymq.to_epoch(now()) + 3600000)")
+        # locked: two from the limited channel (saturating it), one plain
+        locked = conn.execute("SELECT id, num_attempts FROM lonnymq.message_dequeue(3600000, 2, 'limited')").fetchall()
+        locked += conn.execute("SELECT id, num_attempts FROM lonnymq.message_dequeue(3600000, 1, 'plain')").fetchall()
+        conn.execute("SELECT * FROM lonnymq.message_dequeue(3600000, 1, 'slow')")
+        # deferred with state
+        d = conn.execute("SELECT id, num_attempts FROM lonnymq.message_dequeue(3600000, 1, 'plain')").fetchone()
+        assert conn.execute("SELECT lonnymq.message_defer(%s, %s, lonnymq.to_epoch(now()) + 3600000, 'st')",
+                            d).fetchone()[0]
+        # an idle channel woken by a future message leaves a wake-up row
+        conn.execute("SELECT lonnymq.message_create('idle', 'x')")
+        got = conn.execute("SELECT id, num_attempts FROM lonnymq.message_dequeue(60000, 1, 'idle')").fetchone()
+        conn.execute("SELECT lonnymq.message_complete(%s, %s)", got)
+        conn.execute("SELECT * FROM lonnymq.message_dequeue(60000, 1, 'idle')")
+        conn.execute("SELECT lonnymq.message_create('idle', 'tomorrow', lonnymq.to_epoch(now()) + 86400000)")
+        before = snapshot(conn)
+        max_id = conn.execute("SELECT max(id) FROM lonnymq.message").fetchone()[0]
+    assert before["channel_wake"], "the set-up should leave a wake-up row"
+    assert any(m[3] for m in before["message"]), "and locked messages"
+
+    dump = cluster.base_dir / f"{db.name}.dump"
+    subprocess.run([str(cluster.bindir / "pg_dump"), "-Fc", "-f", str(dump), *cluster.client_args(db.name)],
+                   check=True, env=cluster.client_env(), capture_output=True)
+    restored = f"restored_{uuid.uuid4().hex[:12]}"
+    cluster.psql(f'CREATE DATABASE "{restored}"')
+    try:
+        proc = subprocess.run([str(cluster.bindir / "pg_restore"), "--exit-on-error",
+                               *cluster.client_args(restored), str(dump)],
+                              env=cluster.client_env(), capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        with psycopg.connect(cluster.dsn(restored), autocommit=True) as conn:
+            assert snapshot(conn) == before, "the restored queue differs from the dumped one"
+            # ids continue without collision
+            new_id = conn.execute("SELECT lonnymq.message_create('plain', 'after restore')").fetchone()[0]
+            assert new_id > max_id
+            # locked messages are still locked, their tokens still valid
+            assert conn.execute("SELECT lonnymq.message_complete(%s, %s)", locked[0]).fetchone()[0] is True
+            assert conn.execute("SELECT lonnymq.message_heartbeat(%s, %s, 1000)", locked[2]).fetchone()[0] is True
+            # the limited channel had 2 locked; one completed: exactly one slot
+            got = conn.execute("SELECT channel, convert_from(content, 'UTF8') FROM "
+                               "lonnymq.message_dequeue(60000, 10, 'limited')").fetchall()
+            assert got == [("limited", "l2")]
+            # the rate-limited channel waits its hour; the scheduled message waits
+            assert conn.execute("SELECT * FROM lonnymq.message_dequeue(60000, 10, 'slow')").fetchall() == []
+            assert conn.execute("SELECT * FROM lonnymq.message_dequeue(60000, 10, 'scheduled')").fetchall() == []
+            # everything ready is delivered as before: the rest of plain, then the new one
+            rest = [r[0] for r in conn.execute("SELECT convert_from(content, 'UTF8') FROM "
+                                               "lonnymq.message_dequeue(60000, 100)").fetchall()]
+            assert sorted(rest) == ["after restore", "p2", "p3", "p4"]
+            # the quota survived: max_size 50 with 4 held (5 created, 1 completed)
+            assert conn.execute("SELECT q.num_created - c.num_removed FROM lonnymq.channel_quota q "
+                                "JOIN lonnymq.channel c ON c.id = q.channel_id WHERE c.name = 'limited'"
+                                ).fetchone() == (4,)
+    finally:
+        cluster.psql(f'DROP DATABASE IF EXISTS "{restored}" WITH (FORCE)')
+        dump.unlink(missing_ok=True)
