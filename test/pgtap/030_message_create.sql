@@ -1,5 +1,5 @@
 \ir include/setup.psql
-SELECT plan(10);
+SELECT plan(11);
 
 SELECT ok(lonnymq.message_create('a', 'one') IS NOT NULL, 'message_create returns an id');
 SELECT is((SELECT count(*) FROM lonnymq.channel WHERE name = 'a'), 1::bigint, 'an unknown channel is created');
@@ -30,6 +30,9 @@ SELECT is((SELECT dequeue_at FROM lonnymq.message WHERE id = :later_id), 4102444
 SELECT lonnymq.message_create('sched', 'urgent', (-9223372036854775807 - 1)) AS urgent_id \gset
 SELECT is((SELECT dequeue_at FROM lonnymq.message WHERE id = :urgent_id), (-9223372036854775807 - 1)::bigint,
     'the most negative dequeue_at is accepted');
+SELECT lonnymq.message_create('sched', 'never', 9223372036854775807) AS never_id \gset
+SELECT is((SELECT dequeue_at FROM lonnymq.message WHERE id = :never_id), 9223372036854775807,
+    'the largest dequeue_at is accepted (never delivered)');
 SELECT lonnymq.message_create('bin', '\x00ff00'::bytea) AS bin_id \gset
 SELECT is((SELECT content FROM lonnymq.message WHERE id = :bin_id), '\x00ff00'::bytea, 'binary content round-trips');
 SELECT ok(lonnymq.message_create('big', convert_to(repeat('x', 16777216), 'UTF8')) IS NOT NULL, '16 MiB of content is accepted');

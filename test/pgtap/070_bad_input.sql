@@ -26,6 +26,8 @@ SELECT lonnymq.message_create('lim', 'a'), lonnymq.message_create('lim', 'b'), l
 SELECT lonnymq.message_create('free', 'x'), lonnymq.message_create('free', 'later', 4102444800000);
 CREATE TEMP TABLE held AS SELECT * FROM lonnymq.message_dequeue(60000, 2);
 SELECT id AS held_id, num_attempts AS held_token FROM held ORDER BY id LIMIT 1 \gset
+SELECT id AS done_id, num_attempts AS done_token FROM held ORDER BY id DESC LIMIT 1 \gset
+SELECT lonnymq.message_complete(:done_id, :done_token);
 
 CREATE TEMP TABLE bad (call text, expected text);
 INSERT INTO bad VALUES
@@ -81,7 +83,17 @@ INSERT INTO bad VALUES
     (format($$ SELECT lonnymq.message_complete(%s, %s) $$, :held_id, :held_token + 1), 'returned false'),
     (format($$ SELECT lonnymq.message_complete(%s, %s) $$, :held_id, -2147483648), 'returned false'),
     (format($$ SELECT lonnymq.message_defer(%s, %s) $$, :held_id, :held_token + 1), 'returned false'),
-    (format($$ SELECT lonnymq.message_heartbeat(%s, %s, 1000) $$, :held_id, :held_token - 1), 'returned false');
+    (format($$ SELECT lonnymq.message_heartbeat(%s, %s, 1000) $$, :held_id, :held_token - 1), 'returned false'),
+    -- a second complete, and calls on the completed message
+    (format($$ SELECT lonnymq.message_complete(%s, %s) $$, :done_id, :done_token), 'returned false'),
+    (format($$ SELECT lonnymq.message_defer(%s, %s) $$, :done_id, :done_token), 'returned false'),
+    (format($$ SELECT lonnymq.message_heartbeat(%s, %s, 1000) $$, :done_id, :done_token), 'returned false'),
+    -- absurd values on calls that are refused for another reason first
+    ($$ SELECT lonnymq.message_create(NULL, NULL, 9223372036854775807) $$, 'error 22004'),
+    ($$ SELECT lonnymq.message_dequeue(-9223372036854775808, -2147483648, '') $$, 'error 22023'),
+    ($$ SELECT lonnymq.message_dequeue(1000, 2147483647) $$, 'error 22023'),
+    ($$ SELECT lonnymq.channel_set('free', -2147483648, -2147483648, -9223372036854775808) $$, 'error 22023'),
+    ($$ SELECT lonnymq.message_defer(9223372036854775807, 2147483647, -9223372036854775808) $$, 'returned false');
 
 SELECT plan((SELECT count(*)::integer FROM bad) + 2);
 SELECT cmp_ok((SELECT count(*) FROM bad WHERE expected LIKE 'error%'), '>=', 30::bigint, 'at least 30 bad calls');
