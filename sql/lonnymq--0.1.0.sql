@@ -547,8 +547,8 @@ REVOKE ALL ON FUNCTION @extschema@._channel_nothing_ready(@extschema@.channel, b
 
 -- ---- sql/src/114_function_message_take.sql ----
 -- Internal: lock up to p_limit deliverable messages of one channel in
--- (dequeue_at, id) order, skipping rows other transactions hold, in one
--- statement.  p_expired_only: only expired locks (for a channel at its
+-- (dequeue_at, id) order, skipping rows other transactions hold, with one
+-- index range scan.  p_expired_only: only expired locks (for a channel at its
 -- max_concurrency), found through message_locked_ix so that a ready backlog
 -- is never walked.  Returns each message as it was before the lock, with
 -- was_locked = an expired lock recovered.
@@ -571,10 +571,16 @@ LANGUAGE plpgsql
 VOLATILE
 AS $$
 #variable_conflict use_column
+DECLARE
+    v_message record;
 BEGIN
+    -- Rows are locked one by one as the cursor reaches them, then each is
+    -- updated through its primary key.  (A single UPDATE ... FROM the locked
+    -- rows would be planned, generically, for "LIMIT p_limit" rows of the
+    -- whole channel, and can then choose a merge join that walks the
+    -- message primary key from its start.)
     IF p_expired_only THEN
-        RETURN QUERY
-        WITH picked AS (
+        FOR v_message IN
             SELECT m.id, m.dequeue_at, m.is_locked
             FROM @extschema@.message AS m
             WHERE
@@ -584,41 +590,40 @@ BEGIN
             ORDER BY m.dequeue_at, m.id
             LIMIT p_limit
             FOR UPDATE SKIP LOCKED
-        )
-
-        UPDATE @extschema@.message AS m
-        SET
-            dequeue_at = p_now + p_lock_ms,
-            is_locked = TRUE,
-            num_attempts = m.num_attempts + 1
-        FROM picked AS p
-        WHERE m.id = p.id
-        RETURNING m.id, m.content, m.state, m.num_attempts, p.dequeue_at, p.is_locked;
+        LOOP
+            RETURN QUERY
+            UPDATE @extschema@.message AS m
+            SET
+                dequeue_at = p_now + p_lock_ms,
+                is_locked = TRUE,
+                num_attempts = m.num_attempts + 1
+            WHERE m.id = v_message.id
+            RETURNING m.id, m.content, m.state, m.num_attempts, v_message.dequeue_at, v_message.is_locked;
+        END LOOP;
     ELSE
-        RETURN QUERY
-        WITH picked AS (
+        FOR v_message IN
             SELECT m.id, m.dequeue_at, m.is_locked
             FROM @extschema@.message AS m
             WHERE m.channel_id = p_channel_id AND m.dequeue_at <= p_now
             ORDER BY m.dequeue_at, m.id
             LIMIT p_limit
             FOR UPDATE SKIP LOCKED
-        )
-
-        UPDATE @extschema@.message AS m
-        SET
-            dequeue_at = p_now + p_lock_ms,
-            is_locked = TRUE,
-            num_attempts = m.num_attempts + 1
-        FROM picked AS p
-        WHERE m.id = p.id
-        RETURNING m.id, m.content, m.state, m.num_attempts, p.dequeue_at, p.is_locked;
+        LOOP
+            RETURN QUERY
+            UPDATE @extschema@.message AS m
+            SET
+                dequeue_at = p_now + p_lock_ms,
+                is_locked = TRUE,
+                num_attempts = m.num_attempts + 1
+            WHERE m.id = v_message.id
+            RETURNING m.id, m.content, m.state, m.num_attempts, v_message.dequeue_at, v_message.is_locked;
+        END LOOP;
     END IF;
 END;
 $$;
 
 COMMENT ON FUNCTION @extschema@._message_take(bigint, bigint, bigint, integer, boolean) IS
-'Internal: lock up to p_limit deliverable messages of a channel in one statement, SKIP LOCKED.';
+'Internal: lock up to p_limit deliverable messages of a channel with one index range scan, SKIP LOCKED.';
 
 REVOKE ALL ON FUNCTION @extschema@._message_take(bigint, bigint, bigint, integer, boolean) FROM PUBLIC;
 
@@ -1099,6 +1104,7 @@ DECLARE
     v_changed boolean;
     v_busy bigint[];
     v_busy_id bigint;
+    v_order integer[];
     i integer;
     -- The messages taken, returned in rotation order at the end.
     v_out_id bigint[] := '{}';
@@ -1217,10 +1223,8 @@ BEGIN
         -- 3. Share what is left among the live channels: equal shares, the
         -- remainder to the first ones in turn order; a channel that gives
         -- less than its share drops out and the rest is shared again.
+        v_live := v_n - v_first + 1;
         LOOP
-            SELECT pg_catalog.count(*)::integer INTO v_live
-            FROM pg_catalog.unnest(v_active[v_first:v_n]) AS a (live)
-            WHERE a.live;
             EXIT WHEN v_live = 0 OR v_remaining = 0;
             v_share := v_remaining / v_live;
             v_extra := v_remaining % v_live;
@@ -1256,6 +1260,7 @@ BEGIN
                 v_remaining := v_remaining - v_got;
                 IF v_got < v_want OR v_cap[i] <= 0 THEN
                     v_active[i] := FALSE;
+                    v_live := v_live - 1;
                     v_changed := TRUE;
                 END IF;
                 IF v_got > 0 THEN
@@ -1337,11 +1342,14 @@ BEGIN
     -- for a complete or for its first lock to expire.  (The channels this
     -- call locked are v_channels[1 .. length of v_taken]; busy channels
     -- served in step 4 come after them and are not written.)
-    FOR i IN
-        SELECT k.i
-        FROM ROWS FROM (pg_catalog.unnest(v_taken)) WITH ORDINALITY AS k (taken, i)
-        ORDER BY k.taken - 1, k.i
-    LOOP
+    IF pg_catalog.cardinality(v_taken) <= 1 THEN
+        v_order := ARRAY[1];
+    ELSE
+        SELECT pg_catalog.array_agg(k.i ORDER BY k.taken - 1, k.i) INTO v_order
+        FROM ROWS FROM (pg_catalog.unnest(v_taken)) WITH ORDINALITY AS k (taken, i);
+    END IF;
+    FOREACH i IN ARRAY v_order LOOP
+        CONTINUE WHEN i > pg_catalog.cardinality(v_taken);
         IF v_taken[i] = 0 THEN
             PERFORM @extschema@._channel_nothing_ready(v_channels[i], v_now);
             CONTINUE;
@@ -1369,6 +1377,17 @@ BEGIN
         WHERE c.id = v_channels[i].id;
     END LOOP;
 
+    IF pg_catalog.cardinality(v_out_id) = 1 THEN
+        id := v_out_id[1];
+        channel := (v_channels[v_out_pos[1]]).name;
+        content := v_out_content[1];
+        state := v_out_state[1];
+        num_attempts := v_out_attempts[1];
+        dequeue_at := v_out_dequeue_at[1];
+        is_recovered := v_out_recovered[1];
+        RETURN NEXT;
+        RETURN;
+    END IF;
     RETURN QUERY
     SELECT t.id, (v_channels[t.pos]).name, t.content, t.state, t.num_attempts, t.dequeue_at, t.is_recovered
     FROM ROWS FROM (

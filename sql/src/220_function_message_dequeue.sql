@@ -64,6 +64,7 @@ DECLARE
     v_changed boolean;
     v_busy bigint[];
     v_busy_id bigint;
+    v_order integer[];
     i integer;
     -- The messages taken, returned in rotation order at the end.
     v_out_id bigint[] := '{}';
@@ -182,10 +183,8 @@ BEGIN
         -- 3. Share what is left among the live channels: equal shares, the
         -- remainder to the first ones in turn order; a channel that gives
         -- less than its share drops out and the rest is shared again.
+        v_live := v_n - v_first + 1;
         LOOP
-            SELECT pg_catalog.count(*)::integer INTO v_live
-            FROM pg_catalog.unnest(v_active[v_first:v_n]) AS a (live)
-            WHERE a.live;
             EXIT WHEN v_live = 0 OR v_remaining = 0;
             v_share := v_remaining / v_live;
             v_extra := v_remaining % v_live;
@@ -221,6 +220,7 @@ BEGIN
                 v_remaining := v_remaining - v_got;
                 IF v_got < v_want OR v_cap[i] <= 0 THEN
                     v_active[i] := FALSE;
+                    v_live := v_live - 1;
                     v_changed := TRUE;
                 END IF;
                 IF v_got > 0 THEN
@@ -302,11 +302,14 @@ BEGIN
     -- for a complete or for its first lock to expire.  (The channels this
     -- call locked are v_channels[1 .. length of v_taken]; busy channels
     -- served in step 4 come after them and are not written.)
-    FOR i IN
-        SELECT k.i
-        FROM ROWS FROM (pg_catalog.unnest(v_taken)) WITH ORDINALITY AS k (taken, i)
-        ORDER BY k.taken - 1, k.i
-    LOOP
+    IF pg_catalog.cardinality(v_taken) <= 1 THEN
+        v_order := ARRAY[1];
+    ELSE
+        SELECT pg_catalog.array_agg(k.i ORDER BY k.taken - 1, k.i) INTO v_order
+        FROM ROWS FROM (pg_catalog.unnest(v_taken)) WITH ORDINALITY AS k (taken, i);
+    END IF;
+    FOREACH i IN ARRAY v_order LOOP
+        CONTINUE WHEN i > pg_catalog.cardinality(v_taken);
         IF v_taken[i] = 0 THEN
             PERFORM @extschema@._channel_nothing_ready(v_channels[i], v_now);
             CONTINUE;
@@ -334,6 +337,17 @@ BEGIN
         WHERE c.id = v_channels[i].id;
     END LOOP;
 
+    IF pg_catalog.cardinality(v_out_id) = 1 THEN
+        id := v_out_id[1];
+        channel := (v_channels[v_out_pos[1]]).name;
+        content := v_out_content[1];
+        state := v_out_state[1];
+        num_attempts := v_out_attempts[1];
+        dequeue_at := v_out_dequeue_at[1];
+        is_recovered := v_out_recovered[1];
+        RETURN NEXT;
+        RETURN;
+    END IF;
     RETURN QUERY
     SELECT t.id, (v_channels[t.pos]).name, t.content, t.state, t.num_attempts, t.dequeue_at, t.is_recovered
     FROM ROWS FROM (

@@ -118,3 +118,50 @@ def test_every_hot_statement_is_an_index_probe(pathological_db):
     assert not failures, "statements that do not probe an index:\n" + "\n".join(
         f"{q}: {nodes}" for q, nodes in failures.items()
     )
+
+
+ONE_BIG_CHANNEL = """
+INSERT INTO lonnymq.channel (name, next_at, turn, wait_at, created_at)
+SELECT 'big' || g, lonnymq.to_epoch(clock_timestamp()) - 10, nextval('lonnymq.channel_turn_seq'), NULL, 0
+FROM generate_series(1, 2) AS g;
+INSERT INTO lonnymq.message (channel_id, dequeue_at, created_at, content)
+SELECT c.id, g, 0, 'x' FROM lonnymq.channel AS c, generate_series(1, 150000) AS g WHERE c.name LIKE 'big%';
+-- and 5,000 idle channels, so that the channel table is not trivially small
+INSERT INTO lonnymq.channel (name, created_at) SELECT 'idle' || g, 0 FROM generate_series(1, 5000) AS g;
+ANALYZE lonnymq.channel;
+ANALYZE lonnymq.message;
+"""
+
+
+def test_plans_stay_index_probes_when_one_channel_holds_the_whole_table(db):
+    """The other shape of pathological data: few channels, so the planner's
+    generic estimate for "one channel's ready messages" is most of the table.
+    A plan that is only right for many small channels (say, a merge join
+    over the primary key for a batch) would read the whole table here."""
+    db.psql(ONE_BIG_CHANNEL)
+    conn = db.connect()
+    plans = PlanCollector(conn)
+    with conn.cursor() as cur:
+        cur.execute("SELECT * FROM lonnymq.message_dequeue(60000)")
+        cur.execute("SELECT * FROM lonnymq.message_dequeue(60000, 10)")
+        cur.execute("SELECT id, num_attempts FROM lonnymq.message_dequeue(60000, 100, 'big1')")
+        rows = cur.fetchall()
+        assert len(rows) == 100
+        for row in rows[:3]:
+            cur.execute("SELECT lonnymq.message_complete(%s, %s)", row)
+        cur.execute("SELECT lonnymq.message_defer(%s, %s)", rows[3])
+        cur.execute("SELECT lonnymq.message_heartbeat(%s, %s, 1000)", rows[4])
+        cur.execute("SELECT lonnymq.message_create('big1', 'n')")
+    collected = plans.take()
+    touching = [p for p in collected if any(re.search(rf" on {t}\b", p) for t in TABLES)]
+    assert len({query_text(p) for p in touching}) >= 10
+    failures = {query_text(p): bad_nodes(p) for p in touching if bad_nodes(p)}
+    assert not failures, "statements that do not probe an index:\n" + "\n".join(
+        f"{q}: {nodes}" for q, nodes in failures.items()
+    )
+    # and no plan walks an index from its start: every scan of a lonnymq
+    # table has an index condition
+    unbounded = [query_text(p) for p in touching
+                 if re.search(r"Index (?:Only )?Scan using \S+ on (?:message|channel)\b[^\n]*\n(?!\s+(?:Index Cond|Filter))",
+                              p)]
+    assert not unbounded, f"index scans without a condition: {unbounded}"
