@@ -27,11 +27,11 @@ SELECT pg_catalog.pg_extension_config_dump('@extschema@.channel_turn_seq', '');
 --
 -- wait_at IS NOT NULL means a consumer found nothing deliverable before
 -- wait_at (NULL next_at with wait_at = max bigint: the channel is empty).
--- Producers read it under FOR KEY SHARE and leave a channel_wake row when their
--- message is deliverable earlier; consumers only set wait_at while holding
--- FOR UPDATE, which excludes producers in flight, and bump epoch, which is a
--- key column, so that a producer in REPEATABLE READ fails instead of acting on
--- a stale wait_at.
+-- Producers read it while holding the channel guard shared (an advisory lock,
+-- _channel_guard_shared) and leave a channel_wake row when their message is
+-- deliverable earlier; consumers only set wait_at while holding the guard
+-- exclusively, which no producer in flight allows.  Producers never lock or
+-- write this row.
 --
 -- num_locked is maintained only for channels with max_concurrency, and
 -- num_removed only for channels with max_size: an unconstrained channel's row
@@ -48,11 +48,9 @@ CREATE TABLE @extschema@.channel (
     last_served_at bigint,
     num_locked integer NOT NULL DEFAULT 0,
     num_removed bigint NOT NULL DEFAULT 0,
-    epoch bigint NOT NULL DEFAULT 0,
     created_at bigint NOT NULL,
     CONSTRAINT channel_pkey PRIMARY KEY (id),
     CONSTRAINT channel_name_key UNIQUE (name),
-    CONSTRAINT channel_epoch_key UNIQUE (id, epoch),
     CONSTRAINT channel_name_check CHECK (
         pg_catalog.length(name) BETWEEN 1 AND 255
     ),
@@ -201,12 +199,14 @@ CREATE TABLE @extschema@.access_grant (
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.access_grant', '');
 
 -- ---- sql/src/100_function_to_epoch.sql ----
--- floor(epoch seconds * 1000), exact at every instant.  EXTRACT(EPOCH ...)
--- returns numeric (PostgreSQL 14+), so nothing is rounded before floor();
--- floor() rounds toward minus infinity, so instants before 1970 are exact too.
--- Plain SQL and IMMUTABLE so that the planner inlines it; the body names
--- every operator explicitly because an inlined function runs with the
--- caller's search_path.
+-- floor(epoch seconds * 1000), exact at every instant.  The difference from
+-- the epoch is an interval of days and microseconds (no months), whose
+-- EXTRACT(EPOCH ...) is an exact numeric (PostgreSQL 14+), so nothing is
+-- rounded before floor(); floor() rounds toward minus infinity, so instants
+-- before 1970 are exact too.  Plain SQL built only from immutable functions
+-- (EXTRACT from a timestamptz would be STABLE), so that the planner inlines
+-- it; the body names every operator explicitly because an inlined function
+-- runs with the caller's search_path.
 CREATE FUNCTION @extschema@.to_epoch(p_at timestamptz)
 RETURNS bigint
 LANGUAGE sql
@@ -215,7 +215,9 @@ STRICT
 PARALLEL SAFE
 AS $$
     SELECT pg_catalog.floor(
-        EXTRACT(EPOCH FROM p_at) OPERATOR(pg_catalog.*) 1000
+        EXTRACT(
+            EPOCH FROM p_at OPERATOR(pg_catalog.-) '1970-01-01 00:00:00+00'::timestamptz
+        ) OPERATOR(pg_catalog.*) 1000
     )::bigint
 $$;
 
@@ -314,13 +316,77 @@ COMMENT ON FUNCTION @extschema@._check_token(bigint, integer) IS
 
 REVOKE ALL ON FUNCTION @extschema@._check_token(bigint, integer) FROM PUBLIC;
 
+-- ---- sql/src/105_function_channel_guard.sql ----
+-- Internal: the channel guard, a transaction-scoped advisory lock keyed by
+-- the channel's name.  Producers (and defers) hold it shared until they
+-- commit; a consumer may declare a channel empty or waiting only while it
+-- holds it exclusively, which it only tries for (never waits); channel_set
+-- and channel_drop take it exclusively and wait.  An advisory lock, not a
+-- row lock on the channel, so that producers never lock the channel row:
+-- row locks of many producers on a row that consumers keep updating make
+-- multixacts, and locking a row through such a chain waits even under SKIP
+-- LOCKED.  The key is (1819111681, hashtext(name)); a collision only makes
+-- two channels wait for each other a little.
+CREATE FUNCTION @extschema@._channel_guard_shared(p_channel text)
+RETURNS void
+LANGUAGE sql
+VOLATILE
+AS $$
+    SELECT pg_catalog.pg_advisory_xact_lock_shared(1819111681, pg_catalog.hashtext(p_channel))
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_guard_shared(text) IS
+'Internal: hold the channel guard shared until the end of the transaction (waits for an exclusive holder).';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_guard_shared(text) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@._channel_guard_try_shared(p_channel text)
+RETURNS boolean
+LANGUAGE sql
+VOLATILE
+AS $$
+    SELECT pg_catalog.pg_try_advisory_xact_lock_shared(1819111681, pg_catalog.hashtext(p_channel))
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_guard_try_shared(text) IS
+'Internal: take the channel guard shared if no one holds it exclusively; never waits.';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_guard_try_shared(text) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@._channel_guard_try_exclusive(p_channel text)
+RETURNS boolean
+LANGUAGE sql
+VOLATILE
+AS $$
+    SELECT pg_catalog.pg_try_advisory_xact_lock(1819111681, pg_catalog.hashtext(p_channel))
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_guard_try_exclusive(text) IS
+'Internal: take the channel guard exclusively if no producer is in flight; never waits.';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_guard_try_exclusive(text) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@._channel_guard_exclusive(p_channel text)
+RETURNS void
+LANGUAGE sql
+VOLATILE
+AS $$
+    SELECT pg_catalog.pg_advisory_xact_lock(1819111681, pg_catalog.hashtext(p_channel))
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_guard_exclusive(text) IS
+'Internal: take the channel guard exclusively, waiting for producers in flight.';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_guard_exclusive(text) FROM PUBLIC;
+
 -- ---- sql/src/110_function_channel_for_producer.sql ----
 -- Internal: the channel a producer writes to, created with no limits when it
--- does not exist, and locked FOR KEY SHARE until the producer's transaction
--- ends.  KEY SHARE does not conflict with other producers nor with consumers
--- taking their turn (FOR NO KEY UPDATE); it only keeps a consumer from
--- declaring the channel empty or waiting (which takes FOR UPDATE) while this
--- producer's message is still invisible to it.
+-- does not exist, read while holding the channel guard shared until the
+-- producer's transaction ends.  The guard does not conflict with other
+-- producers nor with consumers; it only keeps a consumer from declaring the
+-- channel empty or waiting while this producer's message is still invisible
+-- to it.  The row is read after the guard is taken, so (in READ COMMITTED)
+-- it shows any such declaration made before.
 CREATE FUNCTION @extschema@._channel_for_producer(p_channel text, p_now bigint)
 RETURNS @extschema@.channel
 LANGUAGE plpgsql
@@ -329,11 +395,11 @@ AS $$
 DECLARE
     v_channel @extschema@.channel%ROWTYPE;
 BEGIN
+    PERFORM @extschema@._channel_guard_shared(p_channel);
     FOR v_try IN 1..3 LOOP
         SELECT c.* INTO v_channel
         FROM @extschema@.channel AS c
-        WHERE c.name = p_channel
-        FOR KEY SHARE;
+        WHERE c.name = p_channel;
         IF FOUND THEN
             RETURN v_channel;
         END IF;
@@ -347,13 +413,13 @@ END;
 $$;
 
 COMMENT ON FUNCTION @extschema@._channel_for_producer(text, bigint) IS
-'Internal: get or create a channel and lock it FOR KEY SHARE for the rest of the transaction.';
+'Internal: get or create a channel, holding its guard shared for the rest of the transaction.';
 
 REVOKE ALL ON FUNCTION @extschema@._channel_for_producer(text, bigint) FROM PUBLIC;
 
 -- ---- sql/src/111_function_channel_wake.sql ----
--- Internal: called by a producer (or a defer) holding the channel FOR KEY
--- SHARE, after writing a message that becomes deliverable at p_ready_at.  If
+-- Internal: called by a producer (or a defer) holding the channel guard
+-- shared, after writing a message that becomes deliverable at p_ready_at.  If
 -- a consumer has found the channel with nothing deliverable before
 -- p_wait_at, and this message is earlier, leave a wake-up unless an earlier
 -- one is already pending.  Inserting never blocks: the channel row is not
@@ -368,7 +434,11 @@ LANGUAGE plpgsql
 VOLATILE
 AS $$
 BEGIN
-    IF p_wait_at IS NULL OR p_ready_at >= p_wait_at THEN
+    -- Under REPEATABLE READ or SERIALIZABLE the channel row was read from the
+    -- transaction's snapshot, which may predate a consumer declaring the
+    -- channel empty: leave a wake-up whatever it said.
+    IF (p_wait_at IS NULL OR p_ready_at >= p_wait_at)
+        AND pg_catalog.current_setting('transaction_isolation') = 'read committed' THEN
         RETURN;
     END IF;
     PERFORM 1
@@ -393,16 +463,20 @@ REVOKE ALL ON FUNCTION @extschema@._channel_wake(bigint, bigint, bigint) FROM PU
 -- the channel row only when a limit needs it: max_concurrency (one fewer
 -- locked; a saturated channel rejoins the rotation) or max_size with a
 -- removal.  For an unconstrained channel the UPDATE matches no row, takes no
--- lock and writes nothing.
+-- lock and writes nothing.  (It is evaluated after the caller's change, with
+-- a fresh snapshot, so a limit that channel_set committed meanwhile is seen.)
+-- PL/pgSQL rather than SQL so that its plan is cached: a SQL function called
+-- from PL/pgSQL is planned again on every call.
 CREATE FUNCTION @extschema@._channel_release(
     p_channel_id bigint,
     p_removed boolean,
     p_now bigint
 )
 RETURNS void
-LANGUAGE sql
+LANGUAGE plpgsql
 VOLATILE
 AS $$
+BEGIN
     UPDATE @extschema@.channel AS c
     SET
         num_locked = CASE
@@ -433,7 +507,8 @@ AS $$
         AND (
             c.max_concurrency IS NOT NULL
             OR (p_removed AND c.max_size IS NOT NULL)
-        )
+        );
+END;
 $$;
 
 COMMENT ON FUNCTION @extschema@._channel_release(bigint, boolean, bigint) IS
@@ -448,12 +523,11 @@ REVOKE ALL ON FUNCTION @extschema@._channel_release(bigint, boolean, bigint) FRO
 --   * deliverable messages exist but other transactions hold them right
 --     now: the back of the rotation;
 --   * empty, or nothing before some future time: out of the rotation, or
---     waiting for that time.  Saying so needs FOR UPDATE on the row, which no
---     producer in flight (FOR KEY SHARE) allows; once it is held, every
---     producer's message is either committed and seen by the fresh probe
---     below, or that producer will see wait_at and leave a wake-up.  The
---     epoch bump makes this a key update, so that a producer in REPEATABLE
---     READ fails (40001) instead of trusting a stale wait_at.
+--     waiting for that time.  Saying so needs the channel guard exclusively,
+--     which no producer in flight (holding it shared) allows; once it is
+--     held, every producer's message is either committed and seen by the
+--     fresh probe below, or that producer will see wait_at and leave a
+--     wake-up.
 --   * a producer is in flight: the back of the rotation, looked at again.
 -- The fresh probe needs READ COMMITTED (a new snapshot per statement).  Under
 -- REPEATABLE READ or SERIALIZABLE the caller's snapshot may predate a
@@ -496,11 +570,7 @@ BEGIN
         AND pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
         v_head := p_now;
     ELSIF v_head IS NULL OR v_head > p_now THEN
-        PERFORM 1
-        FROM @extschema@.channel AS c
-        WHERE c.id = p_channel.id
-        FOR UPDATE SKIP LOCKED;
-        IF FOUND THEN
+        IF @extschema@._channel_guard_try_exclusive(p_channel.name) THEN
             SELECT m.dequeue_at INTO v_head
             FROM @extschema@.message AS m
             WHERE m.channel_id = p_channel.id
@@ -516,8 +586,7 @@ BEGIN
         SET
             next_at = NULL,
             turn = NULL,
-            wait_at = 9223372036854775807,
-            epoch = c.epoch + 1
+            wait_at = 9223372036854775807
         WHERE c.id = p_channel.id;
     ELSIF v_head > p_now THEN
         UPDATE @extschema@.channel AS c
@@ -527,8 +596,7 @@ BEGIN
                 COALESCE(c.last_served_at + c.release_interval_ms, v_head)
             ),
             turn = pg_catalog.nextval('@extschema@.channel_turn_seq'),
-            wait_at = v_head,
-            epoch = c.epoch + 1
+            wait_at = v_head
         WHERE c.id = p_channel.id;
     ELSE
         UPDATE @extschema@.channel AS c
@@ -791,10 +859,12 @@ REVOKE ALL ON FUNCTION @extschema@.revoke_access(name, text) FROM PUBLIC;
 -- ---- sql/src/200_function_channel_set.sql ----
 -- Create a channel or change its limits, recounting exactly what the new
 -- limits need.  Lock order, as everywhere: channel row, then message rows.
--- FOR UPDATE on the channel row waits for every producer (FOR KEY SHARE) and
--- consumer (FOR NO KEY UPDATE, or FOR KEY SHARE when serving a busy channel)
--- in flight; FOR SHARE on the channel's locked messages waits for completes,
--- defers and heartbeats in flight.  Only then are the counts taken, each
+-- FOR UPDATE on the channel row waits for every consumer serving it (FOR NO
+-- KEY UPDATE) and every complete or defer updating its counters; the channel
+-- guard, taken exclusively, waits for every producer and every consumer
+-- taking from it as a busy channel (both hold it shared); FOR SHARE on the
+-- channel's locked messages waits for completes, defers and heartbeats in
+-- flight.  Only then are the counts taken, each
 -- with a fresh snapshot, so no in-flight change is missed or counted twice.
 CREATE FUNCTION @extschema@.channel_set(
     p_channel text,
@@ -849,6 +919,7 @@ BEGIN
             USING ERRCODE = '40001';
     END IF;
 
+    PERFORM @extschema@._channel_guard_exclusive(p_channel);
     PERFORM 1
     FROM @extschema@.message AS m
     WHERE m.channel_id = v_channel.id AND m.is_locked
@@ -911,7 +982,7 @@ REVOKE ALL ON FUNCTION @extschema@.channel_set(text, integer, integer, bigint) F
 -- ---- sql/src/201_function_channel_drop.sql ----
 -- Drop a channel.  Refuses (55006) while it holds messages unless p_purge,
 -- which deletes them, locked ones included (their workers' tokens then go
--- stale).  Waits for producers in flight on the channel.
+-- stale).  Waits for producers and consumers in flight on the channel.
 CREATE FUNCTION @extschema@.channel_drop(
     p_channel text,
     p_purge boolean DEFAULT FALSE
@@ -938,6 +1009,7 @@ BEGIN
     IF NOT FOUND THEN
         RETURN FALSE;
     END IF;
+    PERFORM @extschema@._channel_guard_exclusive(p_channel);
 
     IF NOT p_purge AND EXISTS (
         SELECT 1 FROM @extschema@.message AS m
@@ -1104,6 +1176,7 @@ DECLARE
     v_changed boolean;
     v_busy bigint[];
     v_busy_id bigint;
+    v_busy_name text;
     v_order integer[];
     i integer;
     -- The messages taken, returned in rotation order at the end.
@@ -1306,13 +1379,18 @@ BEGIN
         FOREACH v_busy_id IN ARRAY v_busy LOOP
             CONTINUE WHEN v_busy_id = ANY(v_seen);
             v_seen := v_seen || v_busy_id;
-            -- FOR KEY SHARE does not conflict with the consumer serving the
-            -- channel, but makes channel_set (FOR UPDATE) wait for this
-            -- call, so that a new max_concurrency counts these locks too.
+            -- The channel guard, shared: it does not conflict with the
+            -- consumer serving the channel, but makes channel_set wait for
+            -- this call, so that a new max_concurrency counts these locks
+            -- too.  The row is read after the guard is taken.
+            SELECT c.name INTO v_busy_name
+            FROM @extschema@.channel AS c
+            WHERE c.id = v_busy_id;
+            CONTINUE WHEN NOT FOUND;
+            CONTINUE WHEN NOT @extschema@._channel_guard_try_shared(v_busy_name);
             SELECT c.* INTO v_channel
             FROM @extschema@.channel AS c
-            WHERE c.id = v_busy_id
-            FOR KEY SHARE SKIP LOCKED;
+            WHERE c.id = v_busy_id;
             CONTINUE WHEN NOT FOUND
                 OR v_channel.max_concurrency IS NOT NULL
                 OR v_channel.release_interval_ms > 0;
@@ -1489,6 +1567,7 @@ DECLARE
     v_channel_id bigint;
     v_wait_at bigint;
     v_constrained boolean;
+    v_name text;
 BEGIN
     PERFORM @extschema@._check_token(p_id, p_num_attempts);
     IF pg_catalog.octet_length(p_state) > 16777216 THEN
@@ -1505,20 +1584,24 @@ BEGIN
     IF NOT FOUND THEN
         RETURN FALSE;
     END IF;
-    -- Lock order, as everywhere: the channel row before the message row.
-    -- FOR KEY SHARE, like a producer: a consumer cannot declare the channel
-    -- empty or waiting while this message's new time is invisible to it.
-    -- A channel with limits is locked FOR NO KEY UPDATE for its counters.
-    SELECT c.wait_at, c.max_concurrency IS NOT NULL INTO v_wait_at, v_constrained
+    SELECT c.name, c.max_concurrency IS NOT NULL INTO v_name, v_constrained
     FROM @extschema@.channel AS c
-    WHERE c.id = v_channel_id
-    FOR KEY SHARE;
+    WHERE c.id = v_channel_id;
+    -- Lock order, as everywhere: the channel row, then the channel guard,
+    -- then the message row.  A channel with max_concurrency is locked for
+    -- its counter; the guard is held shared, like a producer's, so that no
+    -- consumer declares the channel empty or waiting while this message's
+    -- new time is invisible to it.
     IF v_constrained THEN
         PERFORM 1
         FROM @extschema@.channel AS c
         WHERE c.id = v_channel_id
         FOR NO KEY UPDATE;
     END IF;
+    PERFORM @extschema@._channel_guard_shared(v_name);
+    SELECT c.wait_at INTO v_wait_at
+    FROM @extschema@.channel AS c
+    WHERE c.id = v_channel_id;
 
     UPDATE @extschema@.message AS m
     SET

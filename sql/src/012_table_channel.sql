@@ -8,11 +8,11 @@
 --
 -- wait_at IS NOT NULL means a consumer found nothing deliverable before
 -- wait_at (NULL next_at with wait_at = max bigint: the channel is empty).
--- Producers read it under FOR KEY SHARE and leave a channel_wake row when their
--- message is deliverable earlier; consumers only set wait_at while holding
--- FOR UPDATE, which excludes producers in flight, and bump epoch, which is a
--- key column, so that a producer in REPEATABLE READ fails instead of acting on
--- a stale wait_at.
+-- Producers read it while holding the channel guard shared (an advisory lock,
+-- _channel_guard_shared) and leave a channel_wake row when their message is
+-- deliverable earlier; consumers only set wait_at while holding the guard
+-- exclusively, which no producer in flight allows.  Producers never lock or
+-- write this row.
 --
 -- num_locked is maintained only for channels with max_concurrency, and
 -- num_removed only for channels with max_size: an unconstrained channel's row
@@ -29,11 +29,9 @@ CREATE TABLE @extschema@.channel (
     last_served_at bigint,
     num_locked integer NOT NULL DEFAULT 0,
     num_removed bigint NOT NULL DEFAULT 0,
-    epoch bigint NOT NULL DEFAULT 0,
     created_at bigint NOT NULL,
     CONSTRAINT channel_pkey PRIMARY KEY (id),
     CONSTRAINT channel_name_key UNIQUE (name),
-    CONSTRAINT channel_epoch_key UNIQUE (id, epoch),
     CONSTRAINT channel_name_check CHECK (
         pg_catalog.length(name) BETWEEN 1 AND 255
     ),

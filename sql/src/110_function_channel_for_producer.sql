@@ -1,9 +1,10 @@
 -- Internal: the channel a producer writes to, created with no limits when it
--- does not exist, and locked FOR KEY SHARE until the producer's transaction
--- ends.  KEY SHARE does not conflict with other producers nor with consumers
--- taking their turn (FOR NO KEY UPDATE); it only keeps a consumer from
--- declaring the channel empty or waiting (which takes FOR UPDATE) while this
--- producer's message is still invisible to it.
+-- does not exist, read while holding the channel guard shared until the
+-- producer's transaction ends.  The guard does not conflict with other
+-- producers nor with consumers; it only keeps a consumer from declaring the
+-- channel empty or waiting while this producer's message is still invisible
+-- to it.  The row is read after the guard is taken, so (in READ COMMITTED)
+-- it shows any such declaration made before.
 CREATE FUNCTION @extschema@._channel_for_producer(p_channel text, p_now bigint)
 RETURNS @extschema@.channel
 LANGUAGE plpgsql
@@ -12,11 +13,11 @@ AS $$
 DECLARE
     v_channel @extschema@.channel%ROWTYPE;
 BEGIN
+    PERFORM @extschema@._channel_guard_shared(p_channel);
     FOR v_try IN 1..3 LOOP
         SELECT c.* INTO v_channel
         FROM @extschema@.channel AS c
-        WHERE c.name = p_channel
-        FOR KEY SHARE;
+        WHERE c.name = p_channel;
         IF FOUND THEN
             RETURN v_channel;
         END IF;
@@ -30,6 +31,6 @@ END;
 $$;
 
 COMMENT ON FUNCTION @extschema@._channel_for_producer(text, bigint) IS
-'Internal: get or create a channel and lock it FOR KEY SHARE for the rest of the transaction.';
+'Internal: get or create a channel, holding its guard shared for the rest of the transaction.';
 
 REVOKE ALL ON FUNCTION @extschema@._channel_for_producer(text, bigint) FROM PUBLIC;

@@ -1,5 +1,5 @@
--- Internal: called by a producer (or a defer) holding the channel FOR KEY
--- SHARE, after writing a message that becomes deliverable at p_ready_at.  If
+-- Internal: called by a producer (or a defer) holding the channel guard
+-- shared, after writing a message that becomes deliverable at p_ready_at.  If
 -- a consumer has found the channel with nothing deliverable before
 -- p_wait_at, and this message is earlier, leave a wake-up unless an earlier
 -- one is already pending.  Inserting never blocks: the channel row is not
@@ -14,7 +14,11 @@ LANGUAGE plpgsql
 VOLATILE
 AS $$
 BEGIN
-    IF p_wait_at IS NULL OR p_ready_at >= p_wait_at THEN
+    -- Under REPEATABLE READ or SERIALIZABLE the channel row was read from the
+    -- transaction's snapshot, which may predate a consumer declaring the
+    -- channel empty: leave a wake-up whatever it said.
+    IF (p_wait_at IS NULL OR p_ready_at >= p_wait_at)
+        AND pg_catalog.current_setting('transaction_isolation') = 'read committed' THEN
         RETURN;
     END IF;
     PERFORM 1

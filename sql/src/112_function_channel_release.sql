@@ -2,16 +2,20 @@
 -- the channel row only when a limit needs it: max_concurrency (one fewer
 -- locked; a saturated channel rejoins the rotation) or max_size with a
 -- removal.  For an unconstrained channel the UPDATE matches no row, takes no
--- lock and writes nothing.
+-- lock and writes nothing.  (It is evaluated after the caller's change, with
+-- a fresh snapshot, so a limit that channel_set committed meanwhile is seen.)
+-- PL/pgSQL rather than SQL so that its plan is cached: a SQL function called
+-- from PL/pgSQL is planned again on every call.
 CREATE FUNCTION @extschema@._channel_release(
     p_channel_id bigint,
     p_removed boolean,
     p_now bigint
 )
 RETURNS void
-LANGUAGE sql
+LANGUAGE plpgsql
 VOLATILE
 AS $$
+BEGIN
     UPDATE @extschema@.channel AS c
     SET
         num_locked = CASE
@@ -42,7 +46,8 @@ AS $$
         AND (
             c.max_concurrency IS NOT NULL
             OR (p_removed AND c.max_size IS NOT NULL)
-        )
+        );
+END;
 $$;
 
 COMMENT ON FUNCTION @extschema@._channel_release(bigint, boolean, bigint) IS

@@ -4,12 +4,11 @@
 --   * deliverable messages exist but other transactions hold them right
 --     now: the back of the rotation;
 --   * empty, or nothing before some future time: out of the rotation, or
---     waiting for that time.  Saying so needs FOR UPDATE on the row, which no
---     producer in flight (FOR KEY SHARE) allows; once it is held, every
---     producer's message is either committed and seen by the fresh probe
---     below, or that producer will see wait_at and leave a wake-up.  The
---     epoch bump makes this a key update, so that a producer in REPEATABLE
---     READ fails (40001) instead of trusting a stale wait_at.
+--     waiting for that time.  Saying so needs the channel guard exclusively,
+--     which no producer in flight (holding it shared) allows; once it is
+--     held, every producer's message is either committed and seen by the
+--     fresh probe below, or that producer will see wait_at and leave a
+--     wake-up.
 --   * a producer is in flight: the back of the rotation, looked at again.
 -- The fresh probe needs READ COMMITTED (a new snapshot per statement).  Under
 -- REPEATABLE READ or SERIALIZABLE the caller's snapshot may predate a
@@ -52,11 +51,7 @@ BEGIN
         AND pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
         v_head := p_now;
     ELSIF v_head IS NULL OR v_head > p_now THEN
-        PERFORM 1
-        FROM @extschema@.channel AS c
-        WHERE c.id = p_channel.id
-        FOR UPDATE SKIP LOCKED;
-        IF FOUND THEN
+        IF @extschema@._channel_guard_try_exclusive(p_channel.name) THEN
             SELECT m.dequeue_at INTO v_head
             FROM @extschema@.message AS m
             WHERE m.channel_id = p_channel.id
@@ -72,8 +67,7 @@ BEGIN
         SET
             next_at = NULL,
             turn = NULL,
-            wait_at = 9223372036854775807,
-            epoch = c.epoch + 1
+            wait_at = 9223372036854775807
         WHERE c.id = p_channel.id;
     ELSIF v_head > p_now THEN
         UPDATE @extschema@.channel AS c
@@ -83,8 +77,7 @@ BEGIN
                 COALESCE(c.last_served_at + c.release_interval_ms, v_head)
             ),
             turn = pg_catalog.nextval('@extschema@.channel_turn_seq'),
-            wait_at = v_head,
-            epoch = c.epoch + 1
+            wait_at = v_head
         WHERE c.id = p_channel.id;
     ELSE
         UPDATE @extschema@.channel AS c

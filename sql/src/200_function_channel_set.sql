@@ -1,9 +1,11 @@
 -- Create a channel or change its limits, recounting exactly what the new
 -- limits need.  Lock order, as everywhere: channel row, then message rows.
--- FOR UPDATE on the channel row waits for every producer (FOR KEY SHARE) and
--- consumer (FOR NO KEY UPDATE, or FOR KEY SHARE when serving a busy channel)
--- in flight; FOR SHARE on the channel's locked messages waits for completes,
--- defers and heartbeats in flight.  Only then are the counts taken, each
+-- FOR UPDATE on the channel row waits for every consumer serving it (FOR NO
+-- KEY UPDATE) and every complete or defer updating its counters; the channel
+-- guard, taken exclusively, waits for every producer and every consumer
+-- taking from it as a busy channel (both hold it shared); FOR SHARE on the
+-- channel's locked messages waits for completes, defers and heartbeats in
+-- flight.  Only then are the counts taken, each
 -- with a fresh snapshot, so no in-flight change is missed or counted twice.
 CREATE FUNCTION @extschema@.channel_set(
     p_channel text,
@@ -58,6 +60,7 @@ BEGIN
             USING ERRCODE = '40001';
     END IF;
 
+    PERFORM @extschema@._channel_guard_exclusive(p_channel);
     PERFORM 1
     FROM @extschema@.message AS m
     WHERE m.channel_id = v_channel.id AND m.is_locked

@@ -1,6 +1,6 @@
 -- Drop a channel.  Refuses (55006) while it holds messages unless p_purge,
 -- which deletes them, locked ones included (their workers' tokens then go
--- stale).  Waits for producers in flight on the channel.
+-- stale).  Waits for producers and consumers in flight on the channel.
 CREATE FUNCTION @extschema@.channel_drop(
     p_channel text,
     p_purge boolean DEFAULT FALSE
@@ -27,6 +27,7 @@ BEGIN
     IF NOT FOUND THEN
         RETURN FALSE;
     END IF;
+    PERFORM @extschema@._channel_guard_exclusive(p_channel);
 
     IF NOT p_purge AND EXISTS (
         SELECT 1 FROM @extschema@.message AS m

@@ -64,6 +64,7 @@ DECLARE
     v_changed boolean;
     v_busy bigint[];
     v_busy_id bigint;
+    v_busy_name text;
     v_order integer[];
     i integer;
     -- The messages taken, returned in rotation order at the end.
@@ -266,13 +267,18 @@ BEGIN
         FOREACH v_busy_id IN ARRAY v_busy LOOP
             CONTINUE WHEN v_busy_id = ANY(v_seen);
             v_seen := v_seen || v_busy_id;
-            -- FOR KEY SHARE does not conflict with the consumer serving the
-            -- channel, but makes channel_set (FOR UPDATE) wait for this
-            -- call, so that a new max_concurrency counts these locks too.
+            -- The channel guard, shared: it does not conflict with the
+            -- consumer serving the channel, but makes channel_set wait for
+            -- this call, so that a new max_concurrency counts these locks
+            -- too.  The row is read after the guard is taken.
+            SELECT c.name INTO v_busy_name
+            FROM @extschema@.channel AS c
+            WHERE c.id = v_busy_id;
+            CONTINUE WHEN NOT FOUND;
+            CONTINUE WHEN NOT @extschema@._channel_guard_try_shared(v_busy_name);
             SELECT c.* INTO v_channel
             FROM @extschema@.channel AS c
-            WHERE c.id = v_busy_id
-            FOR KEY SHARE SKIP LOCKED;
+            WHERE c.id = v_busy_id;
             CONTINUE WHEN NOT FOUND
                 OR v_channel.max_concurrency IS NOT NULL
                 OR v_channel.release_interval_ms > 0;

@@ -20,6 +20,7 @@ DECLARE
     v_channel_id bigint;
     v_wait_at bigint;
     v_constrained boolean;
+    v_name text;
 BEGIN
     PERFORM @extschema@._check_token(p_id, p_num_attempts);
     IF pg_catalog.octet_length(p_state) > 16777216 THEN
@@ -36,20 +37,24 @@ BEGIN
     IF NOT FOUND THEN
         RETURN FALSE;
     END IF;
-    -- Lock order, as everywhere: the channel row before the message row.
-    -- FOR KEY SHARE, like a producer: a consumer cannot declare the channel
-    -- empty or waiting while this message's new time is invisible to it.
-    -- A channel with limits is locked FOR NO KEY UPDATE for its counters.
-    SELECT c.wait_at, c.max_concurrency IS NOT NULL INTO v_wait_at, v_constrained
+    SELECT c.name, c.max_concurrency IS NOT NULL INTO v_name, v_constrained
     FROM @extschema@.channel AS c
-    WHERE c.id = v_channel_id
-    FOR KEY SHARE;
+    WHERE c.id = v_channel_id;
+    -- Lock order, as everywhere: the channel row, then the channel guard,
+    -- then the message row.  A channel with max_concurrency is locked for
+    -- its counter; the guard is held shared, like a producer's, so that no
+    -- consumer declares the channel empty or waiting while this message's
+    -- new time is invisible to it.
     IF v_constrained THEN
         PERFORM 1
         FROM @extschema@.channel AS c
         WHERE c.id = v_channel_id
         FOR NO KEY UPDATE;
     END IF;
+    PERFORM @extschema@._channel_guard_shared(v_name);
+    SELECT c.wait_at INTO v_wait_at
+    FROM @extschema@.channel AS c
+    WHERE c.id = v_channel_id;
 
     UPDATE @extschema@.message AS m
     SET
