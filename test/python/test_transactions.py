@@ -1,0 +1,346 @@
+"""Transactions around the queue calls, with real concurrent connections.
+
+* A rolled-back ``message_create`` (or one rolled back to a savepoint) leaves
+  nothing behind: no message, no wake-up row, no channel, no quota used, and
+  the channel keeps working.
+* A message created in an open transaction is invisible to consumers until
+  the commit, and the open transaction blocks no one else (detected with
+  ``lock_timeout``).
+* A ``message_dequeue`` inside a transaction that rolls back did not happen:
+  the message is available again at once (not after the lock time), with the
+  same ``num_attempts``, not recovered, and no limit counts it.
+* ``message_dequeue`` never waits for another transaction (every row lock
+  SKIP LOCKED, doc/message_dequeue.md), so it cannot deadlock with a worker's
+  complete either.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import psycopg
+import pytest
+
+LOCK_TIMEOUT = "2s"
+
+KINDS = {
+    # name: channel_set arguments (max_concurrency, max_size, release_interval_ms)
+    "unconstrained": None,
+    "max_concurrency": (1, None, 0),
+    "max_size": (None, 3, 0),
+    "release_interval": (None, None, 10_000),
+}
+
+
+def _one(db, sql, params=()):
+    """One call on a fresh autocommit connection that refuses to wait for a lock."""
+    with db.connect() as conn:
+        conn.execute(f"SET lock_timeout = '{LOCK_TIMEOUT}'")
+        return conn.execute(sql, params).fetchall()
+
+
+def _dequeue(db, channel=None, limit=10, lock_ms=60_000):
+    return _one(db, "SELECT id, convert_from(content, 'UTF8'), num_attempts, is_recovered, dequeue_at"
+                    " FROM lonnymq.message_dequeue(%s, %s, %s)", (lock_ms, limit, channel))
+
+
+def _channel_state(db, name):
+    return _one(db, "SELECT c.next_at IS NULL, c.wait_at, c.num_locked, c.num_removed, q.num_created,"
+                    " (SELECT count(*) FROM lonnymq.channel_wake AS w WHERE w.channel_id = c.id),"
+                    " (SELECT count(*) FROM lonnymq.message AS m WHERE m.channel_id = c.id)"
+                    " FROM lonnymq.channel AS c LEFT JOIN lonnymq.channel_quota AS q ON q.channel_id = c.id"
+                    " WHERE c.name = %s", (name,))
+
+
+def _ghosts(db):
+    return _one(db, "SELECT count(*) FROM lonnymq.message WHERE convert_from(content, 'UTF8') LIKE 'ghost%%'")[0][0]
+
+
+# ------------------------------------------------------------ rolled-back create
+
+def _consume(db, channel=None):
+    """Dequeue what is ready and complete it at once; return the contents."""
+    got = _dequeue(db, channel)
+    for r in got:
+        assert _one(db, "SELECT lonnymq.message_complete(%s, %s)", (r[0], r[2])) == [(True,)]
+    return [r[1] for r in got]
+
+
+def _counters_agree(db, name):
+    """The channel's counters match its messages (num_locked, and the quota of a max_size channel)."""
+    rows = _one(db, "SELECT c.max_concurrency, c.num_locked, q.num_created - c.num_removed,"
+                    " (SELECT count(*) FROM lonnymq.message AS m WHERE m.channel_id = c.id AND m.is_locked),"
+                    " (SELECT count(*) FROM lonnymq.message AS m WHERE m.channel_id = c.id)"
+                    " FROM lonnymq.channel AS c LEFT JOIN lonnymq.channel_quota AS q ON q.channel_id = c.id"
+                    " WHERE c.name = %s", (name,))
+    for max_concurrency, num_locked, held_by_quota, locked, held in rows:
+        if max_concurrency is not None:
+            assert num_locked == locked, f"{name}: num_locked {num_locked}, {locked} messages locked"
+        if held_by_quota is not None:
+            assert held_by_quota == held, f"{name}: the quota counts {held_by_quota} messages, {held} exist"
+
+
+@pytest.mark.parametrize("state", ["new", "idle", "busy", "max_size"])
+@pytest.mark.parametrize("how", ["rollback", "savepoint"])
+def test_a_rolled_back_create_leaves_nothing(db, state, how):
+    if state == "idle":
+        _one(db, "SELECT lonnymq.message_create('a', 'a0')")
+        assert _consume(db, "a") == ["a0"]
+        assert _dequeue(db, "a") == []          # the consumer finds it empty: out of the rotation
+        assert _channel_state(db, "a")[0][0] is True
+    elif state == "busy":
+        _one(db, "SELECT lonnymq.message_create('a', 'a0')")
+    elif state == "max_size":
+        _one(db, "SELECT lonnymq.channel_set('a', p_max_size => 4)")
+        _one(db, "SELECT lonnymq.message_create('a', 'a0')")
+
+    producer = db.connect(autocommit=False)
+    producer.execute(f"SET lock_timeout = '{LOCK_TIMEOUT}'")
+    if how == "savepoint":
+        producer.execute("SELECT lonnymq.message_create('other', 'kept')")
+        producer.execute("SAVEPOINT s")
+    ids = producer.execute(
+        "SELECT lonnymq.message_create('a', 'ghost now'),"
+        " lonnymq.message_create('a', 'ghost soon', lonnymq.to_epoch(clock_timestamp()) + 200),"
+        " lonnymq.message_create('a', 'ghost urgent', 0)").fetchone()
+    assert all(i is not None for i in ids)
+    # consumers look while the producer is in flight: nothing of it to see
+    seen = _consume(db, "a") + _consume(db)
+    if how == "savepoint":
+        producer.execute("ROLLBACK TO SAVEPOINT s")
+        producer.commit()
+    else:
+        producer.rollback()
+    producer.close()
+
+    assert _ghosts(db) == 0
+    assert _one(db, "SELECT count(*) FROM lonnymq.message WHERE id = ANY(%s)", (list(ids),)) == [(0,)]
+    if state == "new":
+        assert _one(db, "SELECT count(*) FROM lonnymq.channel WHERE name = 'a'") == [(0,)], \
+            "the channel created by the rolled-back transaction exists"
+    _counters_agree(db, "a")
+
+    # nothing is ever delivered for it, also after its scheduled time has passed
+    time.sleep(0.25)
+    for _ in range(3):
+        seen += _consume(db, "a") + _consume(db)
+    assert [c for c in seen if c.startswith("ghost")] == []
+    if state in ("busy", "max_size"):
+        assert "a0" in seen
+    if how == "savepoint":
+        assert "kept" in seen, "the committed part of the transaction was lost"
+    _counters_agree(db, "a")
+
+    if state == "max_size":
+        # the rolled-back creates used no quota: the channel is empty, 4 fit, the 5th is dropped
+        made = [_one(db, "SELECT lonnymq.message_create('a', 'fill')")[0][0] for _ in range(5)]
+        assert [m is not None for m in made] == [True, True, True, True, False]
+        assert _consume(db, "a") == ["fill"] * 4
+    else:
+        # an empty channel leaves the rotation (no stray state keeps it there)
+        _dequeue(db, "a")
+        assert _one(db, "SELECT next_at FROM lonnymq.channel WHERE name = 'a'") in ([(None,)], [])
+
+    # the channel keeps working
+    mid = _one(db, "SELECT lonnymq.message_create('a', 'real')")[0][0]
+    got = _dequeue(db, "a")
+    assert [(r[0], r[1]) for r in got] == [(mid, "real")]
+    assert _one(db, "SELECT lonnymq.message_complete(%s, %s)", (got[0][0], got[0][2])) == [(True,)]
+    assert _one(db, "SELECT count(*) FROM lonnymq.message") == [(0,)]
+
+
+# ------------------------------------------------------------ uncommitted create
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_an_uncommitted_message_is_invisible_and_blocks_no_one(db, kind):
+    limits = KINDS[kind]
+    if limits:
+        _one(db, "SELECT lonnymq.channel_set('a', %s, %s, %s)", limits)
+    for name in ("a", "b"):
+        _one(db, "SELECT lonnymq.message_create(%s, %s)", (name, f"{name}1".encode()))
+        _one(db, "SELECT lonnymq.message_create(%s, %s)", (name, f"{name}2".encode()))
+    held = _dequeue(db, "a", limit=1)               # a worker holds a1
+    assert [r[1] for r in held] == ["a1"]
+
+    producer = db.connect(autocommit=False)
+    producer.execute("SELECT lonnymq.message_create('a', 'ghost')")
+    try:
+        # invisible to everyone else
+        assert _ghosts(db) == 0
+        # other producers of the same (existing) channel, and of other channels
+        if kind != "max_size":  # documented: producers of a max_size channel serialise on its quota row
+            assert _one(db, "SELECT lonnymq.message_create('a', 'a3')")[0][0] is not None
+        assert _one(db, "SELECT lonnymq.message_create('b', 'b3')")[0][0] is not None
+        assert _one(db, "SELECT lonnymq.message_create('c', 'c1')")[0][0] is not None
+        # consumers of other channels, and of any channel
+        assert [r[1] for r in _dequeue(db, "b", limit=1)] == ["b1"]
+        assert len(_dequeue(db, None, limit=3)) >= 1
+        # workers of the same channel: heartbeat, defer, complete
+        mid, _content, token = held[0][:3]
+        assert _one(db, "SELECT lonnymq.message_heartbeat(%s, %s, 60000)", (mid, token)) == [(True,)]
+        assert _one(db, "SELECT lonnymq.message_defer(%s, %s, 0)", (mid, token)) == [(True,)]
+        # consumers of the same channel get its committed messages, never the uncommitted one
+        seen = []
+        for _ in range(4):
+            seen += _consume(db, "a")
+        assert "ghost" not in seen
+        if kind == "release_interval":
+            assert seen == []                          # served a moment ago: the next turn is in 10 s
+        else:
+            assert seen and seen[0] == "a1", seen      # the deferred, prioritised message first
+        assert _ghosts(db) == 0
+        _counters_agree(db, "a")
+    finally:
+        producer.commit()
+        producer.close()
+
+    # committed: now it is delivered (a rate-limited channel: after its interval, via channel_set)
+    if kind == "release_interval":
+        _one(db, "SELECT lonnymq.channel_set('a', NULL, NULL, 0)")
+    seen = []
+    for _ in range(6):
+        seen += _consume(db, "a")
+    assert "ghost" in seen
+    _counters_agree(db, "a")
+
+
+# ------------------------------------------------------------ rolled-back dequeue
+
+@pytest.mark.parametrize("kind", list(KINDS))
+@pytest.mark.parametrize("limit", [1, 3])
+def test_a_rolled_back_dequeue_makes_the_message_available_at_once(db, kind, limit):
+    limits = KINDS[kind]
+    if limits:
+        _one(db, "SELECT lonnymq.channel_set('a', %s, %s, %s)", limits)
+    ids = [_one(db, "SELECT lonnymq.message_create('a', %s)", (f"m{i}".encode(),))[0][0] for i in range(3)]
+    _one(db, "SELECT lonnymq.message_create('b', 'b1')")
+    created_at = dict(_one(db, "SELECT id, dequeue_at FROM lonnymq.message"))
+    before = _channel_state(db, "a")
+
+    worker = db.connect(autocommit=False)
+    got = worker.execute("SELECT id, num_attempts, is_recovered FROM lonnymq.message_dequeue(600000, %s, 'a')",
+                         (limit,)).fetchall()
+    expected = 1 if kind in ("max_concurrency", "release_interval") else limit
+    assert [r[0] for r in got] == ids[:expected]
+    assert all(r[1] == 1 and not r[2] for r in got)
+    worker.rollback()
+    rolled_back = time.monotonic()
+    worker.close()
+
+    assert _channel_state(db, "a") == before
+    # at once, with no wait for the 10-minute lock: the same message, the same attempt count
+    again = _one(db, "SELECT id, num_attempts, is_recovered, dequeue_at FROM lonnymq.message_dequeue(600000, %s, 'a')",
+                 (limit,))
+    assert time.monotonic() - rolled_back < 5
+    assert [r[0] for r in again] == ids[:expected], "the message is not available again after the rollback"
+    for mid, attempts, recovered, dequeue_at in again:
+        assert attempts == 1, "the rolled-back delivery counted an attempt"
+        assert recovered is False
+        assert dequeue_at == created_at[mid]
+    # and the attempt that did happen is the current token
+    for mid, attempts, _r, _d in again:
+        assert _one(db, "SELECT lonnymq.message_complete(%s, 1)", (mid,)) == [(True,)]
+
+
+def test_rolled_back_complete_and_defer_leave_the_lock_and_token(db):
+    _one(db, "SELECT lonnymq.channel_set('a', 1)")
+    _one(db, "SELECT lonnymq.message_create('a', 'm1'), lonnymq.message_create('a', 'm2')")
+    mid, _c, token, _r, _d = _dequeue(db, "a", limit=1)[0]
+
+    for call in ("SELECT lonnymq.message_complete(%s, %s)",
+                 "SELECT lonnymq.message_defer(%s, %s, 0)",
+                 "SELECT lonnymq.message_heartbeat(%s, %s, 1)"):
+        with db.connect(autocommit=False) as conn:
+            assert conn.execute(call, (mid, token)).fetchone()[0] is True
+            conn.rollback()
+        # still locked by the same delivery, slot still taken
+        assert _one(db, "SELECT is_locked, num_attempts FROM lonnymq.message WHERE id = %s", (mid,)) == [(True, token)]
+        assert _dequeue(db, "a") == [], "max_concurrency 1 with the lock still held"
+    assert _one(db, "SELECT lonnymq.message_complete(%s, %s)", (mid, token)) == [(True,)]
+    assert [r[1] for r in _dequeue(db, "a")] == ["m2"]
+
+
+def test_a_rolled_back_create_on_an_idle_channel_leaves_no_wake_up(db):
+    """The wake-up row a producer leaves for an idle channel goes with its transaction."""
+    _one(db, "SELECT lonnymq.message_create('a', 'a0')")
+    got = _dequeue(db, "a")
+    _one(db, "SELECT lonnymq.message_complete(%s, %s)", (got[0][0], got[0][2]))
+    _dequeue(db, "a")
+    assert _one(db, "SELECT wait_at FROM lonnymq.channel WHERE name = 'a'")[0][0] is not None
+
+    with db.connect(autocommit=False) as producer:
+        producer.execute("SELECT lonnymq.message_create('a', 'ghost')")
+        n = producer.execute("SELECT count(*) FROM lonnymq.channel_wake AS w JOIN lonnymq.channel AS c"
+                             " ON c.id = w.channel_id WHERE c.name = 'a'").fetchone()[0]
+        assert n == 1, "expected the producer to leave a wake-up for the idle channel"
+        producer.rollback()
+    assert _one(db, "SELECT count(*) FROM lonnymq.channel_wake") == [(0,)]
+    assert _dequeue(db) == []
+    assert _one(db, "SELECT next_at, wait_at IS NOT NULL FROM lonnymq.channel WHERE name = 'a'") == [(None, True)]
+
+
+# ------------------------------------------------------------ dequeue never waits
+
+def _worker_that_found_a_empty(db):
+    """A worker transaction that dequeued a channel's only message and then, in a second call,
+    found the channel with nothing ready (so it marked the channel waiting). Still open."""
+    worker = db.connect(autocommit=False)
+    got = worker.execute("SELECT id, channel FROM lonnymq.message_dequeue(60000, 1, 'a')").fetchall()
+    assert [r[1] for r in got] == ["a"]
+    assert worker.execute("SELECT * FROM lonnymq.message_dequeue(60000, 1, 'a')").fetchall() == []
+    return worker
+
+
+def test_a_dequeue_never_waits_for_another_transaction(db):
+    """doc/message_dequeue.md (Locks): every row lock is taken with SKIP LOCKED, and
+    message_dequeue never waits for another transaction's row lock. Another consumer's open
+    transaction must therefore not hold up a dequeue (lock_timeout detects a wait)."""
+    _one(db, "SELECT lonnymq.message_create('a', 'a1')")
+    worker = _worker_that_found_a_empty(db)
+    try:
+        try:
+            got = _one(db, "SELECT id, channel FROM lonnymq.message_dequeue(60000, 1)")
+        except psycopg.errors.LockNotAvailable as exc:
+            pytest.fail(f"message_dequeue waited for another transaction's lock: {exc}".replace("\n", " | "),
+                        pytrace=False)
+        assert got == []
+    finally:
+        worker.rollback()
+        worker.close()
+
+
+def test_a_dequeue_and_a_complete_do_not_deadlock(db):
+    """The same wait, turned into a deadlock: the waiting dequeue holds channel b, which the
+    other transaction's message_complete (a max_concurrency channel) then needs."""
+    _one(db, "SELECT lonnymq.channel_set('b', 5)")
+    _one(db, "SELECT lonnymq.message_create('b', 'b1'), lonnymq.message_create('b', 'b2'),"
+             " lonnymq.message_create('a', 'a1')")
+    b1 = _one(db, "SELECT id, num_attempts FROM lonnymq.message_dequeue(60000, 1, 'b')")[0]
+    worker = _worker_that_found_a_empty(db)
+    result: dict = {}
+
+    def other_consumer():
+        try:
+            with db.connect() as conn:
+                conn.execute("SET lock_timeout = '20s'")
+                result["rows"] = conn.execute(
+                    "SELECT id, channel FROM lonnymq.message_dequeue(60000, 2) /* other-consumer */").fetchall()
+        except BaseException as exc:  # noqa: BLE001
+            result["error"] = exc
+
+    t = threading.Thread(target=other_consumer)
+    t.start()
+    time.sleep(0.5)
+    try:
+        worker.execute("SET lock_timeout = '20s'")
+        assert worker.execute("SELECT lonnymq.message_complete(%s, %s)", b1).fetchone()[0] is True
+        worker.commit()
+    except psycopg.errors.DeadlockDetected as exc:
+        worker.rollback()
+        result["worker_error"] = exc
+    finally:
+        worker.close()
+        t.join(30)
+    errors = {k: v for k, v in result.items() if k != "rows"}
+    assert not errors, f"deadlock between a dequeue and a complete: {errors}"
