@@ -7,6 +7,7 @@
 #   make test          deps + build + install (as root/sudo) + lint + pytest (pgTAP files and
 #                      Python integration tests on a throwaway cluster); PYTEST_ARGS is passed on
 #   make demo          deps + build + install + demo/demo.py
+#   make bench         deps + build + install + bench/run.py (benchmarks, bench/results/)
 #   make install       PGXS install into `$(PG_CONFIG) --sharedir`/extension (needs write access)
 #   make installcheck  pg_prove test/pgtap/*.sql against an already running server (see below)
 #   make check-version control default_version, META.json and CHANGELOG.md must agree
@@ -62,7 +63,7 @@ export PG_CONFIG
 # First rule = default goal. PGXS adds its own prerequisites to `all`.
 all: check-version $(BUILT_SQL)
 
-.PHONY: all check-version deps deps-system venv lint lint-tests test demo install-system installcheck FORCE
+.PHONY: all check-version deps deps-system venv lint lint-tests test demo bench install-system installcheck FORCE
 
 check-version:
 	@$(PY3) tools/check_version.py '$(EXTVERSION)'
@@ -145,11 +146,32 @@ test:
 	@$(MAKE) --no-print-directory lint
 	$(VENV_PY) -m pytest test/python -q $(PYTEST_ARGS)
 
+# The long soak test (test/python/test_soak.py::test_soak_long, skipped by `make test`):
+# LONNYMQ_SOAK_MESSAGES messages (default 500000), or LONNYMQ_SOAK_SECONDS of production.
+# Same setup as `make test`, without lint; PYTEST_ARGS is passed on.
+.PHONY: soak
+soak:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory install-system
+	LONNYMQ_SOAK=1 $(VENV_PY) -m pytest test/python/test_soak.py -q -s $(PYTEST_ARGS)
+
 demo:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory install-system
 	$(VENV_PY) demo/demo.py
+
+# Benchmarks (bench/run.py): a private cluster, or PGHOST/PGPORT; writes
+# bench/results/<date>.md and PNGs. BENCH_DURATION, BENCH_WARMUP, BENCH_CLIENTS,
+# BENCH_SCENARIOS, BENCH_SETTINGS: see bench/README.md. Installs the '.[bench]'
+# extra (matplotlib) into the venv; `make test` does not need it.
+bench:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory install-system
+	@$(VENV_PY) -m pip install -q --disable-pip-version-check -e '.[dev,bench]'
+	$(VENV_PY) bench/run.py
 
 # installcheck (replaces the PGXS pg_regress one): runs pg_prove over test/pgtap/*.sql
 # against an EXISTING, running server that has this version installed (`make install`),

@@ -1,0 +1,371 @@
+"""Client processes of the benchmark: one process and one connection per client.
+
+Every client runs one *workload* (a loop of SQL calls) for warm-up + duration
+seconds after all clients of the run are connected, and reports what it did in
+the measurement window (after the warm-up) through a queue:
+
+    consumed   messages consumed (completed, or deleted by a baseline)
+    empty      dequeue calls that returned nothing
+    errors     SQL errors (counted; the loop goes on)
+    latency_us create-to-dequeue latency of each consumed message, in µs, both
+               ends read from the server's clock_timestamp() (the creation
+               time travels in the message: 8 bytes, int8send of epoch µs)
+    calls      per call type (create / dequeue / complete): count, total
+               seconds and a sample of durations, measured in the client
+
+The SQL each workload sends is in this file; the two batch calls that
+lonnymq 0.1.0 lacks are the marked BATCH API HOOKs below.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import dataclass, field
+
+import psycopg
+
+# The server's wall clock in epoch microseconds, as SQL.
+NOW_US = "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
+# A message's content: its creation time (8 bytes, big-endian epoch µs).
+CONTENT_NOW = f"int8send({NOW_US})"
+
+LOCK_MS = 60_000  # the workers' lock: never expires during a run
+BASELINE_TABLE = "bench_queue"
+MAX_CALL_SAMPLES = 20_000  # per call type and client
+
+
+@dataclass
+class Workload:
+    """What one run's clients do.
+
+    kind:      "lifecycle" (lonnymq create + dequeue + complete, batch 1),
+               "batch" (lonnymq, batches of `batch`), "amo" / "alo" (baselines)
+    channels:  channels a lifecycle/batch client creates into, round-robin
+    batch:     messages per create / dequeue / complete batch
+    """
+
+    kind: str
+    channels: tuple[str, ...] = ("bench",)
+    batch: int = 1
+    session_sql: tuple[str, ...] = field(default_factory=tuple)  # run once per connection
+
+
+def decode_created_us(content) -> int | None:
+    """The creation time carried by a benchmark message (None for prefilled fixtures)."""
+    if content is None or len(content) != 8:
+        return None
+    return int.from_bytes(bytes(content), "big", signed=True)
+
+
+class _Stats:
+    def __init__(self) -> None:
+        self.consumed = 0
+        self.empty = 0
+        self.errors = 0
+        self.error_samples: list[str] = []
+        self.latency_us: list[int] = []
+        self.calls: dict[str, list] = {}  # type -> [count, total_s, samples]
+
+    def call(self, kind: str, seconds: float, n: int = 1) -> None:
+        c = self.calls.setdefault(kind, [0, 0.0, []])
+        c[0] += n
+        c[1] += seconds
+        if len(c[2]) < MAX_CALL_SAMPLES:
+            c[2].append(seconds)
+
+    def as_dict(self) -> dict:
+        return {
+            "consumed": self.consumed,
+            "empty": self.empty,
+            "errors": self.errors,
+            "error_samples": self.error_samples[:5],
+            "latency_us": self.latency_us,
+            "calls": {k: {"count": v[0], "total_s": v[1], "samples": v[2]} for k, v in self.calls.items()},
+        }
+
+
+# --------------------------------------------------------------------- lonnymq calls
+
+SQL_CREATE = f"SELECT lonnymq.message_create(%s, {CONTENT_NOW})"
+SQL_DEQUEUE = (
+    f"SELECT d.id, d.num_attempts, d.content, {NOW_US} "
+    "FROM lonnymq.message_dequeue(%s, %s) AS d"
+)
+SQL_COMPLETE = "SELECT lonnymq.message_complete(%s, %s)"
+
+
+def create_one(cur, channel: str) -> None:
+    cur.execute(SQL_CREATE, (channel,))
+
+
+def dequeue(cur, limit: int) -> list[tuple]:
+    cur.execute(SQL_DEQUEUE, (LOCK_MS, limit))
+    return cur.fetchall()
+
+
+def complete_one(cur, mid: int, token: int) -> bool:
+    cur.execute(SQL_COMPLETE, (mid, token))
+    return bool(cur.fetchone()[0])
+
+
+# ---- BATCH API HOOK: create ------------------------------------------------------
+# lonnymq 0.1.0 has no message_create_batch: N message_create calls in ONE
+# statement (so one transaction and one round trip).  When the batch API lands,
+# replace the body with the batch call, e.g.
+#     cur.execute("SELECT lonnymq.message_create_batch(%s, array_fill(...))", ...)
+# and keep the signature; the rest of the benchmark does not change.
+def create_batch(cur, channel: str, n: int) -> None:
+    cur.execute(
+        f"SELECT lonnymq.message_create(%s, {CONTENT_NOW}) FROM generate_series(1, %s)",
+        (channel, n),
+    )
+
+
+# ---- BATCH API HOOK: complete ----------------------------------------------------
+# lonnymq 0.1.0 has no batch complete: N message_complete calls in ONE statement
+# (one transaction, one round trip).  Replace with the batch call when it exists;
+# return the number of messages completed.
+def complete_batch(cur, ids: list[int], tokens: list[int]) -> int:
+    cur.execute(
+        "SELECT count(*) FILTER (WHERE lonnymq.message_complete(t.id, t.tok)) "
+        "FROM unnest(%s::bigint[], %s::integer[]) AS t (id, tok)",
+        (ids, tokens),
+    )
+    return int(cur.fetchone()[0])
+
+
+# --------------------------------------------------------------------- baselines
+
+BASELINE_DDL = f"""
+DROP TABLE IF EXISTS {BASELINE_TABLE};
+CREATE TABLE {BASELINE_TABLE} (
+    id bigserial PRIMARY KEY,
+    created_us bigint NOT NULL,
+    payload bytea NOT NULL
+);
+"""
+SQL_BASE_INSERT = f"INSERT INTO {BASELINE_TABLE} (created_us, payload) VALUES ({NOW_US}, {CONTENT_NOW})"
+# at-most-once: the message is gone when the consumer gets it.
+SQL_BASE_AMO = (
+    f"DELETE FROM {BASELINE_TABLE} WHERE id = ("
+    f"SELECT id FROM {BASELINE_TABLE} ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 1"
+    f") RETURNING id, created_us, {NOW_US}"
+)
+# at-least-once: lock, (work), delete, commit -- one transaction.
+SQL_BASE_LOCK = (
+    f"SELECT id, created_us, {NOW_US} FROM {BASELINE_TABLE} "
+    "ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 1"
+)
+SQL_BASE_DELETE = f"DELETE FROM {BASELINE_TABLE} WHERE id = %s"
+
+
+# --------------------------------------------------------------------- the loop
+
+def client_main(
+    index: int,
+    dsn: str,
+    workload: Workload,
+    warmup: float,
+    duration: float,
+    barrier,
+    progress,
+    out_queue,
+) -> None:
+    """Entry point of one client process."""
+    stats = _Stats()
+    try:
+        conn = psycopg.connect(dsn, autocommit=True, prepare_threshold=0)
+    except Exception as exc:  # noqa: BLE001
+        barrier.abort()
+        out_queue.put({"index": index, "fatal": f"connect: {exc}"})
+        return
+    try:
+        with conn, conn.cursor() as cur:
+            cur.execute("SET application_name = 'lonnymq-bench'")
+            for stmt in workload.session_sql:
+                try:
+                    cur.execute(stmt)
+                except psycopg.Error:
+                    pass  # profiling settings are optional (not superuser, no extension)
+            barrier.wait(timeout=120)
+            start = time.monotonic()
+            window = start + warmup
+            end = window + duration
+            loop = _LOOPS[workload.kind]
+            loop(cur, conn, index, workload, window, end, stats, progress)
+    except Exception as exc:  # noqa: BLE001
+        out_queue.put({"index": index, "fatal": "".join(traceback.format_exception(exc))[-2000:]})
+        return
+    out_queue.put({"index": index, **stats.as_dict()})
+
+
+def _error(stats: _Stats, conn, exc: Exception) -> None:
+    stats.errors += 1
+    if len(stats.error_samples) < 5:
+        stats.error_samples.append(f"{type(exc).__name__}: {exc}".strip()[:300])
+    if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        conn.rollback()
+
+
+def _consumed(stats: _Stats, rows, created_idx: int, now_idx: int, from_content: bool) -> None:
+    for row in rows:
+        created = decode_created_us(row[created_idx]) if from_content else row[created_idx]
+        if created is not None:
+            stats.latency_us.append(row[now_idx] - created)
+
+
+def _loop_lifecycle(cur, conn, index, wl: Workload, window, end, stats, progress):
+    clock = time.perf_counter
+    channels = wl.channels
+    i = index
+    total = 0
+    while True:
+        now = time.monotonic()
+        if now >= end:
+            break
+        measuring = now >= window
+        try:
+            channel = channels[i % len(channels)]
+            i += 1
+            t0 = clock()
+            create_one(cur, channel)
+            t1 = clock()
+            rows = dequeue(cur, 1)
+            t2 = clock()
+            ok = False
+            if rows:
+                ok = complete_one(cur, rows[0][0], rows[0][1])
+            t3 = clock()
+        except psycopg.Error as exc:
+            if measuring:
+                _error(stats, conn, exc)
+            continue
+        if rows and ok:
+            total += 1
+        if measuring and time.monotonic() < end:
+            stats.call("create", t1 - t0)
+            stats.call("dequeue", t2 - t1)
+            if rows:
+                stats.call("complete", t3 - t2)
+                if ok:
+                    stats.consumed += 1
+                    _consumed(stats, rows, 2, 3, True)
+            else:
+                stats.empty += 1
+        progress[index] = total
+
+
+def _loop_batch(cur, conn, index, wl: Workload, window, end, stats, progress):
+    clock = time.perf_counter
+    channels = wl.channels
+    n = wl.batch
+    i = index
+    total = 0
+    while True:
+        now = time.monotonic()
+        if now >= end:
+            break
+        measuring = now >= window
+        try:
+            channel = channels[i % len(channels)]
+            i += 1
+            t0 = clock()
+            create_batch(cur, channel, n)
+            t1 = clock()
+            rows = dequeue(cur, n)
+            t2 = clock()
+            done = 0
+            if rows:
+                done = complete_batch(cur, [r[0] for r in rows], [r[1] for r in rows])
+            t3 = clock()
+        except psycopg.Error as exc:
+            if measuring:
+                _error(stats, conn, exc)
+            continue
+        total += done
+        if measuring and time.monotonic() < end:
+            stats.call("create", t1 - t0, n)
+            stats.call("dequeue", t2 - t1, len(rows) or 1)
+            if rows:
+                stats.call("complete", t3 - t2, len(rows))
+                stats.consumed += done
+                _consumed(stats, rows, 2, 3, True)
+            else:
+                stats.empty += 1
+        progress[index] = total
+
+
+def _loop_amo(cur, conn, index, wl: Workload, window, end, stats, progress):
+    clock = time.perf_counter
+    total = 0
+    while True:
+        now = time.monotonic()
+        if now >= end:
+            break
+        measuring = now >= window
+        try:
+            t0 = clock()
+            cur.execute(SQL_BASE_INSERT)
+            t1 = clock()
+            cur.execute(SQL_BASE_AMO)
+            rows = cur.fetchall()
+            t2 = clock()
+        except psycopg.Error as exc:
+            if measuring:
+                _error(stats, conn, exc)
+            continue
+        total += len(rows)
+        if measuring and time.monotonic() < end:
+            stats.call("create", t1 - t0)
+            stats.call("dequeue", t2 - t1)  # dequeue and complete in one statement
+            if rows:
+                stats.consumed += len(rows)
+                _consumed(stats, rows, 1, 2, False)
+            else:
+                stats.empty += 1
+        progress[index] = total
+
+
+def _loop_alo(cur, conn, index, wl: Workload, window, end, stats, progress):
+    clock = time.perf_counter
+    total = 0
+    while True:
+        now = time.monotonic()
+        if now >= end:
+            break
+        measuring = now >= window
+        try:
+            t0 = clock()
+            cur.execute(SQL_BASE_INSERT)
+            t1 = clock()
+            with conn.transaction():
+                cur.execute(SQL_BASE_LOCK)
+                rows = cur.fetchall()
+                t2 = clock()
+                if rows:
+                    cur.execute(SQL_BASE_DELETE, (rows[0][0],))
+            t3 = clock()
+        except psycopg.Error as exc:
+            if measuring:
+                _error(stats, conn, exc)
+            continue
+        total += len(rows)
+        if measuring and time.monotonic() < end:
+            stats.call("create", t1 - t0)
+            stats.call("dequeue", t2 - t1)
+            if rows:
+                stats.call("complete", t3 - t2)
+                stats.consumed += len(rows)
+                _consumed(stats, rows, 1, 2, False)
+            else:
+                stats.empty += 1
+        progress[index] = total
+
+
+_LOOPS = {
+    "lifecycle": _loop_lifecycle,
+    "batch": _loop_batch,
+    "amo": _loop_amo,
+    "alo": _loop_alo,
+}

@@ -1,0 +1,512 @@
+"""The benchmark report: markdown tables, the targets, PNG plots."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+REFERENCE = "baseline_amo"  # the at-most-once baseline every ratio refers to
+
+
+# --------------------------------------------------------------------- formatting
+
+def fmt_ms(v) -> str:
+    if v is None:
+        return "–"
+    if v >= 1000:
+        return f"{v / 1000:.1f} s"
+    if v >= 100:
+        return f"{v:.0f} ms"
+    if v >= 10:
+        return f"{v:.1f} ms"
+    return f"{v:.2f} ms"
+
+
+def fmt_bytes(v) -> str:
+    if v is None:
+        return "–"
+    for unit in ("B", "kB", "MB", "GB"):
+        if v < 1024 or unit == "GB":
+            return f"{v:.0f} {unit}" if unit == "B" else f"{v:.1f} {unit}"
+        v /= 1024
+    return str(v)
+
+
+def fmt_ratio(v) -> str:
+    return "–" if v is None else f"{v:.2f}"
+
+
+# --------------------------------------------------------------------- lookups
+
+def run_of(data: dict, key: str, clients: int) -> dict | None:
+    for r in data["runs"]:
+        if r["variant"] == key and r["clients"] == clients:
+            return r
+    return None
+
+
+def reference_rate(data: dict, clients: int) -> float | None:
+    """The at-most-once baseline at this client count: the mean of its run at the
+    start and its run at the end (drift check), whichever exist."""
+    vals = [r["msgs_per_s"] for k in (REFERENCE, REFERENCE + "_end")
+            if (r := run_of(data, k, clients)) and r["msgs_per_s"] > 0]
+    return sum(vals) / len(vals) if vals else None
+
+
+def server_ms(run: dict, kind: str) -> float | None:
+    s = run.get("server_calls", {}).get(kind)
+    if s:
+        return s["mean_ms"]
+    c = run.get("client_calls", {}).get(kind)
+    return c["mean_ms"] if c else None
+
+
+def consume_cost(run: dict | None) -> float | None:
+    """Dequeue + complete, mean server time per call (pg_stat_statements; client
+    round trip when it is not available)."""
+    if not run:
+        return None
+    d, c = server_ms(run, "dequeue"), server_ms(run, "complete")
+    if d is None:
+        return None
+    return d + (c or 0.0)
+
+
+def target_clients(data: dict) -> int:
+    clients = data["env"]["clients"]
+    return 8 if 8 in clients else max(clients)
+
+
+# --------------------------------------------------------------------- targets
+
+def targets(data: dict) -> list[dict]:
+    n = target_clients(data)
+    out = []
+
+    def add(name, measured, required, ok, detail=""):
+        status = "n/a" if ok is None else ("PASS" if ok else "MISS")
+        out.append({"name": name, "measured": measured, "required": required, "status": status, "detail": detail})
+
+    def rate(key):
+        r = run_of(data, key, n)
+        return r["msgs_per_s"] if r else None
+
+    ref = reference_rate(data, n)
+    one = rate("lifecycle_1ch")
+    r1 = one / ref if one and ref else None
+    add(f"Lifecycle, one channel, {n} clients vs at-most-once baseline",
+        _ratio_text(r1, one, ref), "≥ 0.5 ×", None if r1 is None else r1 >= 0.5)
+    for key, title in (("lifecycle_64ch", "64 channels, no limits"),
+                       ("lifecycle_64ch_mc2", "64 channels, max_concurrency 2")):
+        x = rate(key)
+        r = x / one if x and one else None
+        add(f"Lifecycle, {title}, {n} clients vs one channel", _ratio_text(r, x, one), "≥ 0.9 ×",
+            None if r is None else r >= 0.9)
+    b = rate("batch_100")
+    r = b / ref if b and ref else None
+    add(f"Batched by 100, {n} clients vs at-most-once baseline (unbatched)", _ratio_text(r, b, ref),
+        "≥ 5 ×", None if r is None else r >= 5)
+
+    backlogs = sorted({r["backlog"] for r in data["runs"] if r["variant"].startswith("backlog_")
+                       and not r["variant"].endswith("_future") and r["backlog"]})
+    empty = consume_cost(run_of(data, "lifecycle_1ch", n))
+    if len(backlogs) >= 2:
+        lo, hi = backlogs[0], backlogs[-1]
+        klo, khi = _backlog_key(data, lo), _backlog_key(data, hi)
+        clo, chi = consume_cost(run_of(data, klo, n)), consume_cost(run_of(data, khi, n))
+        r = chi / clo if chi and clo else None
+        add(f"Backlog {hi:,} vs {lo:,}: dequeue + complete cost, {n} clients",
+            _cost_text(r, chi, clo) + _one_client(data, khi, klo), "≤ 1.3 ×",
+            None if r is None else r <= 1.3)
+        # DESIGN.md: "dequeue cost flat (within noise) as the backlog grows by 100x":
+        # every size, not only the two ends (a cost that peaks in between, or is
+        # highest at the smallest size, is not flat either).
+        costs = {b: consume_cost(run_of(data, _backlog_key(data, b), n)) for b in backlogs}
+        if all(costs.values()):
+            bmax = max(costs, key=costs.get)
+            bmin = min(costs, key=costs.get)
+            r = costs[bmax] / costs[bmin]
+            add(f"Backlog flatness: highest / lowest cost over {', '.join(_human(b) for b in backlogs)}, "
+                f"{n} clients", f"{r:.2f} × ({_human(bmax)}: {fmt_ms(costs[bmax])} / "
+                f"{_human(bmin)}: {fmt_ms(costs[bmin])})", "≤ 1.3 ×", r <= 1.3)
+    fut = next((r["variant"] for r in data["runs"] if r["variant"].endswith("_future")), None)
+    for key, title in ((fut, "future-dated backlog"), ("saturated", "saturated channels")):
+        if not key:
+            continue
+        run = run_of(data, key, n)
+        c = consume_cost(run)
+        r = c / empty if c and empty else None
+        label = run["title"] if run else title
+        add(f"{label}: cost vs empty queue (one channel), {n} clients",
+            _cost_text(r, c, empty) + _one_client(data, key, "lifecycle_1ch"), "≤ 1.3 ×",
+            None if r is None else r <= 1.3)
+    return out
+
+
+def _backlog_key(data, n):
+    for r in data["runs"]:
+        if r["backlog"] == n and r["variant"].startswith("backlog_") and not r["variant"].endswith("_future"):
+            return r["variant"]
+    return None
+
+
+def _ratio_text(r, a, b) -> str:
+    if r is None:
+        return "–"
+    return f"{r:.2f} × ({a:,.0f} / {b:,.0f} msg/s)"
+
+
+def _cost_text(r, a, b) -> str:
+    if r is None:
+        return "–"
+    return f"{r:.2f} × ({fmt_ms(a)} / {fmt_ms(b)})"
+
+
+def _one_client(data, key, ref_key) -> str:
+    clients = data["env"]["clients"]
+    if 1 not in clients or target_clients(data) == 1:
+        return ""
+    a, b = consume_cost(run_of(data, key, 1)), consume_cost(run_of(data, ref_key, 1))
+    if not a or not b:
+        return ""
+    return f"; at 1 client {a / b:.2f} ×"
+
+
+# --------------------------------------------------------------------- markdown
+
+SCENARIO_NOTES = {
+    "baseline": "A plain table `(id bigserial, created_us, payload)`; each client alternates an INSERT and a "
+                "consume. At-most-once consumes with one `DELETE … WHERE id = (SELECT id … ORDER BY id FOR UPDATE "
+                "SKIP LOCKED LIMIT 1) RETURNING`; at-least-once locks the row with the same SELECT, deletes it "
+                "and commits, in one transaction. The at-most-once run is repeated at the end; ratios use the "
+                "mean of both.",
+    "lifecycle": "Each client loops: `message_create` (autocommit), `message_dequeue(lock 60 s, limit 1)`, "
+                 "`message_complete` of what it got. All in one unconstrained channel.",
+    "channels": "As 1, but each client creates into the 64 channels in turn; dequeue takes from any channel. "
+                "Without limits, and with `channel_set(…, p_max_concurrency => 2)` on every channel.",
+    "batch": "Each client loops: create N messages in one statement "
+             "(`SELECT message_create(…) FROM generate_series(1, N)`, until `message_create_batch` exists), "
+             "`message_dequeue(…, p_limit => N)`, and N `message_complete` in one statement. "
+             "Create / complete columns are per statement (N messages).",
+    "backlog": "The lifecycle loop of 1, on top of a standing backlog: ready messages dated a minute ago "
+               "(FIFO: the clients consume the backlog's head and append to its tail, so its size stays "
+               "constant), or 1M messages dated a day ahead (900k in the clients' channel, 100k in 1,000 "
+               "other channels) with only the clients' own messages ready. Fixtures are inserted directly "
+               "into `lonnymq.message` after one `message_create` per channel, then VACUUM ANALYZE; the same "
+               "backlog serves every client count (VACUUM between runs). On a ready backlog the clients first "
+               "consume fixture messages (no latency sample); once they reach messages created by earlier "
+               "runs, the latency is the backlog's age (its size / the rate), not the queue's overhead.",
+    "saturated": "10,000 channels with `max_concurrency` 1, each with one message locked for a day and one "
+                 "ready behind it (built with `channel_set`, direct inserts and `message_dequeue`), plus the "
+                 "clients' unconstrained channel running the lifecycle loop of 1.",
+}
+
+
+def markdown(data: dict, plots: dict, args) -> str:
+    env = data["env"]
+    n = target_clients(data)
+    L: list[str] = []
+    L.append(f"# lonnymq benchmark — {args.name}\n")
+    L.append(
+        "Messages consumed per second by clients that each alternate creating and consuming, "
+        "compared with plain-table baselines measured in the same run on the same server "
+        "(absolute figures drift on shared machines; the ratios are what to compare). "
+        f"Rerun: `make bench` (or `BENCH_DURATION={env['duration']:g} BENCH_CLIENTS="
+        f"{','.join(map(str, env['clients']))} make bench`).\n"
+    )
+    L.append("## Environment\n")
+    L.append("| | |\n|---|---|")
+    s = env.get("settings", {})
+    rows = [
+        ("PostgreSQL", env["postgres"]),
+        ("lonnymq", env.get("lonnymq")),
+        ("server", env["where"]),
+        ("settings", ", ".join(f"{k}={v}" for k, v in sorted(s.items()))),
+        ("machine", f"{env['machine']}, {env['cores']} cores"),
+        ("clients", f"one process and one connection each (Python {env['python']}, psycopg {env['psycopg']}), "
+                    "autocommit, prepared statements"),
+        ("per run", f"{env['warmup']:g} s warm-up, then {env['duration']:g} s measured"),
+        ("client counts", ", ".join(map(str, env["clients"]))),
+        ("started / finished", f"{env['started']} / {env.get('finished', '?')} "
+                               f"({env.get('wall_min', 0):.1f} min)"),
+        ("load average", f"{_load(env.get('load_start'))} at the start, {_load(env.get('load_end'))} at the end"),
+        ("git", env.get("git")),
+        ("lonnymq measured", _builds(data)),
+    ]
+    for k, v in rows:
+        L.append(f"| {k} | {v} |")
+    L.append("")
+
+    L.append(f"## Targets (at {n} clients)\n")
+    L.append("| target | measured | required | result |\n|---|---|---|---|")
+    for t in targets(data):
+        L.append(f"| {t['name']} | {t['measured']} | {t['required']} | **{t['status']}** |")
+    L.append("")
+    L.append("Cost = mean server time of `message_dequeue` + `message_complete` per call "
+             "(pg_stat_statements, top level); ratios of msg/s are against the at-most-once "
+             "baseline at the same client count.\n")
+
+    L.append("## Results\n")
+    L.append("Columns: consumed messages/s in the measured window; × amo = ratio to the at-most-once "
+             "baseline at the same client count; latency = create-to-dequeue (server clock at delivery − "
+             "server clock at creation), p50 / p99; dequeue, complete, create = mean server time per "
+             "call (pg_stat_statements); empty = dequeue calls that returned nothing; dead tuples and "
+             "size (tables + indexes + TOAST) of the queue's tables right after the run.\n")
+    groups = data.get("groups", {})
+    for g, gtitle in groups.items():
+        rs = [r for r in data["runs"] if r["group"] == g]
+        if not rs:
+            continue
+        L.append(f"### {gtitle}\n")
+        if g in SCENARIO_NOTES:
+            L.append(SCENARIO_NOTES[g] + "\n")
+        extra = " cost | vs empty |" if g in ("backlog", "saturated") else ""
+        extra_sep = "---|---|" if extra else ""
+        L.append(f"| variant | clients | msg/s | × amo | p50 | p99 | dequeue | complete | create | empty "
+                 f"| errors | dead tuples | size |{extra}")
+        L.append(f"|---|---|---|---|---|---|---|---|---|---|---|---|---|{extra_sep}")
+        for r in rs:
+            ref = reference_rate(data, r["clients"])
+            ratio = r["msgs_per_s"] / ref if ref else None
+            lat = r["latency"]
+            row = (
+                f"| {r['title']} | {r['clients']} | {r['msgs_per_s']:,.0f} | {fmt_ratio(ratio)} "
+                f"| {fmt_ms(lat['p50_ms'])} | {fmt_ms(lat['p99_ms'])} "
+                f"| {fmt_ms(server_ms(r, 'dequeue'))} | {fmt_ms(server_ms(r, 'complete'))} "
+                f"| {fmt_ms(server_ms(r, 'create'))} | {r['empty']:,} | {r['errors']:,} "
+                f"| {r['tables']['dead']:,} | {fmt_bytes(r['tables']['bytes'])} |"
+            )
+            if extra:
+                c = consume_cost(r)
+                e = consume_cost(run_of(data, "lifecycle_1ch", r["clients"]))
+                row += f" {fmt_ms(c)} | {fmt_ratio(c / e if c and e else None)} |"
+            L.append(row)
+        L.append("")
+        errs = [f"{r['variant']} x{r['clients']}: {r['error_samples'][0]}" for r in rs if r.get("error_samples")]
+        if errs:
+            L.append("Errors seen: " + "; ".join(errs[:4]) + "\n")
+
+    if plots:
+        L.append("## Plots\n")
+        for key, title in (("throughput", "Throughput against clients"),
+                           ("latency", f"Create-to-dequeue latency, {n} clients"),
+                           ("backlog", "Consume cost against backlog")):
+            if key in plots:
+                L.append(f"**{title}**\n\n![{title}]({Path(plots[key]).name})\n")
+
+    prof = data.get("profile") or {}
+    if prof.get("runs"):
+        L.append("## Profile (summary)\n")
+        L.append(f"Profiling pass at {prof['clients']} clients with `pg_stat_statements.track = all`, "
+                 "`track_functions = pl` and pg_stat_activity sampled every 10 ms (its throughput is lower "
+                 f"than above: the tracking costs). Full detail and EXPLAIN (ANALYZE, BUFFERS) of every "
+                 f"nested statement: [{args.name}-profile.md]({args.name}-profile.md).\n")
+        for pr in prof["runs"]:
+            L.append(f"**{pr['title']}** ({pr['msgs_per_s']:,.0f} msg/s under profiling, "
+                     f"{pr['empty']:,} empty dequeues). Where the backends were: "
+                     + ", ".join(f"{w['type']}/{w['event']} {100 * w['share']:.0f}%" for w in pr["waits"][:6])
+                     + ".\n")
+            fns = [f for f in pr.get("functions", []) if not f["function"].endswith("to_epoch")][:6]
+            if fns:
+                L.append("Function self time per call: " + ", ".join(
+                    f"`{f['function'].split('.')[-1]}` {f['self_mean_ms']:.3f} ms × {f['calls']:,}" for f in fns)
+                    + ".\n")
+    return "\n".join(L) + "\n"
+
+
+def _builds(data: dict) -> str:
+    env = data["env"]
+    builds = env.get("builds") or []
+    if not builds:
+        return "–"
+    head = env.get("head_build")
+    if len(builds) > 1:
+        per = {}
+        for r in data["runs"]:
+            if r.get("build"):
+                per.setdefault(r["build"], []).append(f"{r['variant']} x{r['clients']}")
+        return ("**WARNING: the installed extension changed during the run** (someone ran make install): "
+                + "; ".join(f"`{b}`{' (= HEAD)' if b == head else ''}: {', '.join(v[:3])}"
+                            f"{' …' if len(v) > 3 else ''}" for b, v in per.items()))
+    b = builds[0]
+    if head is None:
+        return f"function fingerprint `{b}`"
+    return f"function fingerprint `{b}`, " + ("the committed HEAD" if b == head else
+                                              "**not HEAD's: uncommitted changes to sql/src were measured**")
+
+
+def _load(v) -> str:
+    if not v:
+        return "?"
+    return " / ".join(f"{x:.2f}" for x in v)
+
+
+def profile_markdown(data: dict) -> str:
+    prof = data.get("profile") or {}
+    L = [f"# lonnymq benchmark profile — {data['env']['started']}\n"]
+    L.append(f"{prof.get('clients', '?')} clients, {data['env']['duration']:g} s per run, "
+             "pg_stat_statements.track = all (nested statements of the PL/pgSQL functions appear as "
+             "their own rows, toplevel = false), track_functions = pl, wait events sampled from "
+             "pg_stat_activity every 10 ms (Client = the backend waits for the client program).\n")
+    for pr in prof.get("runs", []):
+        L.append(f"## {pr['title']}\n")
+        L.append(f"{pr['msgs_per_s']:,.0f} msg/s under profiling; {pr['empty']:,} empty dequeues.\n")
+        cc = pr.get("client_calls", {})
+        if cc:
+            L.append("Client round trips: " + ", ".join(
+                f"{k} {fmt_ms(v['mean_ms'])} mean / {fmt_ms(v['p99_ms'])} p99" for k, v in cc.items()) + ".\n")
+        L.append("### Wait events\n")
+        L.append("| type | event | share |\n|---|---|---|")
+        for w in pr["waits"][:15]:
+            L.append(f"| {w['type']} | {w['event']} | {100 * w['share']:.1f}% |")
+        L.append("")
+        if pr.get("statements"):
+            L.append("### Statements by total time (pg_stat_statements, track = all)\n")
+            L.append("| top | calls | total ms | mean ms | rows/call | blks hit/call | blks dirtied/call "
+                     "| WAL rec/call | statement |")
+            L.append("|---|---|---|---|---|---|---|---|---|")
+            for s in pr["statements"]:
+                q = s["query"].replace("|", "\\|")
+                if len(q) > 220:
+                    q = q[:217] + "…"
+                L.append(f"| {'y' if s['toplevel'] else ''} | {s['calls']:,} | {s['total_ms']:,.0f} "
+                         f"| {s['mean_ms']:.3f} | {s['rows_per_call']:.2f} | {s['blks_hit_per_call']:.1f} "
+                         f"| {s['blks_dirtied_per_call']:.2f} | {s['wal_per_call']:.1f} | `{q}` |")
+            L.append("")
+        if pr.get("functions"):
+            L.append("### Functions (pg_stat_user_functions)\n")
+            L.append("| function | calls | total ms | self ms | self ms/call |\n|---|---|---|---|---|")
+            for f in pr["functions"]:
+                L.append(f"| {f['function']} | {f['calls']:,} | {f['total_ms']:,.0f} | {f['self_ms']:,.0f} "
+                         f"| {f['self_mean_ms']:.4f} |")
+            L.append("")
+        t = pr.get("tables", {}).get("tables", {})
+        if t:
+            L.append("### Tables after the run\n")
+            L.append("| table | live | dead | updates | HOT updates | size |\n|---|---|---|---|---|---|")
+            for name, v in t.items():
+                L.append(f"| {name} | {v['live']:,} | {v['dead']:,} | {v['upd']:,} | {v['hot_upd']:,} "
+                         f"| {fmt_bytes(v['bytes'])} |")
+            L.append("")
+    if prof.get("plans"):
+        L.append("## EXPLAIN (ANALYZE, BUFFERS) of every statement of one create, dequeue and complete\n")
+        L.append("auto_explain with log_nested_statements, one call each, single session.\n")
+        L.extend(prof["plans"])
+    return "\n".join(L) + "\n"
+
+
+# --------------------------------------------------------------------- plots
+
+def plots(data: dict, latencies: dict, base: Path) -> dict:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not installed: no plots (pip install -e '.[bench]')", flush=True)
+        return {}
+    out = {}
+    runs = data["runs"]
+    groups = [g for g in data["groups"] if any(r["group"] == g for r in runs)]
+
+    # 1. throughput against clients, one panel per scenario group
+    if groups:
+        cols = min(3, len(groups))
+        rows = math.ceil(len(groups) / cols)
+        fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.9 * rows), squeeze=False)
+        for ax, g in zip(axes.flat, groups):
+            keys = list(dict.fromkeys(r["variant"] for r in runs if r["group"] == g))
+            for key in keys:
+                pts = sorted((r["clients"], r["msgs_per_s"], r["title"]) for r in runs if r["variant"] == key)
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=_short(pts[0][2]))
+            if g != "baseline":
+                pts = sorted((c, reference_rate(data, c)) for c in {r["clients"] for r in runs})
+                pts = [p for p in pts if p[1]]
+                if pts:
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts], ls="--", color="grey",
+                            label="at-most-once baseline")
+            ax.set_title(data["groups"][g], fontsize=9)
+            ax.set_xlabel("clients")
+            ax.set_ylabel("messages consumed / s")
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(sorted({r["clients"] for r in runs}))
+            ax.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())
+            ax.set_ylim(bottom=0)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7)
+        for ax in list(axes.flat)[len(groups):]:
+            ax.axis("off")
+        fig.suptitle(f"lonnymq: throughput against clients ({data['env']['cores']} cores)")
+        fig.tight_layout()
+        out["throughput"] = str(base.parent / f"{base.name}-throughput.png")
+        fig.savefig(out["throughput"], dpi=90)
+        plt.close(fig)
+
+    # 2. latency distribution (CDF) at the target client count
+    n = target_clients(data)
+    series = [(r["title"], latencies.get((r["variant"], n))) for r in runs if r["clients"] == n]
+    series = [(t, s) for t, s in series if s and len(s) >= 20]
+    if series:
+        fig, ax = plt.subplots(figsize=(8, 4.8))
+        for title, s in series:
+            xs = sorted(v / 1000 for v in s)
+            ys = [(i + 1) / len(xs) for i in range(len(xs))]
+            ax.plot(xs, ys, label=_short(title))
+        ax.set_xscale("log")
+        ax.set_xlabel("create-to-dequeue latency (ms, log)")
+        ax.set_ylabel("fraction of messages")
+        ax.set_title(f"Latency distribution, {n} clients")
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        out["latency"] = str(base.parent / f"{base.name}-latency.png")
+        fig.savefig(out["latency"], dpi=90)
+        plt.close(fig)
+
+    # 3. consume cost against backlog
+    cases = []
+    if any(r["variant"] == "lifecycle_1ch" for r in runs):
+        cases.append(("empty", "lifecycle_1ch"))
+    for r in runs:
+        if r["group"] == "backlog" and r["variant"] not in [c[1] for c in cases]:
+            label = (f"{_human(r['backlog'])} future" if r["variant"].endswith("_future")
+                     else f"{_human(r['backlog'])} ready")
+            cases.append((label, r["variant"]))
+    if any(r["variant"] == "saturated" for r in runs):
+        cases.append(("saturated ch.", "saturated"))
+    if len(cases) >= 2:
+        fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+        xs = list(range(len(cases)))
+        for c in sorted({r["clients"] for r in runs}):
+            for ax, fn in zip(axes, (consume_cost, lambda r: server_ms(r, "dequeue") if r else None)):
+                ys = [fn(run_of(data, key, c)) for _, key in cases]
+                ax.plot([x for x, y in zip(xs, ys) if y], [y for y in ys if y], marker="o", label=f"{c} clients")
+        for ax, t in zip(axes, ("dequeue + complete (mean server ms per call)", "dequeue alone (mean server ms)")):
+            ax.set_xticks(xs)
+            ax.set_xticklabels([c[0] for c in cases], fontsize=8)
+            ax.set_ylabel("ms (log)")
+            ax.set_yscale("log")
+            ax.set_title(t, fontsize=10)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7)
+        fig.suptitle("Cost against backlog (flat is the goal)")
+        fig.tight_layout()
+        out["backlog"] = str(base.parent / f"{base.name}-backlog.png")
+        fig.savefig(out["backlog"], dpi=90)
+        plt.close(fig)
+    return out
+
+
+def _short(title: str) -> str:
+    return title if len(title) <= 48 else title[:45] + "…"
+
+
+def _human(n) -> str:
+    if not n:
+        return "0"
+    if n >= 1_000_000:
+        return f"{n / 1_000_000:g}M"
+    if n >= 1000:
+        return f"{n / 1000:g}k"
+    return str(n)

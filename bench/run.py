@@ -1,0 +1,498 @@
+"""lonnymq benchmark: `make bench`, `.venv/bin/python bench/run.py` or `python -m bench`.
+
+Starts a private PostgreSQL cluster (test/python/pgcluster.py) with
+pg_stat_statements, or uses the server named by PGHOST / PGPORT (database
+`lonnymq_bench`, created when missing; lonnymq must be installed there), then
+runs every scenario and the two plain-table baselines at each client count,
+one process and one connection per client, for a fixed warm-up + measurement
+time, and writes bench/results/<date>.md, <date>.json and PNG plots.
+
+Settings (environment, or the flags of `--help`):
+    BENCH_DURATION   seconds measured per run (default 10)
+    BENCH_WARMUP     seconds of warm-up per run, not measured (default 3)
+    BENCH_CLIENTS    client counts, e.g. "1,4,8,16" (default)
+    BENCH_SCENARIOS  variant keys, groups (baseline, lifecycle, channels, batch,
+                     backlog, saturated), scenario numbers 1-5, or all (default)
+    BENCH_BACKLOGS   backlog sizes (default "10000,100000,1000000")
+    BENCH_SATURATED  saturated channels (default 10000)
+    BENCH_PROFILE    1 (default): also a profiling pass (pg_stat_statements with
+                     track = all, function times, wait events, auto_explain plans)
+    BENCH_OUT        output directory (default bench/results)
+    BENCH_NAME       report name (default: today's date, YYYY-MM-DD)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+if str(ROOT / "test" / "python") not in sys.path:
+    sys.path.insert(0, str(ROOT / "test" / "python"))
+
+import psycopg  # noqa: E402
+
+from bench import profile as prof  # noqa: E402
+from bench import report  # noqa: E402
+from bench.clients import Workload, client_main  # noqa: E402
+from bench.scenarios import (  # noqa: E402
+    GROUPS,
+    Variant,
+    catalogue,
+    reset_baseline,
+    reset_lonnymq,
+    select,
+    vacuum_queue,
+    wait_stats_flush,
+)
+
+DBNAME = "lonnymq_bench"
+
+# The private cluster's settings: pg_stat_statements for the per-call server
+# times, memory for a 1M-message backlog, and no checkpoint inside a run
+# (each run starts with a CHECKPOINT).
+# synchronous_commit = off: WAL is still written and flushed (by the WAL
+# writer, within 200 ms), but a commit does not wait for its flush.  On these
+# shared machines the flush latency is the disk's, noisy, and the same for
+# every commit of every system, so with it on every system measures the disk
+# (WAL waits were ~75% of backend time in trials).  Off, the runs measure the
+# queue's own cost: CPU, locks and WAL volume.  For durable commits:
+# BENCH_SETTINGS=synchronous_commit=on (lonnymq needs 3 commits per message:
+# create, dequeue, complete; the baselines 2).
+CLUSTER_SETTINGS = {
+    "synchronous_commit": "off",
+    "shared_preload_libraries": "pg_stat_statements",
+    "pg_stat_statements.track": "top",
+    "pg_stat_statements.max": 5000,
+    "track_io_timing": "on",
+    "shared_buffers": "512MB",
+    "max_wal_size": "8GB",
+    "checkpoint_timeout": "30min",
+    "max_connections": 100,
+}
+
+
+def log(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def _env_list(value: str) -> list[int]:
+    return [int(x.replace("_", "")) for x in value.split(",") if x.strip()]
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    e = os.environ
+    p = argparse.ArgumentParser(description="lonnymq benchmark (see the module docstring)")
+    p.add_argument("--duration", type=float, default=float(e.get("BENCH_DURATION", 10)))
+    p.add_argument("--warmup", type=float, default=float(e.get("BENCH_WARMUP", 3)))
+    p.add_argument("--clients", default=e.get("BENCH_CLIENTS", "1,4,8,16"))
+    p.add_argument("--scenarios", default=e.get("BENCH_SCENARIOS", "all"))
+    p.add_argument("--backlogs", default=e.get("BENCH_BACKLOGS", "10000,100000,1000000"))
+    p.add_argument("--saturated", type=int, default=int(e.get("BENCH_SATURATED", 10000)))
+    p.add_argument("--profile", type=int, default=int(e.get("BENCH_PROFILE", 1)), help="1: profiling pass")
+    p.add_argument("--out", default=e.get("BENCH_OUT", str(ROOT / "bench" / "results")))
+    p.add_argument("--name", default=e.get("BENCH_NAME", ""))
+    p.add_argument("--set", dest="settings", action="append",
+                   default=[x for x in e.get("BENCH_SETTINGS", "").split(",") if x.strip()],
+                   help="extra setting of the private cluster, NAME=VALUE (repeatable; BENCH_SETTINGS "
+                        "takes a comma-separated list)")
+    p.add_argument("--no-plots", action="store_true")
+    a = p.parse_args(argv)
+    a.clients = _env_list(a.clients)
+    a.backlogs = _env_list(a.backlogs)
+    a.settings = dict(x.strip().split("=", 1) for x in a.settings)
+    if not a.name:
+        a.name = datetime.now().strftime("%Y-%m-%d")
+    return a
+
+
+class Target:
+    """Where the benchmark runs: a private cluster, or PGHOST/PGPORT."""
+
+    def __init__(self, settings: dict | None = None) -> None:
+        self.settings = {**CLUSTER_SETTINGS, **(settings or {})}
+        self.cluster = None
+        self.external = bool(os.environ.get("PGHOST") or os.environ.get("PGPORT"))
+
+    def start(self) -> None:
+        if self.external:
+            self.dsn = f"dbname={DBNAME}"
+            admin_db = os.environ.get("PGDATABASE") or "postgres"
+            with psycopg.connect(f"dbname={admin_db}", autocommit=True) as c:
+                if not c.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DBNAME,)).fetchone():
+                    c.execute(f"CREATE DATABASE {DBNAME}")
+            self.where = (f"server at PGHOST={os.environ.get('PGHOST', '(default)')} "
+                          f"PGPORT={os.environ.get('PGPORT', '(default)')}, database {DBNAME}")
+        else:
+            from pgcluster import Cluster
+
+            self.cluster = Cluster(settings=self.settings)
+            self.cluster.start()
+            self.cluster.create_database(DBNAME, with_extension=False)
+            self.dsn = self.cluster.dsn(DBNAME)
+            self.where = "private throwaway cluster (test/python/pgcluster.py)"
+
+    def connect(self):
+        return psycopg.connect(self.dsn, autocommit=True)
+
+    def stop(self) -> None:
+        if self.cluster is not None:
+            self.cluster.cleanup()
+
+
+def environment(conn, args, target: Target) -> dict:
+    settings = dict(conn.execute(
+        "SELECT name, setting || coalesce(unit, '') FROM pg_settings WHERE name = ANY(%s)",
+        (["shared_buffers", "fsync", "synchronous_commit", "max_wal_size", "autovacuum",
+          "wal_level", "max_connections"],),
+    ).fetchall())
+    try:
+        commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                                capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "sql", "bench"],
+                               capture_output=True, text=True).stdout.strip()
+    except OSError:
+        commit, dirty = "?", ""
+    ext = conn.execute("SELECT default_version FROM pg_available_extensions WHERE name = 'lonnymq'").fetchone()
+    return {
+        "postgres": conn.execute("SELECT version()").fetchone()[0],
+        "server_version": conn.execute("SHOW server_version").fetchone()[0],
+        "lonnymq": ext[0] if ext else "?",
+        "cores": os.cpu_count(),
+        "machine": f"{platform.system()} {platform.release()} {platform.machine()}",
+        "python": platform.python_version(),
+        "psycopg": psycopg.__version__,
+        "where": target.where,
+        "settings": settings,
+        "git": commit + (" (+ uncommitted changes)" if dirty else ""),
+        "started": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "load_start": os.getloadavg(),
+        "duration": args.duration,
+        "warmup": args.warmup,
+        "clients": args.clients,
+    }
+
+
+# --------------------------------------------------------------------- one run
+
+def run_clients(dsn: str, workload: Workload, n: int, warmup: float, duration: float,
+                label: str, sampler_dsn: str | None = None) -> dict:
+    """n client processes for warmup + duration seconds; returns the merged stats."""
+    ctx = mp.get_context("fork")
+    barrier = ctx.Barrier(n + 1)
+    progress = ctx.Array("q", n, lock=False)
+    q = ctx.Queue()
+    procs = [
+        ctx.Process(target=client_main, args=(i, dsn, workload, warmup, duration, barrier, progress, q), daemon=True)
+        for i in range(n)
+    ]
+    for p in procs:
+        p.start()
+    try:
+        barrier.wait(timeout=120)
+    except Exception:  # noqa: BLE001 - a client could not connect
+        pass
+    sampler = prof.WaitSampler(sampler_dsn).start() if sampler_dsn else None
+    t0 = time.monotonic()
+    end = t0 + warmup + duration
+    tick = max(2.0, (warmup + duration) / 4)
+    next_tick = t0 + tick
+    last_total, last_t = 0, t0
+    results: list[dict] = []
+    while len(results) < n:
+        now = time.monotonic()
+        if now >= next_tick and now < end:
+            total = sum(progress)
+            phase = "warm-up" if now - t0 < warmup else "measuring"
+            log(f"      {label}: {now - t0:5.1f}/{warmup + duration:.0f} s ({phase}), "
+                f"{(total - last_total) / (now - last_t):8,.0f} msg/s")
+            last_total, last_t = total, now
+            next_tick += tick
+        try:
+            results.append(q.get(timeout=0.25))
+        except Exception:  # noqa: BLE001 - queue.Empty
+            if now > end + 120 or (not any(p.is_alive() for p in procs) and q.empty()):
+                break
+    if sampler:
+        sampler.stop()
+    for p in procs:
+        p.join(timeout=10)
+        if p.is_alive():
+            p.kill()
+    fatal = [r["fatal"] for r in results if "fatal" in r]
+    if fatal or len(results) < n:
+        raise RuntimeError(f"{label}: {n - len(results) + len(fatal)} client(s) failed:\n" + "\n".join(fatal[:3]))
+    merged = {"consumed": 0, "empty": 0, "errors": 0, "error_samples": [], "latency_us": [], "calls": {}}
+    for r in results:
+        merged["consumed"] += r["consumed"]
+        merged["empty"] += r["empty"]
+        merged["errors"] += r["errors"]
+        merged["error_samples"] += r["error_samples"]
+        merged["latency_us"] += r["latency_us"]
+        for k, c in r["calls"].items():
+            m = merged["calls"].setdefault(k, {"count": 0, "total_s": 0.0, "samples": []})
+            m["count"] += c["count"]
+            m["total_s"] += c["total_s"]
+            m["samples"] += c["samples"]
+    if sampler:
+        merged["waits"] = sampler.table()
+    return merged
+
+
+def _pct(values: list, q: float):
+    if not values:
+        return None
+    s = sorted(values)
+    return s[min(len(s) - 1, int(q * len(s)))]
+
+
+def summarise(v: Variant, n: int, raw: dict, duration: float) -> dict:
+    lat = raw["latency_us"]
+    calls = {
+        k: {
+            "count": c["count"],
+            "mean_ms": 1000 * c["total_s"] / c["count"] if c["count"] else None,
+            "p50_ms": 1000 * _pct(c["samples"], 0.5) if c["samples"] else None,
+            "p99_ms": 1000 * _pct(c["samples"], 0.99) if c["samples"] else None,
+        }
+        for k, c in raw["calls"].items()
+    }
+    return {
+        "variant": v.key,
+        "group": v.group,
+        "title": v.title,
+        "clients": n,
+        "backlog": v.backlog,
+        "batch": v.workload.batch,
+        "consumed": raw["consumed"],
+        "msgs_per_s": raw["consumed"] / duration,
+        "empty": raw["empty"],
+        "errors": raw["errors"],
+        "error_samples": raw["error_samples"][:3],
+        "latency": {
+            "samples": len(lat),
+            "p50_ms": _pct(lat, 0.5) / 1000 if lat else None,
+            "p90_ms": _pct(lat, 0.9) / 1000 if lat else None,
+            "p99_ms": _pct(lat, 0.99) / 1000 if lat else None,
+            "max_ms": max(lat) / 1000 if lat else None,
+        },
+        "client_calls": calls,
+    }
+
+
+# --------------------------------------------------------------------- the run
+
+def fingerprint(conn) -> str:
+    """md5 of every lonnymq function definition, as installed in this database."""
+    return conn.execute(
+        """
+        SELECT left(md5(string_agg(pg_get_functiondef(p.oid), '' ORDER BY p.oid::regprocedure::text)), 12)
+        FROM pg_proc AS p JOIN pg_namespace AS n ON n.oid = p.pronamespace
+        WHERE n.nspname = 'lonnymq'
+        """
+    ).fetchone()[0] or "?"
+
+
+def head_fingerprint(target: "Target") -> str | None:
+    """The fingerprint of the extension as committed (HEAD's sql/lonnymq--<version>.sql),
+    when this checkout has it: installed in a scratch database of the same server."""
+    try:
+        with target.connect() as conn:
+            ver = conn.execute("SELECT default_version FROM pg_available_extensions WHERE name = 'lonnymq'"
+                               ).fetchone()[0]
+        script = subprocess.run(["git", "-C", str(ROOT), "show", f"HEAD:sql/lonnymq--{ver}.sql"],
+                                capture_output=True, text=True)
+        if script.returncode != 0:
+            return None
+        body = "\n".join(line for line in script.stdout.splitlines() if not line.startswith("\\echo"))
+        body = body.replace("@extschema@", "lonnymq")
+        # only callable from CREATE EXTENSION, and irrelevant to the functions
+        body = re.sub(r"SELECT pg_catalog\.pg_extension_config_dump\([^;]*\);", "", body)
+        with target.connect() as conn:
+            conn.execute("DROP SCHEMA IF EXISTS lonnymq CASCADE")
+            conn.execute("DROP EXTENSION IF EXISTS lonnymq CASCADE")
+            conn.execute("CREATE SCHEMA lonnymq")
+            conn.execute(body)
+            fp = fingerprint(conn)
+            conn.execute("DROP SCHEMA lonnymq CASCADE")
+        return fp
+    except (OSError, psycopg.Error):
+        return None
+
+
+def prepare(conn, v: Variant) -> None:
+    if v.baseline:
+        reset_baseline(conn)
+        return
+    reset_lonnymq(conn)
+    if v.setup:
+        v.setup(conn, v)
+    vacuum_queue(conn, False)
+
+
+def checkpoint(conn) -> None:
+    try:
+        conn.execute("CHECKPOINT")
+    except psycopg.Error:
+        pass
+
+
+def explain_set(dsn: str, label: str, channel: str = "bench") -> str:
+    """EXPLAIN (ANALYZE, BUFFERS) of every statement inside one create, one dequeue and
+    one complete, in the current state of the database."""
+    from bench.clients import CONTENT_NOW, LOCK_MS
+
+    return prof.explain_calls(dsn, label, [
+        (f"SELECT lonnymq.message_create(%s, {CONTENT_NOW})", (channel,)),
+        ("SELECT d.id, d.num_attempts FROM lonnymq.message_dequeue(%s, 1) AS d", (LOCK_MS,)),
+        ("SELECT lonnymq.message_complete(%s, %s)",
+         lambda results: tuple(results[1][0]) if results[1] else (0, 0)),
+    ])
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    variants = select(catalogue(args.backlogs, args.saturated), args.scenarios)
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    n_runs = len(variants) * len(args.clients)
+    per_run = args.warmup + args.duration + 2
+    log(f"lonnymq bench: {len(variants)} variant(s) x clients {args.clients} = {n_runs} runs of "
+        f"{args.warmup:g} s warm-up + {args.duration:g} s; about {n_runs * per_run / 60:.0f} min plus fixtures")
+
+    target = Target(args.settings)
+    t_start = time.monotonic()
+    runs: list[dict] = []
+    latencies: dict = {}
+    profile: dict = {}
+    try:
+        target.start()
+        with target.connect() as conn:
+            pgss = prof.has_pgss(conn)
+            env = environment(conn, args, target)
+        log(f"  server: {env['server_version']} ({target.where}); pg_stat_statements: "
+            f"{'yes' if pgss else 'no'}")
+        k = 0
+        for v in variants:
+            log(f"  [{v.group}] {v.key}: {v.title}")
+            for ci, n in enumerate(args.clients):
+                k += 1
+                with target.connect() as conn:
+                    t_prep = time.monotonic()
+                    if v.fresh_per_run or ci == 0:
+                        prepare(conn, v)
+                    else:
+                        vacuum_queue(conn, v.baseline)
+                    if time.monotonic() - t_prep > 2:
+                        log(f"    fixture ready in {time.monotonic() - t_prep:.1f} s")
+                    checkpoint(conn)
+                    prof.reset_stats(conn, pgss)
+                label = f"[{k}/{n_runs}] {v.key} x{n}"
+                raw = run_clients(target.dsn, v.workload, n, args.warmup, args.duration, label)
+                wait_stats_flush()
+                res = summarise(v, n, raw, args.duration)
+                with target.connect() as conn:
+                    res["server_calls"] = prof.server_call_times(conn, pgss)
+                    res["tables"] = prof.table_stats(conn, v.baseline)
+                    if not v.baseline:
+                        res["build"] = fingerprint(conn)
+                latencies[(v.key, n)] = raw["latency_us"]
+                runs.append(res)
+                lat = res["latency"]
+                log(f"    {label}: {res['msgs_per_s']:8,.0f} msg/s"
+                    f"  p50 {report.fmt_ms(lat['p50_ms'])} p99 {report.fmt_ms(lat['p99_ms'])}"
+                    f"  empty {res['empty']:,}  errors {res['errors']:,}"
+                    f"  dead {res['tables']['dead']:,}  size {report.fmt_bytes(res['tables']['bytes'])}"
+                    f"  ({(time.monotonic() - t_start) / 60:.1f} min)")
+                if res["errors"]:
+                    log(f"      errors: {res['error_samples']}")
+            if args.profile and v.key.startswith("backlog_") and not v.key.endswith("_future") \
+                    and v.backlog == max(args.backlogs):
+                with target.connect() as conn:
+                    vacuum_queue(conn, False)
+                profile.setdefault("plans", []).append(explain_set(target.dsn, f"{v.title}"))
+        if args.profile:
+            passed = profile_pass(target, args, pgss, variants)
+            plans = passed.pop("plans", []) + profile.get("plans", [])
+            profile.update(passed)
+            profile["plans"] = plans
+        # Which lonnymq was measured: CREATE EXTENSION reads the installed script
+        # at every scenario, so a reinstall during the run would mix versions.
+        builds = sorted({r["build"] for r in runs if r.get("build")})
+        env["builds"] = builds
+        env["head_build"] = head_fingerprint(target) if builds else None
+        if len(builds) > 1:
+            log(f"  WARNING: the installed lonnymq changed during the run: {builds}")
+        env["finished"] = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+        env["load_end"] = os.getloadavg()
+        env["wall_min"] = (time.monotonic() - t_start) / 60
+    finally:
+        target.stop()
+
+    data = {"env": env, "runs": runs, "profile": profile, "groups": GROUPS}
+    base = out_dir / args.name
+    (base.parent / f"{base.name}.json").write_text(json.dumps(data, indent=1, default=str))
+    plots = {} if args.no_plots else report.plots(data, latencies, base)
+    md = report.markdown(data, plots, args)
+    md_path = base.parent / f"{base.name}.md"
+    md_path.write_text(md)
+    if profile:
+        (base.parent / f"{base.name}-profile.md").write_text(report.profile_markdown(data))
+    log(f"report: {md_path}")
+    for t in report.targets(data):
+        log(f"  {t['status']:<4}  {t['name']}: {t['measured']}  (target {t['required']})")
+    return 0
+
+
+def profile_pass(target: Target, args, pgss: bool, variants: list[Variant]) -> dict:
+    """8 clients (or the largest count below it) of the one-channel and 64-channel
+    lifecycles and the at-most-once baseline, with pg_stat_statements.track = all,
+    track_functions = pl and wait-event sampling; then auto_explain plans."""
+    n = 8 if 8 in args.clients else max(args.clients)
+    keys = {v.key: v for v in variants}
+    wanted = [k for k in ("lifecycle_1ch", "lifecycle_64ch", "lifecycle_64ch_mc2", "baseline_amo") if k in keys]
+    out: dict = {"clients": n, "runs": []}
+    log(f"  profiling pass at {n} clients: {', '.join(wanted)}")
+    for key in wanted:
+        v = keys[key]
+        with target.connect() as conn:
+            prepare(conn, v)
+            checkpoint(conn)
+            prof.reset_stats(conn, pgss)
+        wl = Workload(v.workload.kind, v.workload.channels, v.workload.batch, prof.PROFILE_SESSION_SQL)
+        raw = run_clients(target.dsn, wl, n, args.warmup, args.duration, f"profile {key} x{n}",
+                          sampler_dsn=target.dsn)
+        wait_stats_flush()
+        res = summarise(v, n, raw, args.duration)
+        with target.connect() as conn:
+            entry = {
+                "variant": key,
+                "title": v.title,
+                "msgs_per_s": res["msgs_per_s"],
+                "empty": res["empty"],
+                "client_calls": res["client_calls"],
+                "waits": raw.get("waits", []),
+                "statements": prof.statement_profile(conn) if pgss else [],
+                "functions": prof.function_profile(conn),
+                "tables": prof.table_stats(conn, v.baseline),
+            }
+        out["runs"].append(entry)
+        log(f"    profile {key}: {res['msgs_per_s']:,.0f} msg/s with profiling on")
+        if key == "lifecycle_1ch":
+            out.setdefault("plans", []).insert(0, explain_set(target.dsn, "one channel, after the run"))
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,269 @@
+"""The benchmark's scenarios (variants), their fixtures and the state resets.
+
+A *variant* is one line on the throughput plot: a workload run at each client
+count.  Variants of one *group* share a table in the report.
+
+Fixtures that would take minutes through the API (a million messages, ten
+thousand saturated channels) are written straight into lonnymq's tables, in
+exactly the state the API would leave them in; each fixture says how.  The
+clients themselves only ever call the public functions.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from bench.clients import BASELINE_DDL, BASELINE_TABLE, Workload
+
+READY_CHANNEL = "bench"
+DAY_MS = 86_400_000
+
+
+@dataclass
+class Variant:
+    key: str
+    group: str
+    title: str
+    workload: Workload
+    setup: Callable | None = None  # setup(conn, variant) on a fresh extension
+    fresh_per_run: bool = True  # fresh state before every client count (else VACUUM between)
+    baseline: bool = False
+    backlog: int | None = None  # for the cost-against-backlog plot
+    notes: str = ""
+    params: dict = field(default_factory=dict)
+
+
+GROUPS = {
+    "baseline": "Baselines: plain table, FOR UPDATE SKIP LOCKED",
+    "lifecycle": "1. Lifecycle, one channel (create, dequeue, complete; unbatched)",
+    "channels": "2. Lifecycle, 64 channels",
+    "batch": "3. Batched (create / dequeue / complete N per statement)",
+    "backlog": "4. Backlog scaling (lifecycle on top of a standing backlog)",
+    "saturated": "5. Saturated channels (lifecycle on one ready channel)",
+}
+
+
+# --------------------------------------------------------------------- state resets
+
+def reset_lonnymq(conn) -> None:
+    """A fresh, empty lonnymq (and no baseline table)."""
+    conn.execute(f"DROP TABLE IF EXISTS {BASELINE_TABLE}")
+    conn.execute("DROP EXTENSION IF EXISTS lonnymq CASCADE")
+    conn.execute("CREATE EXTENSION lonnymq")
+
+
+def reset_baseline(conn) -> None:
+    conn.execute("DROP EXTENSION IF EXISTS lonnymq CASCADE")
+    for stmt in BASELINE_DDL.strip().split(";"):
+        if stmt.strip():
+            conn.execute(stmt)
+
+
+def vacuum_queue(conn, baseline: bool) -> None:
+    if baseline:
+        conn.execute(f"VACUUM ANALYZE {BASELINE_TABLE}")
+    else:
+        for t in ("message", "channel", "channel_wake", "channel_quota"):
+            conn.execute(f"VACUUM ANALYZE lonnymq.{t}")
+
+
+# --------------------------------------------------------------------- fixtures
+
+def setup_channels(conn, names: list[str], max_concurrency: int | None = None) -> None:
+    conn.execute(
+        "SELECT lonnymq.channel_set(n, p_max_concurrency => %s) FROM unnest(%s::text[]) AS n",
+        (max_concurrency, names),
+    )
+
+
+def _fill(conn, channel: str, n: int, dequeue_at_sql: str) -> None:
+    """n messages in `channel`, written straight into lonnymq.message (ids from its
+    sequence, unlocked, empty content: no latency sample).  The channel must have
+    been given a message through message_create first, so that it has its wake-up
+    (or its place in the rotation) exactly as the API leaves it."""
+    conn.execute(
+        f"""
+        INSERT INTO lonnymq.message (channel_id, dequeue_at, created_at, content)
+        SELECT c.id, {dequeue_at_sql}, lonnymq.to_epoch(clock_timestamp()), '\\x'::bytea
+        FROM lonnymq.channel AS c, generate_series(1, %s)
+        WHERE c.name = %s
+        """,
+        (n, channel),
+    )
+
+
+def setup_ready_backlog(conn, variant: Variant) -> None:
+    """`backlog` ready messages in the one channel the clients use, dated a minute
+    ago so that they are ahead of everything the clients create (FIFO)."""
+    n = variant.backlog
+    setup_channels(conn, [READY_CHANNEL])
+    conn.execute(
+        "SELECT lonnymq.message_create(%s, '\\x'::bytea, lonnymq.to_epoch(now()) - 60000)",
+        (READY_CHANNEL,),
+    )
+    _fill(conn, READY_CHANNEL, n - 1, "lonnymq.to_epoch(now()) - 60000")
+
+
+def setup_future_backlog(conn, variant: Variant) -> None:
+    """1M messages dated a day ahead: 900k in the clients' channel (indexed after its
+    few ready messages) and 100k in 1,000 other channels (100 each, each channel
+    created by a message_create of a future message, so its wake-up is a day
+    ahead).  The clients' own messages are the few ready ones."""
+    n = variant.backlog
+    others = variant.params.get("other_channels", 1000)
+    per_other = variant.params.get("per_other", 100)
+    in_ready = n - others * per_other
+    future = f"lonnymq.to_epoch(now()) + {DAY_MS}"
+    setup_channels(conn, [READY_CHANNEL])
+    conn.execute(f"SELECT lonnymq.message_create(%s, '\\x'::bytea, {future})", (READY_CHANNEL,))
+    _fill(conn, READY_CHANNEL, in_ready - 1, future)
+    conn.execute(
+        f"SELECT lonnymq.message_create('future-' || lpad(g::text, 5, '0'), '\\x'::bytea, {future}) "
+        "FROM generate_series(1, %s) AS g",
+        (others,),
+    )
+    conn.execute(
+        f"""
+        INSERT INTO lonnymq.message (channel_id, dequeue_at, created_at, content)
+        SELECT c.id, {future}, lonnymq.to_epoch(clock_timestamp()), '\\x'::bytea
+        FROM lonnymq.channel AS c, generate_series(1, %s)
+        WHERE c.name LIKE 'future-%%'
+        """,
+        (per_other - 1,),
+    )
+
+
+def setup_saturated(conn, variant: Variant) -> None:
+    """`channels` channels with max_concurrency 1, each holding one message locked
+    for a day (so at its limit, next turn a day ahead) and one ready message
+    behind it; plus the clients' unconstrained channel.
+
+    Built as: channel_set (the API), two messages per channel inserted directly,
+    every channel put in the rotation (next_at = a minute ago, as a consumer's
+    wake-up leaves it), then message_dequeue with a one-day lock, 1000 at a time,
+    until nothing is deliverable: the API saturates them."""
+    n = variant.params["channels"]
+    names = [f"sat-{i:05d}" for i in range(1, n + 1)]
+    setup_channels(conn, names, max_concurrency=1)
+    conn.execute(
+        """
+        INSERT INTO lonnymq.message (channel_id, dequeue_at, created_at, content)
+        SELECT c.id, lonnymq.to_epoch(now()) - 60000, lonnymq.to_epoch(now()), '\\x'::bytea
+        FROM lonnymq.channel AS c, generate_series(1, 2)
+        WHERE c.name LIKE 'sat-%'
+        ORDER BY c.id
+        """
+    )
+    conn.execute(
+        """
+        UPDATE lonnymq.channel
+        SET next_at = lonnymq.to_epoch(now()) - 60000,
+            turn = nextval('lonnymq.channel_turn_seq'),
+            wait_at = NULL
+        WHERE name LIKE 'sat-%'
+        """
+    )
+    for _ in range(4 * n // 1000 + 10):
+        got = conn.execute(f"SELECT count(*) FROM lonnymq.message_dequeue({DAY_MS}, 1000)").fetchone()[0]
+        if got == 0:
+            break
+    saturated = conn.execute(
+        """
+        SELECT count(*) FROM lonnymq.channel
+        WHERE name LIKE 'sat-%%' AND num_locked = 1 AND next_at > lonnymq.to_epoch(now()) + %s
+        """,
+        (DAY_MS // 2,),
+    ).fetchone()[0]
+    if saturated != n:
+        raise RuntimeError(f"saturated fixture: {saturated} of {n} channels saturated")
+    setup_channels(conn, [READY_CHANNEL])
+
+
+def setup_lifecycle(conn, variant: Variant) -> None:
+    setup_channels(conn, list(variant.workload.channels), variant.params.get("max_concurrency"))
+
+
+# --------------------------------------------------------------------- the catalogue
+
+def catalogue(backlogs: list[int], saturated_channels: int) -> list[Variant]:
+    """Every variant, in the order they run."""
+    ch64 = tuple(f"ch-{i:02d}" for i in range(64))
+    out = [
+        Variant("baseline_amo", "baseline", "at-most-once: DELETE … (SELECT … SKIP LOCKED LIMIT 1) RETURNING",
+                Workload("amo"), baseline=True),
+        Variant("baseline_alo", "baseline", "at-least-once: SELECT … FOR UPDATE SKIP LOCKED, DELETE, COMMIT",
+                Workload("alo"), baseline=True),
+        Variant("lifecycle_1ch", "lifecycle", "one channel", Workload("lifecycle"), setup_lifecycle),
+        Variant("lifecycle_64ch", "channels", "64 channels, no limits",
+                Workload("lifecycle", channels=ch64), setup_lifecycle),
+        Variant("lifecycle_64ch_mc2", "channels", "64 channels, max_concurrency 2",
+                Workload("lifecycle", channels=ch64), setup_lifecycle, params={"max_concurrency": 2}),
+        Variant("batch_10", "batch", "batches of 10", Workload("batch", batch=10), setup_lifecycle),
+        Variant("batch_100", "batch", "batches of 100", Workload("batch", batch=100), setup_lifecycle),
+    ]
+    for n in backlogs:
+        out.append(Variant(
+            f"backlog_{_short(n)}", "backlog", f"{n:,} ready messages", Workload("lifecycle"),
+            setup_ready_backlog, fresh_per_run=False, backlog=n,
+        ))
+    if backlogs:
+        n = max(backlogs)
+        others = 1000 if n >= 200_000 else max(1, n // 1000)
+        out.append(Variant(
+            f"backlog_{_short(n)}_future", "backlog",
+            f"{n:,} future-dated messages, a few ready", Workload("lifecycle"),
+            setup_future_backlog, fresh_per_run=False, backlog=n,
+            params={"other_channels": others, "per_other": 100 if n >= 200_000 else max(1, n // (10 * others))},
+        ))
+    out.append(Variant(
+        "saturated", "saturated", f"{saturated_channels:,} channels at max_concurrency + 1 ready channel",
+        Workload("lifecycle"), setup_saturated, fresh_per_run=False,
+        params={"channels": saturated_channels},
+    ))
+    out.append(Variant("baseline_amo_end", "baseline", "at-most-once, again at the end (drift check)",
+                       Workload("amo"), baseline=True))
+    return out
+
+
+def _short(n: int) -> str:
+    if n >= 1_000_000 and n % 1_000_000 == 0:
+        return f"{n // 1_000_000}m"
+    if n >= 1000 and n % 1000 == 0:
+        return f"{n // 1000}k"
+    return str(n)
+
+
+ALIASES = {
+    "all": None,
+    "baselines": ["baseline_amo", "baseline_alo", "baseline_amo_end"],
+}
+
+
+def select(variants: list[Variant], spec: str | None) -> list[Variant]:
+    """BENCH_SCENARIOS: comma-separated variant keys, group names (baseline,
+    lifecycle, channels, batch, backlog, saturated), scenario numbers 1-5, or all."""
+    if not spec or spec.strip() == "all":
+        return variants
+    numbers = {"1": "lifecycle", "2": "channels", "3": "batch", "4": "backlog", "5": "saturated"}
+    wanted: set[str] = set()
+    for tok in (t.strip() for t in spec.split(",")):
+        if not tok:
+            continue
+        tok = numbers.get(tok, tok)
+        keys = [v.key for v in variants if v.key == tok or v.group == tok]
+        if tok in ALIASES and ALIASES[tok]:
+            keys += ALIASES[tok]
+        if not keys:
+            raise SystemExit(
+                f"unknown scenario {tok!r}; known: {', '.join(v.key for v in variants)} "
+                f"or groups {', '.join(GROUPS)}"
+            )
+        wanted.update(keys)
+    return [v for v in variants if v.key in wanted]
+
+
+def wait_stats_flush(seconds: float = 0.6) -> None:
+    """Backends flush their table statistics when they exit; give them a moment."""
+    time.sleep(seconds)
