@@ -379,6 +379,35 @@ COMMENT ON FUNCTION @extschema@._channel_guard_exclusive(text) IS
 
 REVOKE ALL ON FUNCTION @extschema@._channel_guard_exclusive(text) FROM PUBLIC;
 
+-- ---- sql/src/106_function_check_access.sql ----
+-- Internal: validates the arguments of grant_access and revoke_access.
+CREATE FUNCTION @extschema@._check_access(p_role name, p_access text)
+RETURNS void
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF p_role IS NULL OR p_access IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_role and p_access must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    IF p_access NOT IN ('producer', 'consumer', 'admin') THEN
+        RAISE EXCEPTION 'lonnymq: p_access must be producer, consumer or admin, got "%"', p_access
+            USING ERRCODE = '22023';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles AS r WHERE r.rolname = p_role) THEN
+        RAISE EXCEPTION 'lonnymq: role "%" does not exist', p_role
+            USING ERRCODE = '42704';
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._check_access(name, text) IS
+'Internal: raises 22004 for NULL arguments, 22023 for an unknown access set, 42704 for an unknown role.';
+
+REVOKE ALL ON FUNCTION @extschema@._check_access(name, text) FROM PUBLIC;
+
 -- ---- sql/src/110_function_channel_for_producer.sql ----
 -- Internal: the channel a producer writes to, created with no limits when it
 -- does not exist, read while holding the channel guard shared until the
@@ -788,18 +817,7 @@ VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    IF p_role IS NULL OR p_access IS NULL THEN
-        RAISE EXCEPTION 'lonnymq: p_role and p_access must not be NULL'
-            USING ERRCODE = '22004';
-    END IF;
-    IF p_access NOT IN ('producer', 'consumer', 'admin') THEN
-        RAISE EXCEPTION 'lonnymq: p_access must be producer, consumer or admin, got "%"', p_access
-            USING ERRCODE = '22023';
-    END IF;
-    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles AS r WHERE r.rolname = p_role) THEN
-        RAISE EXCEPTION 'lonnymq: role "%" does not exist', p_role
-            USING ERRCODE = '42704';
-    END IF;
+    PERFORM @extschema@._check_access(p_role, p_access);
     INSERT INTO @extschema@.access_grant (role_name, access)
     VALUES (p_role, p_access)
     ON CONFLICT DO NOTHING;
@@ -824,18 +842,7 @@ AS $$
 DECLARE
     v_function regprocedure;
 BEGIN
-    IF p_role IS NULL OR p_access IS NULL THEN
-        RAISE EXCEPTION 'lonnymq: p_role and p_access must not be NULL'
-            USING ERRCODE = '22004';
-    END IF;
-    IF p_access NOT IN ('producer', 'consumer', 'admin') THEN
-        RAISE EXCEPTION 'lonnymq: p_access must be producer, consumer or admin, got "%"', p_access
-            USING ERRCODE = '22023';
-    END IF;
-    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles AS r WHERE r.rolname = p_role) THEN
-        RAISE EXCEPTION 'lonnymq: role "%" does not exist', p_role
-            USING ERRCODE = '42704';
-    END IF;
+    PERFORM @extschema@._check_access(p_role, p_access);
     DELETE FROM @extschema@.access_grant AS g
     WHERE g.role_name = p_role AND g.access = p_access;
     FOR v_function IN SELECT f FROM @extschema@._access_functions(p_access) AS f LOOP

@@ -8,18 +8,7 @@ VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    IF p_role IS NULL OR p_access IS NULL THEN
-        RAISE EXCEPTION 'lonnymq: p_role and p_access must not be NULL'
-            USING ERRCODE = '22004';
-    END IF;
-    IF p_access NOT IN ('producer', 'consumer', 'admin') THEN
-        RAISE EXCEPTION 'lonnymq: p_access must be producer, consumer or admin, got "%"', p_access
-            USING ERRCODE = '22023';
-    END IF;
-    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles AS r WHERE r.rolname = p_role) THEN
-        RAISE EXCEPTION 'lonnymq: role "%" does not exist', p_role
-            USING ERRCODE = '42704';
-    END IF;
+    PERFORM @extschema@._check_access(p_role, p_access);
     INSERT INTO @extschema@.access_grant (role_name, access)
     VALUES (p_role, p_access)
     ON CONFLICT DO NOTHING;

@@ -9,18 +9,7 @@ AS $$
 DECLARE
     v_function regprocedure;
 BEGIN
-    IF p_role IS NULL OR p_access IS NULL THEN
-        RAISE EXCEPTION 'lonnymq: p_role and p_access must not be NULL'
-            USING ERRCODE = '22004';
-    END IF;
-    IF p_access NOT IN ('producer', 'consumer', 'admin') THEN
-        RAISE EXCEPTION 'lonnymq: p_access must be producer, consumer or admin, got "%"', p_access
-            USING ERRCODE = '22023';
-    END IF;
-    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles AS r WHERE r.rolname = p_role) THEN
-        RAISE EXCEPTION 'lonnymq: role "%" does not exist', p_role
-            USING ERRCODE = '42704';
-    END IF;
+    PERFORM @extschema@._check_access(p_role, p_access);
     DELETE FROM @extschema@.access_grant AS g
     WHERE g.role_name = p_role AND g.access = p_access;
     FOR v_function IN SELECT f FROM @extschema@._access_functions(p_access) AS f LOOP
