@@ -70,6 +70,13 @@ class Database:
         self._connections.append(conn)
         return conn
 
+    def call(self, sql: str, params=(), *, lock_timeout: str = "10s") -> list:
+        """One statement on a fresh autocommit connection that gives up (55P03)
+        rather than wait longer than lock_timeout for a lock; returns its rows."""
+        with self.connect() as conn:
+            conn.execute(f"SET lock_timeout = '{lock_timeout}'")
+            return conn.execute(sql, params).fetchall()
+
     def psql(self, sql: str, **kwargs) -> str:
         return self.cluster.psql(sql, dbname=self.name, **kwargs)
 

@@ -76,9 +76,7 @@ def test_eight_consumers_of_one_channel_never_see_it_empty(db):
 
 def _quick(db, sql, params=()):
     """Run one call on a fresh connection that refuses to wait for a lock."""
-    with db.connect() as conn:
-        conn.execute("SET lock_timeout = '3s'")
-        return conn.execute(sql, params).fetchall()
+    return db.call(sql, params, lock_timeout="3s")
 
 
 @pytest.mark.parametrize("channel_state", ["busy", "idle", "new"])

@@ -10,9 +10,7 @@ import psycopg
 
 
 def _one(db, sql, params=()):
-    with db.connect() as conn:
-        conn.execute("SET lock_timeout = '10s'")
-        return conn.execute(sql, params).fetchall()
+    return db.call(sql, params, lock_timeout="10s")
 
 
 def _in_thread(fn):

@@ -35,9 +35,7 @@ KINDS = {
 
 def _one(db, sql, params=()):
     """One call on a fresh autocommit connection that refuses to wait for a lock."""
-    with db.connect() as conn:
-        conn.execute(f"SET lock_timeout = '{LOCK_TIMEOUT}'")
-        return conn.execute(sql, params).fetchall()
+    return db.call(sql, params, lock_timeout=LOCK_TIMEOUT)
 
 
 def _dequeue(db, channel=None, limit=10, lock_ms=60_000):
