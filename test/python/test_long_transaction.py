@@ -65,6 +65,7 @@ class Churn:
         self.created: list[int] = []
         self.delivered: list[tuple[int, int, bool]] = []   # id, num_attempts, is_recovered
         self.completed: list[int] = []
+        self.completed_at: list[float] = []               # time.monotonic() of each completion
         self.refused: list[int] = []
         self.empties = 0
         self.empty_ready: list[tuple[int, int]] = []      # (completed so far, unlocked ready messages)
@@ -145,6 +146,7 @@ class Churn:
                     self.delivered.append(row)
                     if ok:
                         self.completed.append(row[0])
+                        self.completed_at.append(time.monotonic())
                     else:
                         self.refused.append(row[0])
                     self.call_times.append((len(self.completed), spent))
@@ -163,8 +165,11 @@ class Churn:
             with self.lock:
                 count = len(self.completed)
             if count >= next_mark:
+                # (completions may have crossed several marks since the last
+                # look; the windows are timed from completed_at below)
                 boundaries.append(time.monotonic())
-                next_mark += WINDOW
+                while next_mark <= count:
+                    next_mark += WINDOW
                 monitor.execute("VACUUM lonnymq.message, lonnymq.channel, lonnymq.channel_wake")
                 if count >= TOTAL:
                     break
@@ -216,7 +221,9 @@ class Churn:
         left = monitor.execute("SELECT count(*) FROM lonnymq.message").fetchone()[0]
         monitor.close()
 
-        windows = [WINDOW / (b - a) for a, b in zip(boundaries, boundaries[1:])]
+        marks = [began] + [self.completed_at[k * WINDOW - 1]
+                           for k in range(1, len(self.completed_at) // WINDOW + 1)]
+        windows = [WINDOW / (b - a) for a, b in zip(marks, marks[1:])]
         return {
             "elapsed": elapsed, "windows": windows, "dead": dead, "sizes": sizes, "left": left,
             "drain_ids": drain_ids, "drained": drained, "single_empty": single_empty, "after": after,
