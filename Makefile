@@ -27,9 +27,15 @@ endif
 SQL_SOURCES := $(shell LC_ALL=C ls -1 sql/src/*.sql 2>/dev/null | LC_ALL=C sort)
 BUILT_SQL   := sql/$(EXTENSION)--$(EXTVERSION).sql
 
+# Upgrade scripts TO the current version, sql/lonnymq--A--$(EXTVERSION).sql, are built
+# from sql/upgrade/A--$(EXTVERSION).sql (the hand-written schema changes) plus every
+# function of sql/src/ (tools/build_upgrade.py). Older upgrade scripts are frozen.
+UPGRADE_HEADS := $(wildcard sql/upgrade/*--$(EXTVERSION).sql)
+BUILT_UPGRADES := $(patsubst sql/upgrade/%.sql,sql/$(EXTENSION)--%.sql,$(UPGRADE_HEADS))
+
 # Installed files: the built script, every upgrade script sql/lonnymq--A--B.sql and every
 # committed frozen script sql/lonnymq--X.Y.Z.sql ($(sort) removes duplicates).
-DATA = $(sort $(BUILT_SQL) $(wildcard sql/$(EXTENSION)--*.sql))
+DATA = $(sort $(BUILT_SQL) $(BUILT_UPGRADES) $(wildcard sql/$(EXTENSION)--*.sql))
 
 # No pg_regress tests: our own installcheck below replaces the PGXS one.
 REGRESS =
@@ -61,7 +67,7 @@ PG_CONFIG_PATH := $(shell command -v $(PG_CONFIG) 2>/dev/null)
 export PG_CONFIG
 
 # First rule = default goal. PGXS adds its own prerequisites to `all`.
-all: check-version $(BUILT_SQL)
+all: check-version $(BUILT_SQL) $(BUILT_UPGRADES)
 
 .PHONY: all check-version deps deps-system venv lint lint-tests test demo bench install-system installcheck FORCE
 
@@ -82,6 +88,9 @@ $(BUILT_SQL): FORCE
 	  done; \
 	} > $@.tmp
 	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; echo "built $@ from $(words $(SQL_SOURCES)) file(s) in sql/src/"; fi
+
+sql/$(EXTENSION)--%--$(EXTVERSION).sql: sql/upgrade/%--$(EXTVERSION).sql FORCE
+	@$(PY3) tools/build_upgrade.py '$<' '$@' '$(EXTENSION)'
 
 FORCE:
 

@@ -14,6 +14,13 @@
 -- exclusively, which no producer in flight allows.  Producers never lock or
 -- write this row.
 --
+-- is_paused: channel_pause took the channel out of the rotation (next_at and
+-- wait_at NULL, so producers leave no wake-ups); channel_resume puts it back.
+--
+-- The retry policy (max_attempts, backoff_*), dedup_window_ms, retain_history
+-- and notify are read by message_fail, the producers and message_complete;
+-- see channel_set.
+--
 -- num_locked is maintained only for channels with max_concurrency, and
 -- num_removed only for channels with max_size: an unconstrained channel's row
 -- is written only when it is served, never by producers or by completes.
@@ -30,6 +37,15 @@ CREATE TABLE @extschema@.channel (
     num_locked integer NOT NULL DEFAULT 0,
     num_removed bigint NOT NULL DEFAULT 0,
     created_at bigint NOT NULL,
+    is_paused boolean NOT NULL DEFAULT FALSE,
+    max_attempts integer,
+    backoff_base_ms bigint NOT NULL DEFAULT 1000,
+    backoff_factor double precision NOT NULL DEFAULT 2.0,
+    backoff_max_ms bigint NOT NULL DEFAULT 3600000,
+    backoff_jitter double precision NOT NULL DEFAULT 0.1,
+    dedup_window_ms bigint NOT NULL DEFAULT 0,
+    retain_history boolean NOT NULL DEFAULT FALSE,
+    notify boolean NOT NULL DEFAULT FALSE,
     CONSTRAINT channel_pkey PRIMARY KEY (id),
     CONSTRAINT channel_name_key UNIQUE (name),
     CONSTRAINT channel_name_check CHECK (
@@ -40,7 +56,17 @@ CREATE TABLE @extschema@.channel (
     CONSTRAINT channel_release_interval_check CHECK (
         release_interval_ms >= 0
     ),
-    CONSTRAINT channel_num_locked_check CHECK (num_locked >= 0)
+    CONSTRAINT channel_num_locked_check CHECK (num_locked >= 0),
+    CONSTRAINT channel_max_attempts_check CHECK (max_attempts >= 1),
+    CONSTRAINT channel_backoff_check CHECK (
+        backoff_base_ms BETWEEN 0 AND 31536000000
+        AND backoff_factor BETWEEN 1.0 AND 1000.0
+        AND backoff_max_ms BETWEEN 0 AND 31536000000
+        AND backoff_jitter BETWEEN 0.0 AND 1.0
+    ),
+    CONSTRAINT channel_dedup_window_check CHECK (
+        dedup_window_ms BETWEEN 0 AND 31536000000
+    )
 ) WITH (
     fillfactor = 50,
     autovacuum_vacuum_scale_factor = 0.0,

@@ -4,6 +4,9 @@
 -- (a past or negative dequeue_at) and crash recovery (an expired lock is just
 -- a deliverable message again) with a single bounded probe.
 -- num_attempts counts deliveries and is the fencing token.
+-- key: the producer's deduplication key (message_key holds the claim);
+-- attempt_log: one JSON object per failed attempt (message_fail, an expired
+-- lock), carried into dead_letter.
 CREATE TABLE @extschema@.message (
     id bigint NOT NULL DEFAULT pg_catalog.nextval('@extschema@.message_id_seq'),
     channel_id bigint NOT NULL,
@@ -13,6 +16,8 @@ CREATE TABLE @extschema@.message (
     created_at bigint NOT NULL,
     content bytea NOT NULL,
     state bytea,
+    key text,
+    attempt_log jsonb,
     CONSTRAINT message_pkey PRIMARY KEY (id)
 ) WITH (
     fillfactor = 70,

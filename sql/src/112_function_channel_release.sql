@@ -1,4 +1,5 @@
--- Internal: a locked message left its lock (completed, deferred).  Touches
+-- Internal: p_count locked messages left their locks (completed, deferred,
+-- failed, dead-lettered; p_removed: they left the channel).  Touches
 -- the channel row only when a limit needs it: max_concurrency (one fewer
 -- locked; a saturated channel rejoins the rotation) or max_size with a
 -- removal.  For an unconstrained channel the UPDATE matches no row, takes no
@@ -8,6 +9,7 @@
 -- from PL/pgSQL is planned again on every call.
 CREATE FUNCTION @extschema@._channel_release(
     p_channel_id bigint,
+    p_count integer,
     p_removed boolean,
     p_now bigint
 )
@@ -20,10 +22,10 @@ BEGIN
     SET
         num_locked = CASE
             WHEN c.max_concurrency IS NULL THEN c.num_locked
-            ELSE pg_catalog.int4larger(c.num_locked - 1, 0)
+            ELSE pg_catalog.int4larger(c.num_locked - p_count, 0)
         END,
         num_removed = c.num_removed + CASE
-            WHEN p_removed AND c.max_size IS NOT NULL THEN 1 ELSE 0
+            WHEN p_removed AND c.max_size IS NOT NULL THEN p_count ELSE 0
         END,
         next_at = CASE
             WHEN c.num_locked >= c.max_concurrency AND c.next_at IS NOT NULL
@@ -50,7 +52,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION @extschema@._channel_release(bigint, boolean, bigint) IS
-'Internal: account for a message leaving its lock, on channels whose limits need it.';
+COMMENT ON FUNCTION @extschema@._channel_release(bigint, integer, boolean, bigint) IS
+'Internal: account for messages leaving their locks, on channels whose limits need it.';
 
-REVOKE ALL ON FUNCTION @extschema@._channel_release(bigint, boolean, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._channel_release(bigint, integer, boolean, bigint) FROM PUBLIC;

@@ -1,8 +1,10 @@
 -- Internal: the functions each access set grants.
---   producer: create messages;
---   consumer: dequeue, complete, defer, heartbeat;
---   admin:    everything above, plus channel settings and drops, and SELECT
---             on lonnymq's tables (to inspect the queue).
+--   producer: create messages (one or a batch);
+--   consumer: dequeue, complete (one or a batch), defer, heartbeat, fail;
+--   admin:    everything above, plus channel settings, pause, resume and
+--             drops, cancel, dead-letter redrive, history pruning, schedules,
+--             tick, and SELECT on lonnymq's tables and views (to inspect the
+--             queue, its dead letters and history, channel_stats).
 -- to_epoch is in every set.
 CREATE FUNCTION @extschema@._access_functions(p_access text)
 RETURNS SETOF regprocedure
@@ -13,20 +15,34 @@ AS $$
     FROM (
         VALUES
         ('producer', '@extschema@.to_epoch(timestamptz)'),
-        ('producer', '@extschema@.message_create(text, bytea, bigint)'),
+        ('producer', '@extschema@.message_create(text, bytea, bigint, text)'),
+        ('producer', '@extschema@.message_create_batch(text, bytea[], bigint[], text[])'),
         ('consumer', '@extschema@.to_epoch(timestamptz)'),
         ('consumer', '@extschema@.message_dequeue(bigint, integer, text)'),
         ('consumer', '@extschema@.message_complete(bigint, integer)'),
+        ('consumer', '@extschema@.message_complete_batch(bigint[], integer[])'),
         ('consumer', '@extschema@.message_defer(bigint, integer, bigint, bytea)'),
         ('consumer', '@extschema@.message_heartbeat(bigint, integer, bigint)'),
+        ('consumer', '@extschema@.message_fail(bigint, integer, text)'),
         ('admin', '@extschema@.to_epoch(timestamptz)'),
-        ('admin', '@extschema@.message_create(text, bytea, bigint)'),
+        ('admin', '@extschema@.message_create(text, bytea, bigint, text)'),
+        ('admin', '@extschema@.message_create_batch(text, bytea[], bigint[], text[])'),
         ('admin', '@extschema@.message_dequeue(bigint, integer, text)'),
         ('admin', '@extschema@.message_complete(bigint, integer)'),
+        ('admin', '@extschema@.message_complete_batch(bigint[], integer[])'),
         ('admin', '@extschema@.message_defer(bigint, integer, bigint, bytea)'),
         ('admin', '@extschema@.message_heartbeat(bigint, integer, bigint)'),
-        ('admin', '@extschema@.channel_set(text, integer, integer, bigint)'),
-        ('admin', '@extschema@.channel_drop(text, boolean)')
+        ('admin', '@extschema@.message_fail(bigint, integer, text)'),
+        ('admin', '@extschema@.channel_set(text, integer, integer, bigint, integer, bigint, double precision, bigint, double precision, bigint, boolean, boolean)'),
+        ('admin', '@extschema@.channel_drop(text, boolean)'),
+        ('admin', '@extschema@.channel_pause(text)'),
+        ('admin', '@extschema@.channel_resume(text)'),
+        ('admin', '@extschema@.message_cancel(bigint)'),
+        ('admin', '@extschema@.dead_letter_redrive(text, bigint[])'),
+        ('admin', '@extschema@.history_prune(bigint)'),
+        ('admin', '@extschema@.schedule_set(text, text, bytea, bigint, bigint)'),
+        ('admin', '@extschema@.schedule_drop(text)'),
+        ('admin', '@extschema@.tick()')
     ) AS f (access, fn)
     WHERE f.access = p_access
 $$;

@@ -1,5 +1,7 @@
--- Create a channel or change its limits, recounting exactly what the new
--- limits need.  Lock order, as everywhere: channel row, then message rows.
+-- Create a channel or set its configuration, recounting exactly what the
+-- new limits need.  Declarative: the call states the whole configuration,
+-- and an omitted parameter takes its default (a paused channel stays
+-- paused: see channel_pause).  Lock order, as everywhere: channel row, then message rows.
 -- FOR UPDATE on the channel row waits for every consumer serving it (FOR NO
 -- KEY UPDATE) and every complete or defer updating its counters; the channel
 -- guard, taken exclusively, waits for every producer and every consumer
@@ -11,7 +13,15 @@ CREATE FUNCTION @extschema@.channel_set(
     p_channel text,
     p_max_concurrency integer DEFAULT NULL,
     p_max_size integer DEFAULT NULL,
-    p_release_interval_ms bigint DEFAULT 0
+    p_release_interval_ms bigint DEFAULT 0,
+    p_max_attempts integer DEFAULT NULL,
+    p_backoff_base_ms bigint DEFAULT 1000,
+    p_backoff_factor double precision DEFAULT 2.0,
+    p_backoff_max_ms bigint DEFAULT 3600000,
+    p_backoff_jitter double precision DEFAULT 0.1,
+    p_dedup_window_ms bigint DEFAULT 0,
+    p_retain_history boolean DEFAULT FALSE,
+    p_notify boolean DEFAULT FALSE
 )
 RETURNS void
 LANGUAGE plpgsql
@@ -22,6 +32,11 @@ AS $$
 DECLARE
     v_now bigint;
     v_interval bigint := COALESCE(p_release_interval_ms, 0);
+    v_base bigint := COALESCE(p_backoff_base_ms, 1000);
+    v_factor double precision := COALESCE(p_backoff_factor, 2.0);
+    v_max bigint := COALESCE(p_backoff_max_ms, 3600000);
+    v_jitter double precision := COALESCE(p_backoff_jitter, 0.1);
+    v_window bigint := COALESCE(p_dedup_window_ms, 0);
     v_channel @extschema@.channel%ROWTYPE;
     v_locked integer := 0;
     v_held bigint;
@@ -41,6 +56,30 @@ BEGIN
     IF v_interval NOT BETWEEN 0 AND 31536000000 THEN
         RAISE EXCEPTION 'lonnymq: p_release_interval_ms must be between 0 and 31536000000 (365 days), got %',
             v_interval
+            USING ERRCODE = '22023';
+    END IF;
+
+    IF p_max_attempts < 1 THEN
+        RAISE EXCEPTION 'lonnymq: p_max_attempts must be NULL (unlimited) or at least 1, got %',
+            p_max_attempts
+            USING ERRCODE = '22023';
+    END IF;
+    IF v_base NOT BETWEEN 0 AND 31536000000 OR v_max NOT BETWEEN 0 AND 31536000000 THEN
+        RAISE EXCEPTION 'lonnymq: p_backoff_base_ms and p_backoff_max_ms must be between 0 and 31536000000, got % and %',
+            v_base, v_max
+            USING ERRCODE = '22023';
+    END IF;
+    IF NOT v_factor BETWEEN 1.0 AND 1000.0 THEN
+        RAISE EXCEPTION 'lonnymq: p_backoff_factor must be between 1 and 1000, got %', v_factor
+            USING ERRCODE = '22023';
+    END IF;
+    IF NOT v_jitter BETWEEN 0.0 AND 1.0 THEN
+        RAISE EXCEPTION 'lonnymq: p_backoff_jitter must be between 0 and 1, got %', v_jitter
+            USING ERRCODE = '22023';
+    END IF;
+    IF v_window NOT BETWEEN 0 AND 31536000000 THEN
+        RAISE EXCEPTION 'lonnymq: p_dedup_window_ms must be between 0 and 31536000000 (365 days), got %',
+            v_window
             USING ERRCODE = '22023';
     END IF;
 
@@ -104,6 +143,14 @@ BEGIN
         max_concurrency = p_max_concurrency,
         max_size = p_max_size,
         release_interval_ms = v_interval,
+        max_attempts = p_max_attempts,
+        backoff_base_ms = v_base,
+        backoff_factor = v_factor,
+        backoff_max_ms = v_max,
+        backoff_jitter = v_jitter,
+        dedup_window_ms = v_window,
+        retain_history = COALESCE(p_retain_history, FALSE),
+        notify = COALESCE(p_notify, FALSE),
         num_locked = v_locked,
         next_at = v_next,
         turn = CASE
@@ -115,7 +162,13 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION @extschema@.channel_set(text, integer, integer, bigint) IS
-'Create a channel or set its limits: max_concurrency (messages locked at once), max_size (messages held), release_interval_ms (minimum gap between deliveries). NULL limits mean unlimited.';
+COMMENT ON FUNCTION @extschema@.channel_set(
+    text, integer, integer, bigint, integer, bigint, double precision, bigint, double precision, bigint,
+    boolean, boolean
+) IS
+'Create a channel or set its whole configuration: max_concurrency (messages locked at once), max_size (messages held), release_interval_ms (minimum gap between deliveries), the retry policy (max_attempts, backoff), dedup_window_ms, retain_history, notify. NULL limits mean unlimited; omitted parameters take their defaults.';
 
-REVOKE ALL ON FUNCTION @extschema@.channel_set(text, integer, integer, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.channel_set(
+    text, integer, integer, bigint, integer, bigint, double precision, bigint, double precision, bigint,
+    boolean, boolean
+) FROM PUBLIC;

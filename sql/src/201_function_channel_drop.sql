@@ -1,6 +1,9 @@
 -- Drop a channel.  Refuses (55006) while it holds messages unless p_purge,
 -- which deletes them, locked ones included (their workers' tokens then go
--- stale).  Waits for producers and consumers in flight on the channel.
+-- stale), and its deduplication keys.  Its dead letters and history are
+-- kept (they are filed by channel name), and so are schedules producing into
+-- it: the next period creates the channel again.  Waits for producers and
+-- consumers in flight on the channel.
 CREATE FUNCTION @extschema@.channel_drop(
     p_channel text,
     p_purge boolean DEFAULT FALSE
@@ -40,6 +43,7 @@ BEGIN
 
     DELETE FROM @extschema@.message AS m WHERE m.channel_id = v_channel_id;
     DELETE FROM @extschema@.channel_wake AS w WHERE w.channel_id = v_channel_id;
+    DELETE FROM @extschema@.message_key AS k WHERE k.channel_id = v_channel_id;
     DELETE FROM @extschema@.channel_quota AS q WHERE q.channel_id = v_channel_id;
     DELETE FROM @extschema@.channel AS c WHERE c.id = v_channel_id;
     RETURN TRUE;

@@ -3,10 +3,20 @@
 -- writes one message row (and, only when the channel is waiting, one
 -- wake-up row); it never writes the channel row, so producers neither block
 -- each other nor consumers.
+--
+-- p_key (optional) deduplicates: while a message with that key exists in the
+-- channel, or was completed or dead-lettered there less than the channel's
+-- dedup_window_ms ago, the existing message's id is returned and nothing is
+-- stored (see _message_key_claim).  The key is checked before max_size: a
+-- duplicate of a stored message is never reported as dropped.
+-- With the channel's notify on, a message deliverable now sends
+-- NOTIFY lonnymq with the channel name as payload (PostgreSQL delivers one
+-- per transaction and payload).
 CREATE FUNCTION @extschema@.message_create(
     p_channel text,
     p_content bytea,
-    p_dequeue_at bigint DEFAULT NULL
+    p_dequeue_at bigint DEFAULT NULL,
+    p_key text DEFAULT NULL
 )
 RETURNS bigint
 LANGUAGE plpgsql
@@ -22,6 +32,7 @@ DECLARE
     v_created bigint;
     v_removed bigint;
     v_id bigint;
+    v_existing bigint;
 BEGIN
     PERFORM @extschema@._check_channel_name(p_channel);
     IF p_content IS NULL THEN
@@ -33,12 +44,22 @@ BEGIN
             pg_catalog.octet_length(p_content)
             USING ERRCODE = '54000';
     END IF;
+    IF p_key IS NOT NULL THEN
+        PERFORM @extschema@._check_key(p_key);
+    END IF;
 
     v_now := @extschema@._clock_ms();
     -- The default is the transaction's start, so that messages created in one
     -- transaction share a dequeue_at and keep their order by id.
     v_dequeue_at := COALESCE(p_dequeue_at, @extschema@.to_epoch(pg_catalog.now()));
     v_channel := @extschema@._channel_for_producer(p_channel, v_now);
+    IF p_key IS NOT NULL THEN
+        v_id := pg_catalog.nextval('@extschema@.message_id_seq');
+        v_existing := @extschema@._message_key_claim(v_channel.id, p_key, v_id, v_now);
+        IF v_existing IS NOT NULL THEN
+            RETURN v_existing;
+        END IF;
+    END IF;
 
     IF v_channel.max_size IS NOT NULL THEN
         -- Producers of a size-limited channel serialise on its quota row.
@@ -50,6 +71,10 @@ BEGIN
         FROM @extschema@.channel AS c
         WHERE c.id = v_channel.id;
         IF v_created - v_removed >= v_channel.max_size THEN
+            IF p_key IS NOT NULL THEN
+                DELETE FROM @extschema@.message_key AS k
+                WHERE k.channel_id = v_channel.id AND k.key = p_key AND k.message_id = v_id;
+            END IF;
             RETURN NULL;
         END IF;
         UPDATE @extschema@.channel_quota AS q
@@ -57,18 +82,26 @@ BEGIN
         WHERE q.channel_id = v_channel.id;
     END IF;
 
-    INSERT INTO @extschema@.message (channel_id, dequeue_at, created_at, content)
-    VALUES (v_channel.id, v_dequeue_at, v_now, p_content)
-    RETURNING id INTO v_id;
+    IF p_key IS NULL THEN
+        INSERT INTO @extschema@.message (channel_id, dequeue_at, created_at, content)
+        VALUES (v_channel.id, v_dequeue_at, v_now, p_content)
+        RETURNING id INTO v_id;
+    ELSE
+        INSERT INTO @extschema@.message (id, channel_id, dequeue_at, created_at, content, key)
+        VALUES (v_id, v_channel.id, v_dequeue_at, v_now, p_content, p_key);
+    END IF;
 
     PERFORM @extschema@._channel_wake(
         v_channel.id, v_channel.wait_at, GREATEST(v_dequeue_at, v_now)
     );
+    IF v_channel.notify AND v_dequeue_at <= v_now AND NOT v_channel.is_paused THEN
+        PERFORM pg_catalog.pg_notify('lonnymq', p_channel);
+    END IF;
     RETURN v_id;
 END;
 $$;
 
-COMMENT ON FUNCTION @extschema@.message_create(text, bytea, bigint) IS
-'Create a message in a channel (created with no limits if unknown). p_dequeue_at: epoch ms before which it is not delivered; past or negative values give priority within the channel. Returns the id, or NULL when the channel is at max_size (nothing stored).';
+COMMENT ON FUNCTION @extschema@.message_create(text, bytea, bigint, text) IS
+'Create a message in a channel (created with no limits if unknown). p_dequeue_at: epoch ms before which it is not delivered; past or negative values give priority within the channel. p_key: a deduplication key (the existing message''s id is returned while the key is held). Returns the id, or NULL when the channel is at max_size (nothing stored).';
 
-REVOKE ALL ON FUNCTION @extschema@.message_create(text, bytea, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.message_create(text, bytea, bigint, text) FROM PUBLIC;

@@ -1,6 +1,8 @@
 -- Deliver up to p_limit messages, locking each for p_lock_ms.
 --
 -- Every step is a bounded number of index probes:
+--   0. materialise up to 4 due periodic messages (schedule_due_ix; one probe
+--      when none is due)
 --   1. apply up to 8 due wake-ups             (channel_wake_due_ix)
 --   2. lock the front of the rotation: up to p_limit eligible channels that
 --      no other consumer is serving           (channel_rotation_ix, SKIP LOCKED)
@@ -12,7 +14,10 @@
 --      that many consumers of one channel never see it as empty
 --   5. write each visited channel once: its next turn, or where it goes when
 --      it had nothing deliverable (_channel_nothing_ready)
--- At most p_limit + 16 channels are visited.  The rows come back in the
+-- At most p_limit + 16 channels are visited.  Paused channels are not in the
+-- rotation and are skipped in step 4.  An expired lock on a message that
+-- has used up its channel's max_attempts sends it to the dead letters
+-- instead (_message_take), and is not delivered.  The rows come back in the
 -- order a one-at-a-time rotation would deliver them.
 CREATE FUNCTION @extschema@.message_dequeue(
     p_lock_ms bigint,
@@ -54,6 +59,7 @@ DECLARE
     v_cap integer[] := '{}';
     v_taken integer[] := '{}';
     v_fresh integer[] := '{}';
+    v_dead integer[] := '{}';
     v_active boolean[] := '{}';
     v_live integer;
     v_share integer;
@@ -92,6 +98,16 @@ BEGIN
     END IF;
 
     v_now := @extschema@._clock_ms();
+
+    -- 0. Due periodic messages.
+    PERFORM 1
+    FROM @extschema@.schedule AS s
+    WHERE s.next_at <= v_now
+    ORDER BY s.next_at
+    LIMIT 1;
+    IF FOUND THEN
+        PERFORM @extschema@._schedule_run(v_now, 4);
+    END IF;
 
     -- 1. Due wake-ups: a waiting channel got a message deliverable earlier
     -- than it was waiting for.  It joins the rotation at the back (now), not
@@ -171,6 +187,7 @@ BEGIN
         FOR i IN v_first..v_n LOOP
             v_taken := v_taken || 0;
             v_fresh := v_fresh || 0;
+            v_dead := v_dead || 0;
             v_active := v_active || TRUE;
             v_cap := v_cap || CASE
                 WHEN v_channels[i].num_locked >= v_channels[i].max_concurrency THEN v_limit
@@ -201,9 +218,14 @@ BEGIN
                     SELECT t.*
                     FROM @extschema@._message_take(
                         v_channels[i].id, v_now, p_lock_ms, v_want,
-                        COALESCE(v_channels[i].num_locked >= v_channels[i].max_concurrency, FALSE)
+                        COALESCE(v_channels[i].num_locked >= v_channels[i].max_concurrency, FALSE),
+                        v_channels[i].max_attempts, TRUE, v_channels[i].name, v_channels[i].dedup_window_ms
                     ) AS t
                 LOOP
+                    IF v_row.is_dead THEN
+                        v_dead[i] := v_dead[i] + 1;
+                        CONTINUE;
+                    END IF;
                     v_got := v_got + 1;
                     IF NOT v_row.was_locked THEN
                         v_fresh[i] := v_fresh[i] + 1;
@@ -280,14 +302,22 @@ BEGIN
             FROM @extschema@.channel AS c
             WHERE c.id = v_busy_id;
             CONTINUE WHEN NOT FOUND
+                OR v_channel.is_paused
                 OR v_channel.max_concurrency IS NOT NULL
                 OR v_channel.release_interval_ms > 0;
             v_n := v_n + 1;
             v_channels := v_channels || v_channel;
             FOR v_row IN
                 SELECT t.*
-                FROM @extschema@._message_take(v_channel.id, v_now, p_lock_ms, v_remaining, FALSE) AS t
+                FROM @extschema@._message_take(
+                    v_channel.id, v_now, p_lock_ms, v_remaining, FALSE,
+                    -- Dead letters only where no counter needs the row
+                    -- another consumer holds (max_size counts removals).
+                    v_channel.max_attempts, v_channel.max_size IS NULL, v_channel.name,
+                    v_channel.dedup_window_ms
+                ) AS t
             LOOP
+                CONTINUE WHEN v_row.is_dead;
                 v_remaining := v_remaining - 1;
                 v_out_id := v_out_id || v_row.id;
                 v_out_pos := v_out_pos || v_n;
@@ -316,13 +346,27 @@ BEGIN
     END IF;
     FOREACH i IN ARRAY v_order LOOP
         CONTINUE WHEN i > pg_catalog.cardinality(v_taken);
+        IF v_dead[i] > 0 AND v_taken[i] = 0 THEN
+            -- Messages it held went to the dead letters: they were locked
+            -- (num_locked) and held (num_removed).
+            UPDATE @extschema@.channel AS c
+            SET
+                num_locked = CASE
+                    WHEN c.max_concurrency IS NULL THEN c.num_locked
+                    ELSE pg_catalog.int4larger(c.num_locked - v_dead[i], 0)
+                END,
+                num_removed = c.num_removed + CASE WHEN c.max_size IS NULL THEN 0 ELSE v_dead[i] END
+            WHERE c.id = v_channels[i].id
+            RETURNING c.* INTO v_channel;
+            v_channels[i] := v_channel;
+        END IF;
         IF v_taken[i] = 0 THEN
             PERFORM @extschema@._channel_nothing_ready(v_channels[i], v_now);
             CONTINUE;
         END IF;
         v_locked := v_channels[i].num_locked;
         IF v_channels[i].max_concurrency IS NOT NULL THEN
-            v_locked := v_locked + v_fresh[i];
+            v_locked := pg_catalog.int4larger(v_locked + v_fresh[i] - v_dead[i], 0);
         END IF;
         v_next := v_now + v_channels[i].release_interval_ms;
         IF v_locked >= v_channels[i].max_concurrency THEN
@@ -339,7 +383,8 @@ BEGIN
             turn = pg_catalog.nextval('@extschema@.channel_turn_seq'),
             wait_at = NULL,
             last_served_at = v_now,
-            num_locked = v_locked
+            num_locked = v_locked,
+            num_removed = c.num_removed + CASE WHEN c.max_size IS NULL THEN 0 ELSE v_dead[i] END
         WHERE c.id = v_channels[i].id;
     END LOOP;
 

@@ -1,7 +1,9 @@
 -- Complete (delete) a locked message, presenting its fencing token.
 -- Returns false, changing nothing, when the token is stale or the message is
 -- not locked (deferred, already completed, purged).  For an unconstrained
--- channel the channel row is read, never locked or written.
+-- channel the channel row is read, never locked or written.  A channel with
+-- retain_history keeps a copy in message_history; a keyed message's key
+-- stays claimed for the channel's dedup window.
 CREATE FUNCTION @extschema@.message_complete(
     p_id bigint,
     p_num_attempts integer
@@ -15,7 +17,9 @@ SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     v_channel_id bigint;
-    v_constrained boolean;
+    v_channel record;
+    v_gone record;
+    v_key text;
 BEGIN
     PERFORM @extschema@._check_token(p_id, p_num_attempts);
     SELECT m.channel_id INTO v_channel_id
@@ -26,29 +30,60 @@ BEGIN
     END IF;
     -- Lock order, as everywhere: the channel row before the message row.
     -- Only a channel with limits needs its row at all.
-    SELECT c.max_concurrency IS NOT NULL OR c.max_size IS NOT NULL INTO v_constrained
+    SELECT
+        c.name,
+        c.max_concurrency IS NOT NULL OR c.max_size IS NOT NULL AS is_constrained,
+        c.retain_history,
+        c.dedup_window_ms
+    INTO v_channel
     FROM @extschema@.channel AS c
     WHERE c.id = v_channel_id;
-    IF v_constrained THEN
+    IF v_channel.is_constrained THEN
         PERFORM 1
         FROM @extschema@.channel AS c
         WHERE c.id = v_channel_id
         FOR NO KEY UPDATE;
     END IF;
-    DELETE FROM @extschema@.message AS m
-    WHERE
-        m.id = p_id
-        AND m.num_attempts = p_num_attempts
-        AND m.is_locked;
-    IF NOT FOUND THEN
-        RETURN FALSE;
+    IF v_channel.retain_history THEN
+        DELETE FROM @extschema@.message AS m
+        WHERE
+            m.id = p_id
+            AND m.num_attempts = p_num_attempts
+            AND m.is_locked
+        RETURNING m.* INTO v_gone;
+        IF NOT FOUND THEN
+            RETURN FALSE;
+        END IF;
+        v_key := v_gone.key;
+        INSERT INTO @extschema@.message_history (
+            id, channel, key, content, state, num_attempts, created_at, completed_at
+        )
+        VALUES (
+            v_gone.id, v_channel.name, v_gone.key, v_gone.content, v_gone.state,
+            v_gone.num_attempts, v_gone.created_at, @extschema@._clock_ms()
+        );
+    ELSE
+        DELETE FROM @extschema@.message AS m
+        WHERE
+            m.id = p_id
+            AND m.num_attempts = p_num_attempts
+            AND m.is_locked
+        RETURNING m.key INTO v_key;
+        IF NOT FOUND THEN
+            RETURN FALSE;
+        END IF;
     END IF;
-    PERFORM @extschema@._channel_release(v_channel_id, TRUE, @extschema@._clock_ms());
+    IF v_key IS NOT NULL THEN
+        PERFORM @extschema@._message_key_release(
+            v_channel_id, v_key, p_id, v_channel.dedup_window_ms, @extschema@._clock_ms()
+        );
+    END IF;
+    PERFORM @extschema@._channel_release(v_channel_id, 1, TRUE, @extschema@._clock_ms());
     RETURN TRUE;
 END;
 $$;
 
 COMMENT ON FUNCTION @extschema@.message_complete(bigint, integer) IS
-'Complete a locked message: deletes it. Returns false (nothing changed) when p_num_attempts is not the current fencing token or the message is not locked.';
+'Complete a locked message: deletes it (keeping a copy in message_history when the channel retains history). Returns false (nothing changed) when p_num_attempts is not the current fencing token or the message is not locked.';
 
 REVOKE ALL ON FUNCTION @extschema@.message_complete(bigint, integer) FROM PUBLIC;

@@ -21,6 +21,7 @@ DECLARE
     v_wait_at bigint;
     v_constrained boolean;
     v_name text;
+    v_notify boolean;
 BEGIN
     PERFORM @extschema@._check_token(p_id, p_num_attempts);
     IF pg_catalog.octet_length(p_state) > 16777216 THEN
@@ -52,7 +53,7 @@ BEGIN
         FOR NO KEY UPDATE;
     END IF;
     PERFORM @extschema@._channel_guard_shared(v_name);
-    SELECT c.wait_at INTO v_wait_at
+    SELECT c.wait_at, c.notify AND NOT c.is_paused INTO v_wait_at, v_notify
     FROM @extschema@.channel AS c
     WHERE c.id = v_channel_id;
 
@@ -69,12 +70,15 @@ BEGIN
         RETURN FALSE;
     END IF;
 
-    PERFORM @extschema@._channel_release(v_channel_id, FALSE, v_now);
+    PERFORM @extschema@._channel_release(v_channel_id, 1, FALSE, v_now);
     -- Like a producer: the message may now be deliverable before the time a
     -- waiting channel will next be looked at.
     PERFORM @extschema@._channel_wake(
         v_channel_id, v_wait_at, GREATEST(v_dequeue_at, v_now)
     );
+    IF v_notify AND v_dequeue_at <= v_now THEN
+        PERFORM pg_catalog.pg_notify('lonnymq', v_name);
+    END IF;
     RETURN TRUE;
 END;
 $$;

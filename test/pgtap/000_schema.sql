@@ -1,15 +1,26 @@
 \ir include/setup.psql
-SELECT plan(23);
+SELECT plan(37);
 
--- The public API of 0.1.0: names and parameter order are a contract.
-SELECT has_function('lonnymq', 'to_epoch', ARRAY['timestamp with time zone'], 'to_epoch(timestamptz)');
-SELECT has_function('lonnymq', 'channel_set', ARRAY['text', 'integer', 'integer', 'bigint'], 'channel_set(text, integer, integer, bigint)');
+-- The public API of 0.2.0: names and parameter order are a contract.
+SELECT has_function('lonnymq', 'to_epoch', ARRAY['timestamp with time zone'], 'to_epoch(timestamp with time zone)');
+SELECT has_function('lonnymq', 'channel_set', ARRAY['text', 'integer', 'integer', 'bigint', 'integer', 'bigint', 'double precision', 'bigint', 'double precision', 'bigint', 'boolean', 'boolean'], 'channel_set(text, integer, integer, bigint, integer, bigint, double precision, bigint, double precision, bigint, boolean, boolean)');
 SELECT has_function('lonnymq', 'channel_drop', ARRAY['text', 'boolean'], 'channel_drop(text, boolean)');
-SELECT has_function('lonnymq', 'message_create', ARRAY['text', 'bytea', 'bigint'], 'message_create(text, bytea, bigint)');
+SELECT has_function('lonnymq', 'channel_pause', ARRAY['text'], 'channel_pause(text)');
+SELECT has_function('lonnymq', 'channel_resume', ARRAY['text'], 'channel_resume(text)');
+SELECT has_function('lonnymq', 'message_create', ARRAY['text', 'bytea', 'bigint', 'text'], 'message_create(text, bytea, bigint, text)');
+SELECT has_function('lonnymq', 'message_create_batch', ARRAY['text', 'bytea[]', 'bigint[]', 'text[]'], 'message_create_batch(text, bytea[], bigint[], text[])');
 SELECT has_function('lonnymq', 'message_dequeue', ARRAY['bigint', 'integer', 'text'], 'message_dequeue(bigint, integer, text)');
 SELECT has_function('lonnymq', 'message_complete', ARRAY['bigint', 'integer'], 'message_complete(bigint, integer)');
+SELECT has_function('lonnymq', 'message_complete_batch', ARRAY['bigint[]', 'integer[]'], 'message_complete_batch(bigint[], integer[])');
 SELECT has_function('lonnymq', 'message_defer', ARRAY['bigint', 'integer', 'bigint', 'bytea'], 'message_defer(bigint, integer, bigint, bytea)');
 SELECT has_function('lonnymq', 'message_heartbeat', ARRAY['bigint', 'integer', 'bigint'], 'message_heartbeat(bigint, integer, bigint)');
+SELECT has_function('lonnymq', 'message_fail', ARRAY['bigint', 'integer', 'text'], 'message_fail(bigint, integer, text)');
+SELECT has_function('lonnymq', 'message_cancel', ARRAY['bigint'], 'message_cancel(bigint)');
+SELECT has_function('lonnymq', 'dead_letter_redrive', ARRAY['text', 'bigint[]'], 'dead_letter_redrive(text, bigint[])');
+SELECT has_function('lonnymq', 'history_prune', ARRAY['bigint'], 'history_prune(bigint)');
+SELECT has_function('lonnymq', 'schedule_set', ARRAY['text', 'text', 'bytea', 'bigint', 'bigint'], 'schedule_set(text, text, bytea, bigint, bigint)');
+SELECT has_function('lonnymq', 'schedule_drop', ARRAY['text'], 'schedule_drop(text)');
+SELECT has_function('lonnymq', 'tick', ARRAY[]::text[], 'tick()');
 SELECT has_function('lonnymq', 'grant_access', ARRAY['name', 'text'], 'grant_access(name, text)');
 SELECT has_function('lonnymq', 'revoke_access', ARRAY['name', 'text'], 'revoke_access(name, text)');
 SELECT is(
@@ -111,6 +122,21 @@ SELECT is(
     NULL,
     'every table sets its autovacuum threshold on purpose'
 );
+
+-- The parameter names are part of the API: channel_set is called with named
+-- trailing arguments (channel_set('c', p_max_attempts => 3)).
+SELECT is(
+    (SELECT array_to_string(proargnames, ',') FROM pg_proc
+     WHERE oid = 'lonnymq.channel_set(text, integer, integer, bigint, integer, bigint, double precision, bigint, double precision, bigint, boolean, boolean)'::regprocedure),
+    'p_channel,p_max_concurrency,p_max_size,p_release_interval_ms,p_max_attempts,p_backoff_base_ms,p_backoff_factor,p_backoff_max_ms,p_backoff_jitter,p_dedup_window_ms,p_retain_history,p_notify',
+    'channel_set parameter names'
+);
+SELECT has_view('lonnymq', 'channel_stats', 'the channel_stats view');
+SELECT columns_are('lonnymq', 'channel_stats', ARRAY[
+    'channel', 'ready', 'scheduled', 'locked', 'dead', 'oldest_ready_age_ms', 'is_paused',
+    'max_concurrency', 'max_size', 'release_interval_ms', 'max_attempts', 'backoff_base_ms',
+    'backoff_factor', 'backoff_max_ms', 'backoff_jitter', 'dedup_window_ms', 'retain_history', 'notify'
+], 'channel_stats has the documented columns');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -1,5 +1,5 @@
 \ir include/setup.psql
-SELECT plan(14);
+SELECT plan(18);
 
 CREATE ROLE lmq_pgtap_app;
 CREATE ROLE lmq_pgtap_worker;
@@ -11,7 +11,7 @@ SELECT lives_ok($$ SELECT lonnymq.grant_access('lmq_pgtap_worker', 'consumer') $
 SELECT lives_ok($$ SELECT lonnymq.grant_access('lmq_pgtap_ops', 'admin') $$, 'grant admin');
 
 SELECT ok(
-    has_function_privilege('lmq_pgtap_app', 'lonnymq.message_create(text, bytea, bigint)', 'EXECUTE')
+    has_function_privilege('lmq_pgtap_app', 'lonnymq.message_create(text, bytea, bigint, text)', 'EXECUTE')
     AND NOT has_function_privilege('lmq_pgtap_app', 'lonnymq.message_dequeue(bigint, integer, text)', 'EXECUTE')
     AND has_schema_privilege('lmq_pgtap_app', 'lonnymq', 'USAGE'),
     'a producer may create, not dequeue'
@@ -19,7 +19,7 @@ SELECT ok(
 SELECT ok(
     has_function_privilege('lmq_pgtap_worker', 'lonnymq.message_dequeue(bigint, integer, text)', 'EXECUTE')
     AND has_function_privilege('lmq_pgtap_worker', 'lonnymq.message_complete(bigint, integer)', 'EXECUTE')
-    AND NOT has_function_privilege('lmq_pgtap_worker', 'lonnymq.channel_set(text, integer, integer, bigint)', 'EXECUTE')
+    AND NOT has_function_privilege('lmq_pgtap_worker', 'lonnymq.channel_set(text, integer, integer, bigint, integer, bigint, double precision, bigint, double precision, bigint, boolean, boolean)', 'EXECUTE')
     AND NOT has_table_privilege('lmq_pgtap_worker', 'lonnymq.message', 'SELECT'),
     'a consumer may work, not set channels or read tables'
 );
@@ -28,6 +28,33 @@ SELECT ok(
     AND has_table_privilege('lmq_pgtap_ops', 'lonnymq.message', 'SELECT')
     AND NOT has_table_privilege('lmq_pgtap_ops', 'lonnymq.message', 'DELETE'),
     'an admin may set channels and read, not write, the tables'
+);
+-- Each set, function by function (0.2.0 added batches, fail, cancel, pause,
+-- redrive, schedules, history and tick to the sets below).
+CREATE FUNCTION pg_temp.lmq_can(p_role name) RETURNS text LANGUAGE sql AS $$
+    SELECT string_agg(p.proname, ',' ORDER BY p.proname)
+    FROM pg_proc AS p
+    WHERE p.pronamespace = 'lonnymq'::regnamespace AND has_function_privilege(p_role, p.oid, 'EXECUTE')
+$$;
+SELECT is(pg_temp.lmq_can('lmq_pgtap_app'), 'message_create,message_create_batch,to_epoch', 'the producer set');
+SELECT is(
+    pg_temp.lmq_can('lmq_pgtap_worker'),
+    'message_complete,message_complete_batch,message_defer,message_dequeue,message_fail,message_heartbeat,to_epoch',
+    'the consumer set'
+);
+SELECT is(
+    pg_temp.lmq_can('lmq_pgtap_ops'),
+    'channel_drop,channel_pause,channel_resume,channel_set,dead_letter_redrive,history_prune,'
+    'message_cancel,message_complete,message_complete_batch,message_create,message_create_batch,'
+    'message_defer,message_dequeue,message_fail,message_heartbeat,schedule_drop,schedule_set,tick,to_epoch',
+    'the admin set'
+);
+SELECT ok(
+    has_table_privilege('lmq_pgtap_ops', 'lonnymq.channel_stats', 'SELECT')
+    AND has_table_privilege('lmq_pgtap_ops', 'lonnymq.dead_letter', 'SELECT')
+    AND has_table_privilege('lmq_pgtap_ops', 'lonnymq.message_history', 'SELECT')
+    AND NOT has_table_privilege('lmq_pgtap_worker', 'lonnymq.channel_stats', 'SELECT'),
+    'an admin reads channel_stats, dead letters and history; a consumer does not'
 );
 SELECT is(
     (SELECT string_agg(role_name || ':' || access, ', ' ORDER BY role_name)
@@ -38,7 +65,7 @@ SELECT is(
 
 SELECT lonnymq.revoke_access('lmq_pgtap_app', 'producer');
 SELECT ok(
-    NOT has_function_privilege('lmq_pgtap_app', 'lonnymq.message_create(text, bytea, bigint)', 'EXECUTE')
+    NOT has_function_privilege('lmq_pgtap_app', 'lonnymq.message_create(text, bytea, bigint, text)', 'EXECUTE')
     AND NOT has_schema_privilege('lmq_pgtap_app', 'lonnymq', 'USAGE'),
     'revoking the only set takes the functions and the schema back'
 );

@@ -1,0 +1,54 @@
+-- Internal: move a message, locked by the caller, to the dead letters with
+-- p_error as the last entry of its attempt log, and release its key for the
+-- channel's dedup window.  The channel's counters are the caller's job
+-- (_channel_release, or message_dequeue's own accounting).
+CREATE FUNCTION @extschema@._message_bury(
+    p_id bigint,
+    p_channel_id bigint,
+    p_channel text,
+    p_error text,
+    p_now bigint,
+    p_window_ms bigint
+)
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+AS $$
+DECLARE
+    v_key text;
+BEGIN
+    WITH gone AS (
+        DELETE FROM @extschema@.message AS m
+        WHERE m.id = p_id
+        RETURNING m.*
+    )
+
+    INSERT INTO @extschema@.dead_letter (
+        id, channel, key, content, state, num_attempts, created_at, dead_at,
+        last_error, attempt_log
+    )
+    SELECT
+        g.id,
+        p_channel,
+        g.key,
+        g.content,
+        g.state,
+        g.num_attempts,
+        g.created_at,
+        p_now,
+        p_error,
+        COALESCE(g.attempt_log, '[]'::jsonb) || pg_catalog.jsonb_build_array(
+            pg_catalog.jsonb_build_object('attempt', g.num_attempts, 'at', p_now, 'error', p_error)
+        )
+    FROM gone AS g
+    RETURNING key INTO v_key;
+    IF v_key IS NOT NULL THEN
+        PERFORM @extschema@._message_key_release(p_channel_id, v_key, p_id, p_window_ms, p_now);
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._message_bury(bigint, bigint, text, text, bigint, bigint) IS
+'Internal: move a locked message to the dead letters, logging its last error.';
+
+REVOKE ALL ON FUNCTION @extschema@._message_bury(bigint, bigint, text, text, bigint, bigint) FROM PUBLIC;

@@ -1,0 +1,56 @@
+-- Internal: materialise up to p_limit due schedules.  Each due schedule's
+-- row is locked (SKIP LOCKED: another worker has it) and, in the same
+-- transaction, one message is created and next_at advanced, so each period
+-- yields exactly one message whoever gets there first.
+--
+-- Catch-up rule: when several periods were missed (no dequeue, no tick()),
+-- ONE message is created, for the latest missed boundary (its dequeue_at),
+-- the others are counted in schedule.num_missed, and next_at moves to the
+-- first boundary after p_now: the schedule stays aligned to start_at and
+-- never floods the channel after downtime.
+--
+-- The channel guard is only tried (never waited for): a schedule whose
+-- channel is being reconfigured or dropped right now is left for the next
+-- caller.  The message goes through message_create (max_size applies: a
+-- full channel misses that period).
+CREATE FUNCTION @extschema@._schedule_run(p_now bigint, p_limit integer)
+RETURNS integer
+LANGUAGE plpgsql
+VOLATILE
+AS $$
+DECLARE
+    v_schedule record;
+    v_due bigint;
+    v_missed bigint;
+    v_created integer := 0;
+BEGIN
+    FOR v_schedule IN
+        SELECT s.name, s.channel, s.content, s.every_ms, s.next_at
+        FROM @extschema@.schedule AS s
+        WHERE s.next_at <= p_now
+        ORDER BY s.next_at
+        LIMIT p_limit
+        FOR UPDATE SKIP LOCKED
+    LOOP
+        CONTINUE WHEN NOT @extschema@._channel_guard_try_shared(v_schedule.channel);
+        v_missed := (p_now - v_schedule.next_at) / v_schedule.every_ms;
+        v_due := v_schedule.next_at + v_missed * v_schedule.every_ms;
+        IF @extschema@.message_create(v_schedule.channel, v_schedule.content, v_due) IS NOT NULL THEN
+            v_created := v_created + 1;
+        END IF;
+        UPDATE @extschema@.schedule AS s
+        SET
+            next_at = v_due + v_schedule.every_ms,
+            last_run_at = p_now,
+            num_runs = s.num_runs + 1,
+            num_missed = s.num_missed + v_missed
+        WHERE s.name = v_schedule.name;
+    END LOOP;
+    RETURN v_created;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._schedule_run(bigint, integer) IS
+'Internal: create the messages of up to p_limit due schedules, one per schedule (missed periods coalesced).';
+
+REVOKE ALL ON FUNCTION @extschema@._schedule_run(bigint, integer) FROM PUBLIC;

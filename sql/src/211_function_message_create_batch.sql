@@ -1,0 +1,196 @@
+-- Create many messages in one channel with one call: one id per input, in
+-- input order (ids ascending in input order, so a batch with one dequeue_at
+-- is delivered in input order); NULL for a message dropped because the
+-- channel is at max_size (the first ones in input order are kept).  Keys
+-- deduplicate as in message_create, also within the batch (a repeated key
+-- gives the first occurrence's id).  NULL p_dequeue_at (or a NULL element)
+-- means the transaction start; NULL p_keys (or a NULL element) means no
+-- key.  Set-based: one INSERT for the messages; keys are claimed with one
+-- INSERT and only conflicting ones are looked at one by one.
+CREATE FUNCTION @extschema@.message_create_batch(
+    p_channel text,
+    p_contents bytea[],
+    p_dequeue_at bigint[] DEFAULT NULL,
+    p_keys text[] DEFAULT NULL
+)
+RETURNS SETOF bigint
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan
+AS $$
+DECLARE
+    v_n integer;
+    v_now bigint;
+    v_default bigint;
+    v_channel @extschema@.channel%ROWTYPE;
+    v_ids bigint[];
+    v_out bigint[];
+    v_keep boolean[];
+    v_claimed bigint[];
+    v_created bigint;
+    v_removed bigint;
+    v_room bigint;
+    v_dropped bigint[] := '{}';
+    v_ready_at bigint;
+    v_key text;
+    v_existing bigint;
+    i integer;
+BEGIN
+    PERFORM @extschema@._check_channel_name(p_channel);
+    IF p_contents IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_contents must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    v_n := pg_catalog.cardinality(p_contents);
+    IF v_n = 0 THEN
+        RETURN;
+    END IF;
+    IF pg_catalog.array_ndims(p_contents) <> 1
+        OR pg_catalog.array_ndims(p_dequeue_at) <> 1
+        OR pg_catalog.array_ndims(p_keys) <> 1 THEN
+        RAISE EXCEPTION 'lonnymq: p_contents, p_dequeue_at and p_keys must be one-dimensional arrays'
+            USING ERRCODE = '22023';
+    END IF;
+    IF pg_catalog.cardinality(p_dequeue_at) <> v_n OR pg_catalog.cardinality(p_keys) <> v_n THEN
+        RAISE EXCEPTION 'lonnymq: p_dequeue_at and p_keys must have as many elements as p_contents (%), got % and %',
+            v_n, pg_catalog.cardinality(p_dequeue_at), pg_catalog.cardinality(p_keys)
+            USING ERRCODE = '22023';
+    END IF;
+    IF v_n > 10000 THEN
+        RAISE EXCEPTION 'lonnymq: a batch holds at most 10000 messages, got %', v_n
+            USING ERRCODE = '22023';
+    END IF;
+    IF pg_catalog.array_position(p_contents, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_contents[%] is NULL', pg_catalog.array_position(p_contents, NULL)
+            USING ERRCODE = '22004';
+    END IF;
+    SELECT pg_catalog.max(pg_catalog.octet_length(c.content)) INTO v_created
+    FROM pg_catalog.unnest(p_contents) AS c (content);
+    IF v_created > 16777216 THEN
+        RAISE EXCEPTION 'lonnymq: a content is % bytes, the limit is 16777216 (16 MiB)', v_created
+            USING ERRCODE = '54000';
+    END IF;
+    IF p_keys IS NOT NULL THEN
+        SELECT pg_catalog.min(k.key) INTO v_key
+        FROM pg_catalog.unnest(p_keys) AS k (key)
+        WHERE pg_catalog.length(k.key) NOT BETWEEN 1 AND 1024;
+        PERFORM @extschema@._check_key(v_key);
+    END IF;
+
+    v_now := @extschema@._clock_ms();
+    v_default := @extschema@.to_epoch(pg_catalog.now());
+    v_channel := @extschema@._channel_for_producer(p_channel, v_now);
+    v_ids := ARRAY(
+        SELECT s.id
+        FROM (
+            SELECT pg_catalog.nextval('@extschema@.message_id_seq') AS id
+            FROM pg_catalog.generate_series(1, v_n)
+        ) AS s
+        ORDER BY s.id
+    );
+    v_out := v_ids;
+    v_keep := pg_catalog.array_fill(TRUE, ARRAY[v_n]);
+
+    IF p_keys IS NOT NULL THEN
+        -- Claim every key at once; the first occurrence of a repeated key
+        -- wins.  Keys already held (or repeated) are resolved one by one.
+        WITH claimed AS (
+            INSERT INTO @extschema@.message_key AS mk (channel_id, key, message_id)
+            SELECT v_channel.id, k.key, v_ids[k.i]
+            FROM ROWS FROM (pg_catalog.unnest(p_keys)) WITH ORDINALITY AS k (key, i)
+            WHERE k.key IS NOT NULL
+            ORDER BY k.i
+            ON CONFLICT (channel_id, key) DO NOTHING
+            RETURNING mk.message_id
+        )
+
+        SELECT pg_catalog.array_agg(c.message_id) INTO v_claimed
+        FROM claimed AS c;
+        v_claimed := COALESCE(v_claimed, '{}');
+        FOR i IN 1..v_n LOOP
+            v_key := p_keys[pg_catalog.array_lower(p_keys, 1) + i - 1];
+            CONTINUE WHEN v_key IS NULL OR v_ids[i] = ANY(v_claimed);
+            v_existing := @extschema@._message_key_claim(v_channel.id, v_key, v_ids[i], v_now);
+            IF v_existing IS NOT NULL THEN
+                v_out[i] := v_existing;
+                v_keep[i] := FALSE;
+            END IF;
+        END LOOP;
+    END IF;
+
+    IF v_channel.max_size IS NOT NULL THEN
+        -- Producers of a size-limited channel serialise on its quota row.
+        SELECT q.num_created INTO v_created
+        FROM @extschema@.channel_quota AS q
+        WHERE q.channel_id = v_channel.id
+        FOR UPDATE;
+        SELECT c.num_removed INTO v_removed
+        FROM @extschema@.channel AS c
+        WHERE c.id = v_channel.id;
+        v_room := GREATEST(v_channel.max_size - (v_created - v_removed), 0);
+        FOR i IN 1..v_n LOOP
+            CONTINUE WHEN NOT v_keep[i];
+            IF v_room > 0 THEN
+                v_room := v_room - 1;
+            ELSE
+                v_keep[i] := FALSE;
+                v_dropped := v_dropped || v_ids[i];
+                v_out[i] := NULL;
+            END IF;
+        END LOOP;
+        IF pg_catalog.cardinality(v_dropped) > 0 THEN
+            DELETE FROM @extschema@.message_key AS k
+            WHERE k.channel_id = v_channel.id AND k.message_id = ANY(v_dropped);
+            -- A repeat of a dropped message's key is dropped with it.
+            FOR i IN 1..v_n LOOP
+                IF v_out[i] = ANY(v_dropped) THEN
+                    v_out[i] := NULL;
+                END IF;
+            END LOOP;
+        END IF;
+        UPDATE @extschema@.channel_quota AS q
+        SET num_created = q.num_created + (
+            SELECT pg_catalog.count(*) FROM pg_catalog.unnest(v_keep) AS k (keep) WHERE k.keep
+        )
+        WHERE q.channel_id = v_channel.id;
+    END IF;
+
+    INSERT INTO @extschema@.message (id, channel_id, dequeue_at, created_at, content, key)
+    SELECT
+        v_ids[r.i],
+        v_channel.id,
+        COALESCE(r.dequeue_at, v_default),
+        v_now,
+        r.content,
+        r.key
+    FROM ROWS FROM (
+        pg_catalog.unnest(p_contents),
+        pg_catalog.unnest(p_dequeue_at),
+        pg_catalog.unnest(p_keys)
+    ) WITH ORDINALITY AS r (content, dequeue_at, key, i)
+    WHERE v_keep[r.i]
+    ORDER BY r.i;
+
+    SELECT pg_catalog.min(COALESCE(r.dequeue_at, v_default)) INTO v_ready_at
+    FROM ROWS FROM (pg_catalog.unnest(p_dequeue_at), pg_catalog.unnest(v_keep)) AS r (dequeue_at, keep)
+    WHERE r.keep;
+    IF v_ready_at IS NOT NULL THEN
+        PERFORM @extschema@._channel_wake(v_channel.id, v_channel.wait_at, GREATEST(v_ready_at, v_now));
+        IF v_channel.notify AND v_ready_at <= v_now AND NOT v_channel.is_paused THEN
+            PERFORM pg_catalog.pg_notify('lonnymq', p_channel);
+        END IF;
+    END IF;
+
+    RETURN QUERY
+    SELECT o.id
+    FROM ROWS FROM (pg_catalog.unnest(v_out)) WITH ORDINALITY AS o (id, i)
+    ORDER BY o.i;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@.message_create_batch(text, bytea[], bigint[], text[]) IS
+'Create many messages in one channel: one id per input in input order (the existing id for a duplicate key, NULL for one dropped at max_size). Array lengths must match (22023).';
+
+REVOKE ALL ON FUNCTION @extschema@.message_create_batch(text, bytea[], bigint[], text[]) FROM PUBLIC;

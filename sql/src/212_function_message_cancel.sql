@@ -1,0 +1,60 @@
+-- Cancel (delete) a message that is not locked: waiting, scheduled or
+-- deferred.  Returns false, changing nothing, when it does not exist or a
+-- worker holds it (a locked message is the worker's to complete or fail,
+-- even once its lock has expired).  Its deduplication key is released at
+-- once (a cancelled message was never processed).  Lock order, as
+-- everywhere: the channel row (only for a max_size channel, whose removal
+-- count it updates), then the message row; a consumer taking the message
+-- concurrently wins, and cancel then returns false.
+CREATE FUNCTION @extschema@.message_cancel(p_id bigint)
+RETURNS boolean
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan
+AS $$
+DECLARE
+    v_channel_id bigint;
+    v_sized boolean;
+    v_key text;
+BEGIN
+    IF p_id IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_id must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    SELECT m.channel_id INTO v_channel_id
+    FROM @extschema@.message AS m
+    WHERE m.id = p_id;
+    IF NOT FOUND THEN
+        RETURN FALSE;
+    END IF;
+    SELECT c.max_size IS NOT NULL INTO v_sized
+    FROM @extschema@.channel AS c
+    WHERE c.id = v_channel_id;
+    IF v_sized THEN
+        PERFORM 1
+        FROM @extschema@.channel AS c
+        WHERE c.id = v_channel_id
+        FOR NO KEY UPDATE;
+    END IF;
+    DELETE FROM @extschema@.message AS m
+    WHERE m.id = p_id AND NOT m.is_locked
+    RETURNING m.key INTO v_key;
+    IF NOT FOUND THEN
+        RETURN FALSE;
+    END IF;
+    IF v_key IS NOT NULL THEN
+        PERFORM @extschema@._message_key_release(v_channel_id, v_key, p_id, 0, 0);
+    END IF;
+    UPDATE @extschema@.channel AS c
+    SET num_removed = c.num_removed + 1
+    WHERE c.id = v_channel_id AND c.max_size IS NOT NULL;
+    RETURN TRUE;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@.message_cancel(bigint) IS
+'Delete a message that is not locked (waiting, scheduled, deferred). Returns false when it does not exist or is locked by a worker.';
+
+REVOKE ALL ON FUNCTION @extschema@.message_cancel(bigint) FROM PUBLIC;

@@ -1,0 +1,136 @@
+-- Complete many locked messages with one call: p_ids[k] with fencing token
+-- p_num_attempts[k].  Returns how many were completed; a stale token or a
+-- message that is not locked is skipped (as message_complete's false).
+-- Set-based: the limited channels' rows are locked first, in id order (lock
+-- order, as everywhere: channel rows before message rows), then one DELETE
+-- removes the messages, copies them to message_history for channels that
+-- retain it and releases their keys, and each channel's counters are
+-- updated once.
+CREATE FUNCTION @extschema@.message_complete_batch(
+    p_ids bigint[],
+    p_num_attempts integer[]
+)
+RETURNS integer
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan
+AS $$
+DECLARE
+    v_now bigint;
+    v_done integer := 0;
+    v_count record;
+BEGIN
+    IF p_ids IS NULL OR p_num_attempts IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_ids and p_num_attempts must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    IF pg_catalog.cardinality(p_ids) <> pg_catalog.cardinality(p_num_attempts) THEN
+        RAISE EXCEPTION 'lonnymq: p_ids has % elements but p_num_attempts has %',
+            pg_catalog.cardinality(p_ids), pg_catalog.cardinality(p_num_attempts)
+            USING ERRCODE = '22023';
+    END IF;
+    IF pg_catalog.cardinality(p_ids) = 0 THEN
+        RETURN 0;
+    END IF;
+    IF pg_catalog.array_ndims(p_ids) <> 1 OR pg_catalog.array_ndims(p_num_attempts) <> 1 THEN
+        RAISE EXCEPTION 'lonnymq: p_ids and p_num_attempts must be one-dimensional arrays'
+            USING ERRCODE = '22023';
+    END IF;
+    IF pg_catalog.cardinality(p_ids) > 10000 THEN
+        RAISE EXCEPTION 'lonnymq: a batch holds at most 10000 messages, got %', pg_catalog.cardinality(p_ids)
+            USING ERRCODE = '22023';
+    END IF;
+    IF pg_catalog.array_position(p_ids, NULL) IS NOT NULL
+        OR pg_catalog.array_position(p_num_attempts, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_ids and p_num_attempts must not contain NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    v_now := @extschema@._clock_ms();
+
+    PERFORM 1
+    FROM @extschema@.channel AS c
+    WHERE
+        c.id IN (
+            SELECT m.channel_id
+            FROM @extschema@.message AS m
+            WHERE m.id = ANY(p_ids)
+        )
+        AND (c.max_concurrency IS NOT NULL OR c.max_size IS NOT NULL)
+    ORDER BY c.id
+    FOR NO KEY UPDATE OF c;
+
+    FOR v_count IN
+        WITH gone AS (
+            DELETE FROM @extschema@.message AS m
+            USING ROWS FROM (
+                pg_catalog.unnest(p_ids), pg_catalog.unnest(p_num_attempts)
+            ) AS t (id, num_attempts)
+            WHERE
+                m.id = ANY(p_ids)
+                AND m.id = t.id
+                AND m.num_attempts = t.num_attempts
+                AND m.is_locked
+            RETURNING m.id, m.channel_id, m.key, m.content, m.state, m.num_attempts, m.created_at
+        ),
+
+        gone_channel AS (
+            SELECT
+                g.*,
+                c.name AS channel_name,
+                c.retain_history,
+                c.dedup_window_ms
+            FROM gone AS g
+            INNER JOIN @extschema@.channel AS c ON c.id = g.channel_id
+        ),
+
+        kept AS (
+            INSERT INTO @extschema@.message_history (
+                id, channel, key, content, state, num_attempts, created_at, completed_at
+            )
+            SELECT
+                g.id, g.channel_name, g.key, g.content, g.state, g.num_attempts, g.created_at, v_now
+            FROM gone_channel AS g
+            WHERE g.retain_history
+        ),
+
+        key_held AS (
+            UPDATE @extschema@.message_key AS k
+            SET expires_at = v_now + g.dedup_window_ms
+            FROM gone_channel AS g
+            WHERE
+                g.key IS NOT NULL
+                AND g.dedup_window_ms > 0
+                AND k.channel_id = g.channel_id
+                AND k.key = g.key
+                AND k.message_id = g.id
+        ),
+
+        key_freed AS (
+            DELETE FROM @extschema@.message_key AS k
+            USING gone_channel AS g
+            WHERE
+                g.key IS NOT NULL
+                AND g.dedup_window_ms = 0
+                AND k.channel_id = g.channel_id
+                AND k.key = g.key
+                AND k.message_id = g.id
+        )
+
+        SELECT g.channel_id, pg_catalog.count(*)::integer AS n
+        FROM gone AS g
+        GROUP BY g.channel_id
+        ORDER BY g.channel_id
+    LOOP
+        v_done := v_done + v_count.n;
+        PERFORM @extschema@._channel_release(v_count.channel_id, v_count.n, TRUE, v_now);
+    END LOOP;
+    RETURN v_done;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@.message_complete_batch(bigint[], integer[]) IS
+'Complete many locked messages: p_ids[k] with fencing token p_num_attempts[k]. Returns how many were completed (stale tokens and unlocked messages are skipped). Array lengths must match (22023).';
+
+REVOKE ALL ON FUNCTION @extschema@.message_complete_batch(bigint[], integer[]) FROM PUBLIC;

@@ -1,0 +1,96 @@
+-- Report a failed attempt of a locked message and apply its channel's retry
+-- policy: 'retry' (unlocked and scheduled again after the backoff,
+-- _backoff_ms) while it has had fewer than max_attempts deliveries, else
+-- 'dead' (moved to dead_letter with p_error and its attempt log).  Returns
+-- NULL, changing nothing, for a stale token or a message that is not
+-- locked.  Every failure is logged in the message's attempt_log.  Lock
+-- order, as everywhere: the channel row (a limited channel's counters), the
+-- channel guard (held shared, as a producer: the retry must not be missed
+-- by a consumer declaring the channel idle), then the message row.
+CREATE FUNCTION @extschema@.message_fail(
+    p_id bigint,
+    p_num_attempts integer,
+    p_error text DEFAULT NULL
+)
+RETURNS text
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan
+AS $$
+DECLARE
+    v_now bigint;
+    v_channel_id bigint;
+    v_channel @extschema@.channel%ROWTYPE;
+    v_dequeue_at bigint;
+BEGIN
+    PERFORM @extschema@._check_token(p_id, p_num_attempts);
+    IF pg_catalog.octet_length(p_error) > 1048576 THEN
+        RAISE EXCEPTION 'lonnymq: p_error is % bytes, the limit is 1048576 (1 MiB)',
+            pg_catalog.octet_length(p_error)
+            USING ERRCODE = '54000';
+    END IF;
+    SELECT m.channel_id INTO v_channel_id
+    FROM @extschema@.message AS m
+    WHERE m.id = p_id;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    SELECT c.* INTO v_channel
+    FROM @extschema@.channel AS c
+    WHERE c.id = v_channel_id;
+    IF v_channel.max_concurrency IS NOT NULL OR v_channel.max_size IS NOT NULL THEN
+        PERFORM 1
+        FROM @extschema@.channel AS c
+        WHERE c.id = v_channel_id
+        FOR NO KEY UPDATE;
+    END IF;
+    PERFORM @extschema@._channel_guard_shared(v_channel.name);
+    -- Fresh after the locks: the policy, and wait_at for the wake-up.
+    SELECT c.* INTO v_channel
+    FROM @extschema@.channel AS c
+    WHERE c.id = v_channel_id;
+    v_now := @extschema@._clock_ms();
+
+    PERFORM 1
+    FROM @extschema@.message AS m
+    WHERE
+        m.id = p_id
+        AND m.num_attempts = p_num_attempts
+        AND m.is_locked
+    FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+
+    IF p_num_attempts >= v_channel.max_attempts THEN
+        PERFORM @extschema@._message_bury(
+            p_id, v_channel_id, v_channel.name, p_error, v_now, v_channel.dedup_window_ms
+        );
+        PERFORM @extschema@._channel_release(v_channel_id, 1, TRUE, v_now);
+        RETURN 'dead';
+    END IF;
+
+    v_dequeue_at := v_now + @extschema@._backoff_ms(v_channel, p_num_attempts);
+    UPDATE @extschema@.message AS m
+    SET
+        is_locked = FALSE,
+        dequeue_at = v_dequeue_at,
+        attempt_log = COALESCE(m.attempt_log, '[]'::jsonb) || pg_catalog.jsonb_build_array(
+            pg_catalog.jsonb_build_object('attempt', m.num_attempts, 'at', v_now, 'error', p_error)
+        )
+    WHERE m.id = p_id;
+    PERFORM @extschema@._channel_release(v_channel_id, 1, FALSE, v_now);
+    PERFORM @extschema@._channel_wake(v_channel_id, v_channel.wait_at, v_dequeue_at);
+    IF v_channel.notify AND v_dequeue_at <= v_now AND NOT v_channel.is_paused THEN
+        PERFORM pg_catalog.pg_notify('lonnymq', v_channel.name);
+    END IF;
+    RETURN 'retry';
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@.message_fail(bigint, integer, text) IS
+'Report a failed attempt of a locked message: ''retry'' (scheduled again after the channel''s backoff) or ''dead'' (moved to dead_letter once it has had max_attempts deliveries). Returns NULL (nothing changed) for a stale token or a message that is not locked.';
+
+REVOKE ALL ON FUNCTION @extschema@.message_fail(bigint, integer, text) FROM PUBLIC;

@@ -1,0 +1,89 @@
+-- Put dead letters back into their channels as new messages, deliverable
+-- now: those of p_channel, or those with an id in p_ids, or both filters,
+-- or every dead letter when both are NULL.  Returns how many were put back.
+-- A redriven message gets a new id (old fencing tokens can never match it)
+-- and starts again at num_attempts 0 with its content, state, key,
+-- created_at and attempt log.  Its key is claimed again unless another
+-- message holds it now (the redriven message then has no key).  max_size is
+-- not applied (nothing is dropped) but the messages count towards it.  The
+-- channel is created if it was dropped.  Dead letters locked by a
+-- concurrent redrive are skipped.
+CREATE FUNCTION @extschema@.dead_letter_redrive(
+    p_channel text DEFAULT NULL,
+    p_ids bigint[] DEFAULT NULL
+)
+RETURNS integer
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_now bigint;
+    v_dead record;
+    v_channel @extschema@.channel%ROWTYPE;
+    v_id bigint;
+    v_key text;
+    v_count integer := 0;
+    v_in_channel integer := 0;
+BEGIN
+    IF p_channel IS NOT NULL THEN
+        PERFORM @extschema@._check_channel_name(p_channel);
+    END IF;
+    v_now := @extschema@._clock_ms();
+    FOR v_dead IN
+        SELECT d.*
+        FROM @extschema@.dead_letter AS d
+        WHERE
+            (p_channel IS NULL OR d.channel = p_channel)
+            AND (p_ids IS NULL OR d.id = ANY(p_ids))
+        ORDER BY d.channel, d.id
+        FOR UPDATE SKIP LOCKED
+    LOOP
+        IF v_channel.name IS DISTINCT FROM v_dead.channel THEN
+            IF v_in_channel > 0 THEN
+                PERFORM @extschema@._dead_letter_requeued(v_channel, v_in_channel, v_now);
+            END IF;
+            v_channel := @extschema@._channel_for_producer(v_dead.channel, v_now);
+            v_in_channel := 0;
+        END IF;
+        v_id := pg_catalog.nextval('@extschema@.message_id_seq');
+        v_key := v_dead.key;
+        IF v_key IS NOT NULL THEN
+            UPDATE @extschema@.message_key AS k
+            SET message_id = v_id, expires_at = NULL
+            WHERE
+                k.channel_id = v_channel.id
+                AND k.key = v_key
+                AND (k.message_id = v_dead.id OR k.expires_at <= v_now);
+            IF NOT FOUND THEN
+                INSERT INTO @extschema@.message_key (channel_id, key, message_id)
+                VALUES (v_channel.id, v_key, v_id)
+                ON CONFLICT (channel_id, key) DO NOTHING;
+                IF NOT FOUND THEN
+                    v_key := NULL;
+                END IF;
+            END IF;
+        END IF;
+        INSERT INTO @extschema@.message (
+            id, channel_id, dequeue_at, created_at, content, state, key, attempt_log
+        )
+        VALUES (
+            v_id, v_channel.id, v_now, v_dead.created_at, v_dead.content, v_dead.state, v_key,
+            v_dead.attempt_log
+        );
+        DELETE FROM @extschema@.dead_letter AS d WHERE d.id = v_dead.id;
+        v_count := v_count + 1;
+        v_in_channel := v_in_channel + 1;
+    END LOOP;
+    IF v_in_channel > 0 THEN
+        PERFORM @extschema@._dead_letter_requeued(v_channel, v_in_channel, v_now);
+    END IF;
+    RETURN v_count;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@.dead_letter_redrive(text, bigint[]) IS
+'Put dead letters back as new messages deliverable now: those of p_channel and/or with an id in p_ids (all when both are NULL). Returns how many.';
+
+REVOKE ALL ON FUNCTION @extschema@.dead_letter_redrive(text, bigint[]) FROM PUBLIC;

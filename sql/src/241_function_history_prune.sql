@@ -1,0 +1,32 @@
+-- Delete the history of messages completed more than p_older_than_ms ago
+-- (0: all of it).  Returns how many rows were deleted.  Walks
+-- message_history_completed_ix from its oldest entry.
+CREATE FUNCTION @extschema@.history_prune(p_older_than_ms bigint)
+RETURNS bigint
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_count bigint;
+BEGIN
+    IF p_older_than_ms IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_older_than_ms must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    IF p_older_than_ms < 0 THEN
+        RAISE EXCEPTION 'lonnymq: p_older_than_ms must be at least 0, got %', p_older_than_ms
+            USING ERRCODE = '22023';
+    END IF;
+    DELETE FROM @extschema@.message_history AS h
+    WHERE h.completed_at <= @extschema@._clock_ms() - p_older_than_ms;
+    GET DIAGNOSTICS v_count = ROW_COUNT;
+    RETURN v_count;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@.history_prune(bigint) IS
+'Delete message_history rows completed at least p_older_than_ms ago (0: all). Returns how many were deleted.';
+
+REVOKE ALL ON FUNCTION @extschema@.history_prune(bigint) FROM PUBLIC;

@@ -1,0 +1,70 @@
+-- Create or replace a periodic message: every p_every_ms, starting at
+-- p_start_at (NULL: now), a message with p_content is created in p_channel
+-- (see _schedule_run for who creates it and the catch-up rule).  Replacing
+-- a schedule keeps its position when the period and start are unchanged;
+-- otherwise it restarts from p_start_at (or now).
+CREATE FUNCTION @extschema@.schedule_set(
+    p_name text,
+    p_channel text,
+    p_content bytea,
+    p_every_ms bigint,
+    p_start_at bigint DEFAULT NULL
+)
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_now bigint;
+    v_start bigint;
+BEGIN
+    IF p_name IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_name must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    IF pg_catalog.length(p_name) NOT BETWEEN 1 AND 255 THEN
+        RAISE EXCEPTION 'lonnymq: a schedule name must be 1 to 255 characters, got %',
+            pg_catalog.length(p_name)
+            USING ERRCODE = '22023';
+    END IF;
+    PERFORM @extschema@._check_channel_name(p_channel);
+    IF p_content IS NULL OR p_every_ms IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_content and p_every_ms must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    IF pg_catalog.octet_length(p_content) > 16777216 THEN
+        RAISE EXCEPTION 'lonnymq: p_content is % bytes, the limit is 16777216 (16 MiB)',
+            pg_catalog.octet_length(p_content)
+            USING ERRCODE = '54000';
+    END IF;
+    IF p_every_ms NOT BETWEEN 1 AND 31536000000 THEN
+        RAISE EXCEPTION 'lonnymq: p_every_ms must be between 1 and 31536000000 (365 days), got %',
+            p_every_ms
+            USING ERRCODE = '22023';
+    END IF;
+    v_now := @extschema@._clock_ms();
+    v_start := COALESCE(p_start_at, v_now);
+    INSERT INTO @extschema@.schedule AS s (
+        name, channel, content, every_ms, start_at, next_at, created_at
+    )
+    VALUES (p_name, p_channel, p_content, p_every_ms, v_start, v_start, v_now)
+    ON CONFLICT (name) DO UPDATE
+        SET
+            channel = excluded.channel,
+            content = excluded.content,
+            every_ms = excluded.every_ms,
+            start_at = excluded.start_at,
+            next_at = CASE
+                WHEN s.every_ms = excluded.every_ms AND (p_start_at IS NULL OR s.start_at = excluded.start_at)
+                    THEN s.next_at
+                ELSE excluded.next_at
+            END;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@.schedule_set(text, text, bytea, bigint, bigint) IS
+'Create or replace a periodic message: p_content into p_channel every p_every_ms from p_start_at (NULL: now). Missed periods are coalesced into one message.';
+
+REVOKE ALL ON FUNCTION @extschema@.schedule_set(text, text, bytea, bigint, bigint) FROM PUBLIC;

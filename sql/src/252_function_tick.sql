@@ -1,0 +1,45 @@
+-- Housekeeping for deployments that want it on a clock (pg_cron:
+-- SELECT cron.schedule('lonnymq', '* * * * *', 'SELECT lonnymq.tick()')).
+-- Nothing depends on it: message_dequeue does the same work as it goes.
+-- Materialises every due schedule (in rounds of 100) and deletes up to
+-- 10000 expired deduplication claims.  Returns how many periodic messages
+-- it created.  A busy schedule (locked by a worker) is left to that worker.
+CREATE FUNCTION @extschema@.tick()
+RETURNS integer
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_now bigint;
+    v_created integer := 0;
+    v_round integer;
+BEGIN
+    v_now := @extschema@._clock_ms();
+    FOR v_try IN 1..100 LOOP
+        v_round := @extschema@._schedule_run(v_now, 100);
+        v_created := v_created + v_round;
+        EXIT WHEN NOT EXISTS (
+            SELECT 1
+            FROM @extschema@.schedule AS s
+            WHERE s.next_at <= v_now
+        ) OR v_round = 0;
+    END LOOP;
+    DELETE FROM @extschema@.message_key AS k
+    WHERE k.ctid = ANY(ARRAY(
+        SELECT e.ctid
+        FROM @extschema@.message_key AS e
+        WHERE e.expires_at <= v_now
+        ORDER BY e.expires_at
+        LIMIT 10000
+        FOR UPDATE SKIP LOCKED
+    ));
+    RETURN v_created;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@.tick() IS
+'Housekeeping for pg_cron (optional): create due periodic messages and delete expired deduplication claims. Returns how many periodic messages were created.';
+
+REVOKE ALL ON FUNCTION @extschema@.tick() FROM PUBLIC;
