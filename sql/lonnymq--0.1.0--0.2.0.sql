@@ -901,14 +901,15 @@ DECLARE
     v_claim record;
 BEGIN
     DELETE FROM @extschema@.message_key AS k
-    WHERE k.ctid = ANY(ARRAY(
-        SELECT e.ctid
+    USING (
+        SELECT e.channel_id, e.key
         FROM @extschema@.message_key AS e
         WHERE e.expires_at <= p_now
         ORDER BY e.expires_at
         LIMIT 2
         FOR UPDATE SKIP LOCKED
-    ));
+    ) AS x
+    WHERE k.channel_id = x.channel_id AND k.key = x.key;
     FOR v_try IN 1..3 LOOP
         INSERT INTO @extschema@.message_key (channel_id, key, message_id)
         VALUES (p_channel_id, p_key, p_message_id)
@@ -1764,6 +1765,7 @@ DECLARE
     v_removed bigint;
     v_room bigint;
     v_dropped bigint[] := '{}';
+    v_dropped_keys text[] := '{}';
     v_ready_at bigint;
     v_key text;
     v_existing bigint;
@@ -1868,12 +1870,18 @@ BEGIN
             ELSE
                 v_keep[i] := FALSE;
                 v_dropped := v_dropped || v_ids[i];
+                IF p_keys IS NOT NULL THEN
+                    v_dropped_keys := v_dropped_keys || p_keys[pg_catalog.array_lower(p_keys, 1) + i - 1];
+                END IF;
                 v_out[i] := NULL;
             END IF;
         END LOOP;
         IF pg_catalog.cardinality(v_dropped) > 0 THEN
             DELETE FROM @extschema@.message_key AS k
-            WHERE k.channel_id = v_channel.id AND k.message_id = ANY(v_dropped);
+            WHERE
+                k.channel_id = v_channel.id
+                AND k.key = ANY(v_dropped_keys)
+                AND k.message_id = ANY(v_dropped);
             -- A repeat of a dropped message's key is dropped with it.
             FOR i IN 1..v_n LOOP
                 IF v_out[i] = ANY(v_dropped) THEN
@@ -2633,9 +2641,9 @@ REVOKE ALL ON FUNCTION @extschema@.message_heartbeat(bigint, integer, bigint) FR
 -- message that is not locked is skipped (as message_complete's false).
 -- Set-based: the limited channels' rows are locked first, in id order (lock
 -- order, as everywhere: channel rows before message rows), then one DELETE
--- removes the messages, copies them to message_history for channels that
--- retain it and releases their keys, and each channel's counters are
--- updated once.
+-- removes the messages (copying them to message_history for channels that
+-- retain it), keyed messages release their keys, and each channel's
+-- counters are updated once.  About two primary-key probes per message.
 CREATE OR REPLACE FUNCTION @extschema@.message_complete_batch(
     p_ids bigint[],
     p_num_attempts integer[]
@@ -2651,6 +2659,13 @@ DECLARE
     v_now bigint;
     v_done integer := 0;
     v_count record;
+    v_channel_ids bigint[];
+    v_history_ids bigint[];
+    v_gone_ids bigint[];
+    v_gone_channels bigint[];
+    v_gone_keys text[];
+    v_window bigint;
+    i integer;
 BEGIN
     IF p_ids IS NULL OR p_num_attempts IS NULL THEN
         RAISE EXCEPTION 'lonnymq: p_ids and p_num_attempts must not be NULL'
@@ -2679,19 +2694,48 @@ BEGIN
     END IF;
     v_now := @extschema@._clock_ms();
 
+    -- The batch's channels (one primary-key probe per message); limited
+    -- ones are locked, in id order, before any message row.
+    SELECT pg_catalog.array_agg(DISTINCT m.channel_id) INTO v_channel_ids
+    FROM @extschema@.message AS m
+    WHERE m.id = ANY(p_ids);
+    IF v_channel_ids IS NULL THEN
+        RETURN 0;
+    END IF;
     PERFORM 1
     FROM @extschema@.channel AS c
     WHERE
-        c.id IN (
-            SELECT m.channel_id
-            FROM @extschema@.message AS m
-            WHERE m.id = ANY(p_ids)
-        )
+        c.id = ANY(v_channel_ids)
         AND (c.max_concurrency IS NOT NULL OR c.max_size IS NOT NULL)
     ORDER BY c.id
     FOR NO KEY UPDATE OF c;
+    SELECT pg_catalog.array_agg(c.id) FILTER (WHERE c.retain_history) INTO v_history_ids
+    FROM @extschema@.channel AS c
+    WHERE c.id = ANY(v_channel_ids);
 
-    FOR v_count IN
+    -- One DELETE (one more probe per message).  Only channels that retain
+    -- history make it copy the rows.
+    IF v_history_ids IS NULL THEN
+        WITH gone AS (
+            DELETE FROM @extschema@.message AS m
+            USING ROWS FROM (
+                pg_catalog.unnest(p_ids), pg_catalog.unnest(p_num_attempts)
+            ) AS t (id, num_attempts)
+            WHERE
+                m.id = ANY(p_ids)
+                AND m.id = t.id
+                AND m.num_attempts = t.num_attempts
+                AND m.is_locked
+            RETURNING m.id, m.channel_id, m.key
+        )
+
+        SELECT
+            pg_catalog.array_agg(g.id),
+            pg_catalog.array_agg(g.channel_id),
+            pg_catalog.array_agg(g.key)
+        INTO v_gone_ids, v_gone_channels, v_gone_keys
+        FROM gone AS g;
+    ELSE
         WITH gone AS (
             DELETE FROM @extschema@.message AS m
             USING ROWS FROM (
@@ -2705,51 +2749,43 @@ BEGIN
             RETURNING m.id, m.channel_id, m.key, m.content, m.state, m.num_attempts, m.created_at
         ),
 
-        gone_channel AS (
-            SELECT
-                g.*,
-                c.name AS channel_name,
-                c.retain_history,
-                c.dedup_window_ms
-            FROM gone AS g
-            INNER JOIN @extschema@.channel AS c ON c.id = g.channel_id
-        ),
-
         kept AS (
             INSERT INTO @extschema@.message_history (
                 id, channel, key, content, state, num_attempts, created_at, completed_at
             )
             SELECT
-                g.id, g.channel_name, g.key, g.content, g.state, g.num_attempts, g.created_at, v_now
-            FROM gone_channel AS g
-            WHERE g.retain_history
-        ),
-
-        key_held AS (
-            UPDATE @extschema@.message_key AS k
-            SET expires_at = v_now + g.dedup_window_ms
-            FROM gone_channel AS g
-            WHERE
-                g.key IS NOT NULL
-                AND g.dedup_window_ms > 0
-                AND k.channel_id = g.channel_id
-                AND k.key = g.key
-                AND k.message_id = g.id
-        ),
-
-        key_freed AS (
-            DELETE FROM @extschema@.message_key AS k
-            USING gone_channel AS g
-            WHERE
-                g.key IS NOT NULL
-                AND g.dedup_window_ms = 0
-                AND k.channel_id = g.channel_id
-                AND k.key = g.key
-                AND k.message_id = g.id
+                g.id, c.name, g.key, g.content, g.state, g.num_attempts, g.created_at, v_now
+            FROM gone AS g
+            INNER JOIN @extschema@.channel AS c ON c.id = g.channel_id
+            WHERE g.channel_id = ANY(v_history_ids)
         )
 
+        SELECT
+            pg_catalog.array_agg(g.id),
+            pg_catalog.array_agg(g.channel_id),
+            pg_catalog.array_agg(g.key)
+        INTO v_gone_ids, v_gone_channels, v_gone_keys
+        FROM gone AS g;
+    END IF;
+    IF v_gone_ids IS NULL THEN
+        RETURN 0;
+    END IF;
+
+    -- Keys: each keyed message's claim lasts its channel's dedup window.
+    FOR i IN 1..pg_catalog.cardinality(v_gone_ids) LOOP
+        CONTINUE WHEN v_gone_keys[i] IS NULL;
+        SELECT c.dedup_window_ms INTO v_window
+        FROM @extschema@.channel AS c
+        WHERE c.id = v_gone_channels[i];
+        PERFORM @extschema@._message_key_release(
+            v_gone_channels[i], v_gone_keys[i], v_gone_ids[i], v_window, v_now
+        );
+    END LOOP;
+
+    -- Counters, once per channel.
+    FOR v_count IN
         SELECT g.channel_id, pg_catalog.count(*)::integer AS n
-        FROM gone AS g
+        FROM pg_catalog.unnest(v_gone_channels) AS g (channel_id)
         GROUP BY g.channel_id
         ORDER BY g.channel_id
     LOOP
@@ -2892,20 +2928,38 @@ DECLARE
     v_key text;
     v_count integer := 0;
     v_in_channel integer := 0;
+    v_cursor refcursor;
 BEGIN
     IF p_channel IS NOT NULL THEN
         PERFORM @extschema@._check_channel_name(p_channel);
     END IF;
     v_now := @extschema@._clock_ms();
-    FOR v_dead IN
+    -- One query per way of choosing, each walking its own index in order:
+    -- the ids (primary key), one channel or all (dead_letter_channel_ix).
+    IF p_ids IS NOT NULL THEN
+        OPEN v_cursor FOR
         SELECT d.*
         FROM @extschema@.dead_letter AS d
-        WHERE
-            (p_channel IS NULL OR d.channel = p_channel)
-            AND (p_ids IS NULL OR d.id = ANY(p_ids))
+        WHERE d.id = ANY(p_ids) AND (p_channel IS NULL OR d.channel = p_channel)
+        ORDER BY d.id
+        FOR UPDATE SKIP LOCKED;
+    ELSIF p_channel IS NOT NULL THEN
+        OPEN v_cursor FOR
+        SELECT d.*
+        FROM @extschema@.dead_letter AS d
+        WHERE d.channel = p_channel
         ORDER BY d.channel, d.id
-        FOR UPDATE SKIP LOCKED
+        FOR UPDATE SKIP LOCKED;
+    ELSE
+        OPEN v_cursor FOR
+        SELECT d.*
+        FROM @extschema@.dead_letter AS d
+        ORDER BY d.channel, d.id
+        FOR UPDATE SKIP LOCKED;
+    END IF;
     LOOP
+        FETCH v_cursor INTO v_dead;
+        EXIT WHEN NOT FOUND;
         IF v_channel.name IS DISTINCT FROM v_dead.channel THEN
             IF v_in_channel > 0 THEN
                 PERFORM @extschema@._dead_letter_requeued(v_channel, v_in_channel, v_now);
@@ -2942,6 +2996,7 @@ BEGIN
         v_count := v_count + 1;
         v_in_channel := v_in_channel + 1;
     END LOOP;
+    CLOSE v_cursor;
     IF v_in_channel > 0 THEN
         PERFORM @extschema@._dead_letter_requeued(v_channel, v_in_channel, v_now);
     END IF;
@@ -2967,6 +3022,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_count bigint;
+    v_cutoff bigint;
 BEGIN
     IF p_older_than_ms IS NULL THEN
         RAISE EXCEPTION 'lonnymq: p_older_than_ms must not be NULL'
@@ -2976,8 +3032,11 @@ BEGIN
         RAISE EXCEPTION 'lonnymq: p_older_than_ms must be at least 0, got %', p_older_than_ms
             USING ERRCODE = '22023';
     END IF;
+    -- A variable, not the expression: the plan then sees the cutoff and
+    -- walks message_history_completed_ix when little is old enough.
+    v_cutoff := @extschema@._clock_ms() - p_older_than_ms;
     DELETE FROM @extschema@.message_history AS h
-    WHERE h.completed_at <= @extschema@._clock_ms() - p_older_than_ms;
+    WHERE h.completed_at <= v_cutoff;
     GET DIAGNOSTICS v_count = ROW_COUNT;
     RETURN v_count;
 END;
@@ -3114,15 +3173,21 @@ BEGIN
             WHERE s.next_at <= v_now
         ) OR v_round = 0;
     END LOOP;
-    DELETE FROM @extschema@.message_key AS k
-    WHERE k.ctid = ANY(ARRAY(
-        SELECT e.ctid
-        FROM @extschema@.message_key AS e
-        WHERE e.expires_at <= v_now
-        ORDER BY e.expires_at
-        LIMIT 10000
-        FOR UPDATE SKIP LOCKED
-    ));
+    -- Expired claims, 100 at a time (a nested loop of primary-key probes;
+    -- one big DELETE would be planned as a hash join over the whole table).
+    FOR v_try IN 1..100 LOOP
+        DELETE FROM @extschema@.message_key AS k
+        USING (
+            SELECT e.channel_id, e.key
+            FROM @extschema@.message_key AS e
+            WHERE e.expires_at <= v_now
+            ORDER BY e.expires_at
+            LIMIT 100
+            FOR UPDATE SKIP LOCKED
+        ) AS x
+        WHERE k.channel_id = x.channel_id AND k.key = x.key;
+        EXIT WHEN NOT FOUND;
+    END LOOP;
     RETURN v_created;
 END;
 $$;

@@ -21,14 +21,15 @@ DECLARE
     v_claim record;
 BEGIN
     DELETE FROM @extschema@.message_key AS k
-    WHERE k.ctid = ANY(ARRAY(
-        SELECT e.ctid
+    USING (
+        SELECT e.channel_id, e.key
         FROM @extschema@.message_key AS e
         WHERE e.expires_at <= p_now
         ORDER BY e.expires_at
         LIMIT 2
         FOR UPDATE SKIP LOCKED
-    ));
+    ) AS x
+    WHERE k.channel_id = x.channel_id AND k.key = x.key;
     FOR v_try IN 1..3 LOOP
         INSERT INTO @extschema@.message_key (channel_id, key, message_id)
         VALUES (p_channel_id, p_key, p_message_id)

@@ -33,6 +33,7 @@ DECLARE
     v_removed bigint;
     v_room bigint;
     v_dropped bigint[] := '{}';
+    v_dropped_keys text[] := '{}';
     v_ready_at bigint;
     v_key text;
     v_existing bigint;
@@ -137,12 +138,18 @@ BEGIN
             ELSE
                 v_keep[i] := FALSE;
                 v_dropped := v_dropped || v_ids[i];
+                IF p_keys IS NOT NULL THEN
+                    v_dropped_keys := v_dropped_keys || p_keys[pg_catalog.array_lower(p_keys, 1) + i - 1];
+                END IF;
                 v_out[i] := NULL;
             END IF;
         END LOOP;
         IF pg_catalog.cardinality(v_dropped) > 0 THEN
             DELETE FROM @extschema@.message_key AS k
-            WHERE k.channel_id = v_channel.id AND k.message_id = ANY(v_dropped);
+            WHERE
+                k.channel_id = v_channel.id
+                AND k.key = ANY(v_dropped_keys)
+                AND k.message_id = ANY(v_dropped);
             -- A repeat of a dropped message's key is dropped with it.
             FOR i IN 1..v_n LOOP
                 IF v_out[i] = ANY(v_dropped) THEN

@@ -3,9 +3,9 @@
 -- message that is not locked is skipped (as message_complete's false).
 -- Set-based: the limited channels' rows are locked first, in id order (lock
 -- order, as everywhere: channel rows before message rows), then one DELETE
--- removes the messages, copies them to message_history for channels that
--- retain it and releases their keys, and each channel's counters are
--- updated once.
+-- removes the messages (copying them to message_history for channels that
+-- retain it), keyed messages release their keys, and each channel's
+-- counters are updated once.  About two primary-key probes per message.
 CREATE FUNCTION @extschema@.message_complete_batch(
     p_ids bigint[],
     p_num_attempts integer[]
@@ -21,6 +21,13 @@ DECLARE
     v_now bigint;
     v_done integer := 0;
     v_count record;
+    v_channel_ids bigint[];
+    v_history_ids bigint[];
+    v_gone_ids bigint[];
+    v_gone_channels bigint[];
+    v_gone_keys text[];
+    v_window bigint;
+    i integer;
 BEGIN
     IF p_ids IS NULL OR p_num_attempts IS NULL THEN
         RAISE EXCEPTION 'lonnymq: p_ids and p_num_attempts must not be NULL'
@@ -49,19 +56,48 @@ BEGIN
     END IF;
     v_now := @extschema@._clock_ms();
 
+    -- The batch's channels (one primary-key probe per message); limited
+    -- ones are locked, in id order, before any message row.
+    SELECT pg_catalog.array_agg(DISTINCT m.channel_id) INTO v_channel_ids
+    FROM @extschema@.message AS m
+    WHERE m.id = ANY(p_ids);
+    IF v_channel_ids IS NULL THEN
+        RETURN 0;
+    END IF;
     PERFORM 1
     FROM @extschema@.channel AS c
     WHERE
-        c.id IN (
-            SELECT m.channel_id
-            FROM @extschema@.message AS m
-            WHERE m.id = ANY(p_ids)
-        )
+        c.id = ANY(v_channel_ids)
         AND (c.max_concurrency IS NOT NULL OR c.max_size IS NOT NULL)
     ORDER BY c.id
     FOR NO KEY UPDATE OF c;
+    SELECT pg_catalog.array_agg(c.id) FILTER (WHERE c.retain_history) INTO v_history_ids
+    FROM @extschema@.channel AS c
+    WHERE c.id = ANY(v_channel_ids);
 
-    FOR v_count IN
+    -- One DELETE (one more probe per message).  Only channels that retain
+    -- history make it copy the rows.
+    IF v_history_ids IS NULL THEN
+        WITH gone AS (
+            DELETE FROM @extschema@.message AS m
+            USING ROWS FROM (
+                pg_catalog.unnest(p_ids), pg_catalog.unnest(p_num_attempts)
+            ) AS t (id, num_attempts)
+            WHERE
+                m.id = ANY(p_ids)
+                AND m.id = t.id
+                AND m.num_attempts = t.num_attempts
+                AND m.is_locked
+            RETURNING m.id, m.channel_id, m.key
+        )
+
+        SELECT
+            pg_catalog.array_agg(g.id),
+            pg_catalog.array_agg(g.channel_id),
+            pg_catalog.array_agg(g.key)
+        INTO v_gone_ids, v_gone_channels, v_gone_keys
+        FROM gone AS g;
+    ELSE
         WITH gone AS (
             DELETE FROM @extschema@.message AS m
             USING ROWS FROM (
@@ -75,51 +111,43 @@ BEGIN
             RETURNING m.id, m.channel_id, m.key, m.content, m.state, m.num_attempts, m.created_at
         ),
 
-        gone_channel AS (
-            SELECT
-                g.*,
-                c.name AS channel_name,
-                c.retain_history,
-                c.dedup_window_ms
-            FROM gone AS g
-            INNER JOIN @extschema@.channel AS c ON c.id = g.channel_id
-        ),
-
         kept AS (
             INSERT INTO @extschema@.message_history (
                 id, channel, key, content, state, num_attempts, created_at, completed_at
             )
             SELECT
-                g.id, g.channel_name, g.key, g.content, g.state, g.num_attempts, g.created_at, v_now
-            FROM gone_channel AS g
-            WHERE g.retain_history
-        ),
-
-        key_held AS (
-            UPDATE @extschema@.message_key AS k
-            SET expires_at = v_now + g.dedup_window_ms
-            FROM gone_channel AS g
-            WHERE
-                g.key IS NOT NULL
-                AND g.dedup_window_ms > 0
-                AND k.channel_id = g.channel_id
-                AND k.key = g.key
-                AND k.message_id = g.id
-        ),
-
-        key_freed AS (
-            DELETE FROM @extschema@.message_key AS k
-            USING gone_channel AS g
-            WHERE
-                g.key IS NOT NULL
-                AND g.dedup_window_ms = 0
-                AND k.channel_id = g.channel_id
-                AND k.key = g.key
-                AND k.message_id = g.id
+                g.id, c.name, g.key, g.content, g.state, g.num_attempts, g.created_at, v_now
+            FROM gone AS g
+            INNER JOIN @extschema@.channel AS c ON c.id = g.channel_id
+            WHERE g.channel_id = ANY(v_history_ids)
         )
 
+        SELECT
+            pg_catalog.array_agg(g.id),
+            pg_catalog.array_agg(g.channel_id),
+            pg_catalog.array_agg(g.key)
+        INTO v_gone_ids, v_gone_channels, v_gone_keys
+        FROM gone AS g;
+    END IF;
+    IF v_gone_ids IS NULL THEN
+        RETURN 0;
+    END IF;
+
+    -- Keys: each keyed message's claim lasts its channel's dedup window.
+    FOR i IN 1..pg_catalog.cardinality(v_gone_ids) LOOP
+        CONTINUE WHEN v_gone_keys[i] IS NULL;
+        SELECT c.dedup_window_ms INTO v_window
+        FROM @extschema@.channel AS c
+        WHERE c.id = v_gone_channels[i];
+        PERFORM @extschema@._message_key_release(
+            v_gone_channels[i], v_gone_keys[i], v_gone_ids[i], v_window, v_now
+        );
+    END LOOP;
+
+    -- Counters, once per channel.
+    FOR v_count IN
         SELECT g.channel_id, pg_catalog.count(*)::integer AS n
-        FROM gone AS g
+        FROM pg_catalog.unnest(v_gone_channels) AS g (channel_id)
         GROUP BY g.channel_id
         ORDER BY g.channel_id
     LOOP

@@ -26,20 +26,38 @@ DECLARE
     v_key text;
     v_count integer := 0;
     v_in_channel integer := 0;
+    v_cursor refcursor;
 BEGIN
     IF p_channel IS NOT NULL THEN
         PERFORM @extschema@._check_channel_name(p_channel);
     END IF;
     v_now := @extschema@._clock_ms();
-    FOR v_dead IN
+    -- One query per way of choosing, each walking its own index in order:
+    -- the ids (primary key), one channel or all (dead_letter_channel_ix).
+    IF p_ids IS NOT NULL THEN
+        OPEN v_cursor FOR
         SELECT d.*
         FROM @extschema@.dead_letter AS d
-        WHERE
-            (p_channel IS NULL OR d.channel = p_channel)
-            AND (p_ids IS NULL OR d.id = ANY(p_ids))
+        WHERE d.id = ANY(p_ids) AND (p_channel IS NULL OR d.channel = p_channel)
+        ORDER BY d.id
+        FOR UPDATE SKIP LOCKED;
+    ELSIF p_channel IS NOT NULL THEN
+        OPEN v_cursor FOR
+        SELECT d.*
+        FROM @extschema@.dead_letter AS d
+        WHERE d.channel = p_channel
         ORDER BY d.channel, d.id
-        FOR UPDATE SKIP LOCKED
+        FOR UPDATE SKIP LOCKED;
+    ELSE
+        OPEN v_cursor FOR
+        SELECT d.*
+        FROM @extschema@.dead_letter AS d
+        ORDER BY d.channel, d.id
+        FOR UPDATE SKIP LOCKED;
+    END IF;
     LOOP
+        FETCH v_cursor INTO v_dead;
+        EXIT WHEN NOT FOUND;
         IF v_channel.name IS DISTINCT FROM v_dead.channel THEN
             IF v_in_channel > 0 THEN
                 PERFORM @extschema@._dead_letter_requeued(v_channel, v_in_channel, v_now);
@@ -76,6 +94,7 @@ BEGIN
         v_count := v_count + 1;
         v_in_channel := v_in_channel + 1;
     END LOOP;
+    CLOSE v_cursor;
     IF v_in_channel > 0 THEN
         PERFORM @extschema@._dead_letter_requeued(v_channel, v_in_channel, v_now);
     END IF;

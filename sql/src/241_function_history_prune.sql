@@ -10,6 +10,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_count bigint;
+    v_cutoff bigint;
 BEGIN
     IF p_older_than_ms IS NULL THEN
         RAISE EXCEPTION 'lonnymq: p_older_than_ms must not be NULL'
@@ -19,8 +20,11 @@ BEGIN
         RAISE EXCEPTION 'lonnymq: p_older_than_ms must be at least 0, got %', p_older_than_ms
             USING ERRCODE = '22023';
     END IF;
+    -- A variable, not the expression: the plan then sees the cutoff and
+    -- walks message_history_completed_ix when little is old enough.
+    v_cutoff := @extschema@._clock_ms() - p_older_than_ms;
     DELETE FROM @extschema@.message_history AS h
-    WHERE h.completed_at <= @extschema@._clock_ms() - p_older_than_ms;
+    WHERE h.completed_at <= v_cutoff;
     GET DIAGNOSTICS v_count = ROW_COUNT;
     RETURN v_count;
 END;

@@ -26,15 +26,21 @@ BEGIN
             WHERE s.next_at <= v_now
         ) OR v_round = 0;
     END LOOP;
-    DELETE FROM @extschema@.message_key AS k
-    WHERE k.ctid = ANY(ARRAY(
-        SELECT e.ctid
-        FROM @extschema@.message_key AS e
-        WHERE e.expires_at <= v_now
-        ORDER BY e.expires_at
-        LIMIT 10000
-        FOR UPDATE SKIP LOCKED
-    ));
+    -- Expired claims, 100 at a time (a nested loop of primary-key probes;
+    -- one big DELETE would be planned as a hash join over the whole table).
+    FOR v_try IN 1..100 LOOP
+        DELETE FROM @extschema@.message_key AS k
+        USING (
+            SELECT e.channel_id, e.key
+            FROM @extschema@.message_key AS e
+            WHERE e.expires_at <= v_now
+            ORDER BY e.expires_at
+            LIMIT 100
+            FOR UPDATE SKIP LOCKED
+        ) AS x
+        WHERE k.channel_id = x.channel_id AND k.key = x.key;
+        EXIT WHEN NOT FOUND;
+    END LOOP;
     RETURN v_created;
 END;
 $$;

@@ -6,34 +6,7 @@
 -- scanned no table sequentially.  A scan that grew with the data would read
 -- thousands of entries here.
 
-CREATE FUNCTION pg_temp.lmq_io()
-RETURNS bigint[]
-LANGUAGE sql
-AS $$
-    SELECT ARRAY[
-        (SELECT coalesce(sum(seq_scan), 0) FROM pg_stat_xact_user_tables WHERE schemaname = 'lonnymq'),
-        (SELECT coalesce(sum(pg_stat_get_xact_tuples_returned(i.indexrelid)), 0)
-         FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indrelid
-         WHERE c.relnamespace = 'lonnymq'::regnamespace)
-    ]::bigint[]
-$$;
-
--- Runs p_sql; returns its result as text and the cost it added as
--- 'seq=<sequential scans> idx=<index entries read>'.
-CREATE FUNCTION pg_temp.lmq_cost(p_sql text, OUT result text, OUT seq bigint, OUT idx bigint)
-LANGUAGE plpgsql
-AS $$
-DECLARE
-    v_before bigint[] := pg_temp.lmq_io();
-    v_after bigint[];
-BEGIN
-    EXECUTE p_sql INTO result;
-    v_after := pg_temp.lmq_io();
-    seq := v_after[1] - v_before[1];
-    idx := v_after[2] - v_before[2];
-END;
-$$;
-
+\ir include/probes.psql
 \ir include/pathological.psql
 
 SELECT plan(22);

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 PATHOLOGICAL = Path(__file__).resolve().parents[1] / "pgtap" / "include" / "pathological.psql"
-TABLES = ("message", "channel", "channel_wake", "channel_quota")
+TABLES = ("message", "channel", "channel_wake", "channel_quota", "message_key", "dead_letter",
+          "message_history", "schedule")
 SCAN_RE = re.compile(r"(Seq Scan|Bitmap Heap Scan|Index Scan|Index Only Scan|Bitmap Index Scan)"
                      r"(?: Backward)?(?: using (\S+))? on (\w+)")
 
@@ -107,6 +108,52 @@ def test_every_hot_statement_is_an_index_probe(pathological_db):
         ]:
             cur.execute(sql, args)
             assert cur.fetchone()[0] is True, sql
+        # The 0.2.0 calls on the same data: keys (held and new), batches,
+        # fail (retry and dead), cancel, a due schedule, a poisoned lock,
+        # stats of one channel, redrive, history.
+        cur.execute("SELECT lonnymq.channel_set('poison', p_max_attempts => 1)")
+        cur.execute("SELECT lonnymq.message_create('poison', 'p')")
+        cur.execute("SELECT id FROM lonnymq.message_dequeue(1, 1, 'poison')")
+        cur.execute("SELECT pg_sleep(0.01)")
+        cur.execute("SELECT lonnymq.message_create('poison', 'q')")
+        for sql in [
+            "SELECT lonnymq.message_create('keyed', 'n', NULL, 'key-7')",
+            "SELECT lonnymq.message_create('keyed', 'n', NULL, 'plan-key')",
+            "SELECT lonnymq.message_create_batch('backlog', ARRAY['a', 'b', 'c']::bytea[])",
+            "SELECT lonnymq.message_create_batch('keyed', ARRAY['a', 'b']::bytea[], NULL, ARRAY['key-9', 'k-new'])",
+            "SELECT lonnymq.message_create_batch('sized', ARRAY['a', 'b', 'c', 'd', 'e', 'f']::bytea[])",
+            "SELECT * FROM lonnymq.message_dequeue(60000, 1, 'poison')",
+            "UPDATE lonnymq.schedule SET next_at = 0 WHERE name = 'sched77'",
+            "SELECT * FROM lonnymq.message_dequeue(60000, 1, 'target')",
+            "SELECT lonnymq.history_prune(86400000)",
+            "SELECT lonnymq.dead_letter_redrive('future5', NULL)",
+            "SELECT lonnymq.dead_letter_redrive(NULL, ARRAY[1, 2, 3]::bigint[])",
+            "SELECT lonnymq.tick()",
+        ]:
+            cur.execute(sql)
+        cur.execute("SELECT lonnymq.channel_set('hist', p_retain_history => true, p_max_attempts => 2,"
+                    " p_dedup_window_ms => 60000, p_max_size => 100)")
+        cur.execute("SELECT lonnymq.message_create_batch('hist', ARRAY['1', '2', '3', '4', '5', '6']::bytea[],"
+                    " NULL, ARRAY['h1', 'h2', 'h3', 'h4', 'h5', 'h6'])")
+        cur.execute("SELECT id, num_attempts FROM lonnymq.message_dequeue(60000, 6, 'hist')")
+        rows = cur.fetchall()
+        assert len(rows) == 6
+        cur.execute("SELECT lonnymq.message_complete(%s, %s)", rows[0])
+        cur.execute("SELECT lonnymq.message_complete_batch(%s, %s)",
+                    ([r[0] for r in rows[1:3]], [r[1] for r in rows[1:3]]))
+        assert cur.fetchone()[0] == 2
+        cur.execute("SELECT lonnymq.message_fail(%s, %s, 'e')", rows[3])
+        assert cur.fetchone()[0] == "retry"
+        cur.execute("SELECT lonnymq.message_fail(%s, %s, 'e')", rows[4])
+        cur.execute("SELECT lonnymq.message_defer(%s, %s)", rows[5])
+        cur.execute("SELECT lonnymq.message_cancel(%s)", (rows[5][0],))
+        assert cur.fetchone()[0] is True
+        cur.execute("SELECT id, num_attempts FROM lonnymq.message_dequeue(60000, 2, 'backlog')")
+        rows = cur.fetchall()
+        cur.execute("SELECT lonnymq.message_complete_batch(%s, %s)",
+                    ([r[0] for r in rows], [r[1] for r in rows]))
+        cur.execute("SELECT lonnymq.channel_pause('target')")
+        cur.execute("SELECT lonnymq.channel_resume('target')")
     collected = plans.take()
 
     touching = [p for p in collected if any(re.search(rf" on {t}\b", p) for t in TABLES)]
@@ -117,7 +164,7 @@ def test_every_hot_statement_is_an_index_probe(pathological_db):
     failures = {query_text(p): bad_nodes(p) for p in touching if bad_nodes(p)}
     assert not failures, "statements that do not probe an index:\n" + "\n".join(
         f"{q}: {nodes}" for q, nodes in failures.items()
-    )
+    ) + "\n\nplans:\n" + "\n".join(p for p in touching if bad_nodes(p))
 
 
 ONE_BIG_CHANNEL = """
@@ -152,6 +199,12 @@ def test_plans_stay_index_probes_when_one_channel_holds_the_whole_table(db):
         cur.execute("SELECT lonnymq.message_defer(%s, %s)", rows[3])
         cur.execute("SELECT lonnymq.message_heartbeat(%s, %s, 1000)", rows[4])
         cur.execute("SELECT lonnymq.message_create('big1', 'n')")
+        cur.execute("SELECT lonnymq.message_create('big1', 'n', NULL, 'a-key')")
+        cur.execute("SELECT lonnymq.message_create_batch('big1', ARRAY['a', 'b']::bytea[], NULL, ARRAY['k1', 'k2'])")
+        cur.execute("SELECT lonnymq.message_complete_batch(%s, %s)",
+                    ([r[0] for r in rows[5:50]], [r[1] for r in rows[5:50]]))
+        assert cur.fetchone()[0] == 45
+        cur.execute("SELECT lonnymq.message_fail(%s, %s, 'e')", rows[50])
     collected = plans.take()
     touching = [p for p in collected if any(re.search(rf" on {t}\b", p) for t in TABLES)]
     assert len({query_text(p) for p in touching}) >= 10
@@ -165,3 +218,21 @@ def test_plans_stay_index_probes_when_one_channel_holds_the_whole_table(db):
                  if re.search(r"Index (?:Only )?Scan using \S+ on (?:message|channel)\b[^\n]*\n(?!\s+(?:Index Cond|Filter))",
                               p)]
     assert not unbounded, f"index scans without a condition: {unbounded}"
+
+
+def test_channel_stats_reads_index_ranges_only(pathological_db):
+    """channel_stats counts (it cannot be a bounded probe: its figures are
+    counts), but only over index ranges of the channels asked for: never a
+    sequential scan of message or dead_letter, whatever their size."""
+    conn = pathological_db.connect()
+    plans = PlanCollector(conn)
+    with conn.cursor() as cur:
+        cur.execute("SELECT * FROM lonnymq.channel_stats WHERE channel = 'backlog'")
+        assert cur.fetchone()[1] >= 90000
+        cur.execute("SELECT * FROM lonnymq.channel_stats WHERE channel = 'future5'")
+        cur.execute("SELECT sum(ready) FROM lonnymq.channel_stats")
+    collected = plans.take()
+    assert collected, "no plan was explained"
+    seq = [line.strip() for p in collected for line in p.splitlines()
+           if re.search(r"Seq Scan on (message|dead_letter)\b", line)]
+    assert not seq, f"channel_stats scans a table: {seq}"

@@ -1,0 +1,124 @@
+\ir include/setup.psql
+-- The 0.2.0 calls keep the rule: on the pathological queue (400,000+
+-- messages, 100,000 dead letters, 100,000 history rows, 100,000 key claims
+-- half of them expired, 10,000 schedules) each call reads a bounded number of
+-- index entries and scans no table sequentially (see 080 for the method).
+
+\ir include/probes.psql
+\ir include/pathological.psql
+
+SELECT plan(20);
+
+-- A poisoned channel: its only lock expired after its last allowed attempt,
+-- with a ready message behind it.
+SELECT lonnymq.channel_set('poison', p_max_attempts => 2, p_max_concurrency => 5);
+INSERT INTO lonnymq.message (channel_id, dequeue_at, is_locked, num_attempts, created_at, content)
+SELECT c.id, :t0 - 10, TRUE, 2, :t0, 'poison' FROM lonnymq.channel AS c WHERE c.name = 'poison';
+UPDATE lonnymq.channel SET num_locked = 1 WHERE name = 'poison';
+SELECT lonnymq.message_create('poison', 'good', :t0 - 5);
+SELECT lonnymq.channel_set('retry', p_max_attempts => 1);
+
+-- Warm the plan caches (ANALYZE invalidated them), as in 080.
+SELECT lonnymq.message_create('warm', 'w', NULL, 'warm-key');
+SELECT lonnymq.message_create_batch('warm', ARRAY['a', 'b']::bytea[], NULL, ARRAY['k1', 'k2']);
+SELECT lonnymq.message_complete_batch(array_agg(d.id), array_agg(d.num_attempts))
+FROM lonnymq.message_dequeue(1000, 10, 'warm') AS d;
+SELECT lonnymq.message_create('warm', 'w');
+SELECT lonnymq.message_fail(d.id, d.num_attempts, 'warm') FROM lonnymq.message_dequeue(1000, 1, 'warm') AS d;
+SELECT lonnymq.message_cancel(m.id) FROM lonnymq.message AS m JOIN lonnymq.channel AS c ON c.id = m.channel_id
+WHERE c.name = 'warm';
+-- A schedule of the warm channel, due: the first dequeue plans _schedule_run.
+SELECT lonnymq.schedule_set('warm', 'warm', 's', 3600000, :t0 - 10);
+SELECT count(*) FROM lonnymq.message_dequeue(1000, 1, 'warm');
+SELECT lonnymq.history_prune(86400000);
+
+CREATE TEMP TABLE costs (what text, result text, seq bigint, idx bigint);
+
+INSERT INTO costs SELECT 'create: new key', * FROM pg_temp.lmq_cost(
+    $$ SELECT (lonnymq.message_create('keyed', 'new', NULL, 'fresh-key') IS NOT NULL)::text $$);
+SELECT k.message_id AS holder FROM lonnymq.message_key AS k JOIN lonnymq.channel AS c ON c.id = k.channel_id
+WHERE c.name = 'keyed' AND k.key = 'key-25000' \gset
+INSERT INTO costs SELECT 'create: duplicate key', * FROM pg_temp.lmq_cost(
+    format($$ SELECT (lonnymq.message_create('keyed', 'dup', NULL, 'key-25000') = %s)::text $$, :holder));
+INSERT INTO costs SELECT 'create batch of 100', * FROM pg_temp.lmq_cost(
+    $$ SELECT count(*)::text FROM lonnymq.message_create_batch(
+        'backlog', array_fill('b'::bytea, ARRAY[100])) $$);
+INSERT INTO costs SELECT 'create batch of 100, keyed', * FROM pg_temp.lmq_cost(
+    $$ SELECT count(*)::text FROM lonnymq.message_create_batch(
+        'keyed', array_fill('b'::bytea, ARRAY[100]), NULL,
+        ARRAY(SELECT 'batch-' || g FROM generate_series(1, 100) AS g)) $$);
+INSERT INTO costs SELECT 'dequeue: buries a poisoned lock', * FROM pg_temp.lmq_cost(
+    $$ SELECT string_agg(convert_from(d.content, 'UTF8'), ',') FROM lonnymq.message_dequeue(60000, 1, 'poison') AS d $$);
+
+CREATE TEMP TABLE taken AS SELECT d.id, d.num_attempts FROM lonnymq.message_dequeue(60000, 100, 'backlog') AS d;
+INSERT INTO costs SELECT 'complete batch of 100', * FROM pg_temp.lmq_cost(
+    $$ SELECT lonnymq.message_complete_batch(array_agg(t.id), array_agg(t.num_attempts))::text FROM taken AS t $$);
+
+SELECT d.id AS rid, d.num_attempts AS rtok FROM lonnymq.message_dequeue(60000, 1, 'backlog') AS d \gset
+INSERT INTO costs SELECT 'fail: retry', * FROM pg_temp.lmq_cost(
+    format($$ SELECT lonnymq.message_fail(%s, %s, 'oops') $$, :rid, :rtok));
+SELECT lonnymq.message_create('retry', 'r');
+SELECT d.id AS did, d.num_attempts AS dtok FROM lonnymq.message_dequeue(60000, 1, 'retry') AS d \gset
+INSERT INTO costs SELECT 'fail: dead', * FROM pg_temp.lmq_cost(
+    format($$ SELECT lonnymq.message_fail(%s, %s, 'fatal') $$, :did, :dtok));
+SELECT min(m.id) AS cid FROM lonnymq.message AS m JOIN lonnymq.channel AS c ON c.id = m.channel_id
+WHERE c.name = 'backlog' AND NOT m.is_locked \gset
+INSERT INTO costs SELECT 'cancel', * FROM pg_temp.lmq_cost(format($$ SELECT lonnymq.message_cancel(%s)::text $$, :cid));
+
+UPDATE lonnymq.schedule SET next_at = :t0 - 1 WHERE name = 'sched5000';
+-- (From 'target': the backlog's head now holds the rows this transaction
+-- completed above, whose index entries stay until it ends; see 080.)
+INSERT INTO costs SELECT 'dequeue: a schedule is due', * FROM pg_temp.lmq_cost(
+    $$ SELECT count(*)::text FROM lonnymq.message_dequeue(60000, 1, 'target') $$);
+INSERT INTO costs SELECT 'channel_stats of one channel', * FROM pg_temp.lmq_cost(
+    $$ SELECT s.ready || '/' || s.scheduled || '/' || s.locked || '/' || s.dead
+       FROM lonnymq.channel_stats AS s WHERE s.channel = 'target' $$);
+INSERT INTO costs SELECT 'history_prune, nothing old enough', * FROM pg_temp.lmq_cost(
+    $$ SELECT lonnymq.history_prune(86400000)::text $$);
+INSERT INTO costs SELECT 'redrive 10 by id', * FROM pg_temp.lmq_cost(
+    $$ SELECT lonnymq.dead_letter_redrive(NULL, ARRAY(
+        SELECT d.id FROM lonnymq.dead_letter AS d WHERE d.channel = 'future5' ORDER BY d.id LIMIT 10))::text $$);
+
+SELECT is((SELECT result FROM costs WHERE what = 'create: new key'), 'true', 'a new key stores a message');
+SELECT is((SELECT result FROM costs WHERE what = 'create: duplicate key'), 'true', 'a held key returns the holder''s id');
+SELECT is((SELECT result FROM costs WHERE what = 'create batch of 100'), '100', 'a batch of 100 is created');
+SELECT is((SELECT result FROM costs WHERE what = 'create batch of 100, keyed'), '100', 'a keyed batch of 100 is created');
+SELECT is((SELECT result FROM costs WHERE what = 'dequeue: buries a poisoned lock'), 'good',
+    'the poisoned lock goes to the dead letters and the next message is delivered');
+SELECT is((SELECT count(*) FROM lonnymq.dead_letter WHERE channel = 'poison' AND last_error = 'lock expired'), 1::bigint,
+    'with "lock expired" as its last error');
+SELECT is((SELECT result FROM costs WHERE what = 'complete batch of 100'), '100', 'a batch of 100 is completed');
+SELECT is((SELECT result FROM costs WHERE what = 'fail: retry'), 'retry', 'a failure is retried');
+SELECT is((SELECT result FROM costs WHERE what = 'fail: dead'), 'dead', 'a last failure is dead');
+SELECT is((SELECT result FROM costs WHERE what = 'cancel'), 'true', 'a waiting message is cancelled');
+SELECT is((SELECT result FROM costs WHERE what = 'dequeue: a schedule is due'), '1', 'a dequeue with a due schedule');
+SELECT is((SELECT num_runs FROM lonnymq.schedule WHERE name = 'sched5000'), 1::bigint, 'materialised it');
+SELECT is((SELECT result FROM costs WHERE what = 'channel_stats of one channel'), '0/0/1/0', 'channel_stats of one channel');
+SELECT is((SELECT result FROM costs WHERE what = 'history_prune, nothing old enough'), '0', 'nothing is pruned');
+SELECT is((SELECT result FROM costs WHERE what = 'redrive 10 by id'), '10', 'ten dead letters are redriven');
+
+SELECT is(
+    (SELECT string_agg(what || ' seq=' || seq, ', ') FROM costs WHERE seq <> 0),
+    NULL,
+    'no 0.2.0 call scans a table sequentially'
+);
+SELECT is(
+    (SELECT string_agg(what || ' idx=' || idx, ', ') FROM costs
+     WHERE what NOT LIKE '%batch%' AND what NOT LIKE 'redrive%' AND idx > 40),
+    NULL,
+    'every single-message call reads at most 40 index entries'
+);
+SELECT is(
+    (SELECT string_agg(what || ' idx=' || idx, ', ') FROM costs WHERE what LIKE '%batch of 100%' AND idx > 500),
+    NULL,
+    'a batch of 100 reads at most 5 index entries per message'
+);
+SELECT cmp_ok((SELECT idx FROM costs WHERE what = 'redrive 10 by id'), '<=', 200::bigint,
+    'redriving 10 dead letters by id reads at most 20 index entries each');
+SELECT cmp_ok((SELECT count(*) FROM lonnymq.message_key WHERE expires_at IS NOT NULL), '<', 50000::bigint,
+    'keyed creates delete expired claims as they go');
+
+SELECT diag(string_agg(format('%-40s seq=%s idx=%s', what, seq, idx), E'\n' ORDER BY what)) FROM costs;
+
+SELECT * FROM finish();
+ROLLBACK;
