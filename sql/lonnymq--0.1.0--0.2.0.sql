@@ -2082,20 +2082,13 @@ DECLARE
     v_out_recovered boolean[] := '{}';
 BEGIN
     PERFORM @extschema@._check_lock_ms(p_lock_ms);
+    IF p_channel IS NOT NULL THEN
+        PERFORM @extschema@._check_channel_name(p_channel);
+    END IF;
     IF v_limit NOT BETWEEN 1 AND 1000 THEN
         RAISE EXCEPTION 'lonnymq: p_limit must be between 1 and 1000, got %', v_limit
             USING ERRCODE = '22023';
     END IF;
-    IF p_channel IS NOT NULL THEN
-        PERFORM @extschema@._check_channel_name(p_channel);
-        SELECT c.id INTO v_only
-        FROM @extschema@.channel AS c
-        WHERE c.name = p_channel;
-        IF NOT FOUND THEN
-            RETURN;
-        END IF;
-    END IF;
-
     v_now := @extschema@._clock_ms();
 
     -- 0. Due periodic messages.
@@ -2106,6 +2099,16 @@ BEGIN
     LIMIT 1;
     IF FOUND THEN
         PERFORM @extschema@._schedule_run(v_now, 4);
+    END IF;
+
+    -- (After the schedules: one may create the channel asked for.)
+    IF p_channel IS NOT NULL THEN
+        SELECT c.id INTO v_only
+        FROM @extschema@.channel AS c
+        WHERE c.name = p_channel;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
     END IF;
 
     -- 1. Due wake-ups: a waiting channel got a message deliverable earlier
