@@ -13,8 +13,8 @@ the measurement window (after the warm-up) through a queue:
     calls      per call type (create / dequeue / complete): count, total
                seconds and a sample of durations, measured in the client
 
-The SQL each workload sends is in this file; the two batch calls that
-lonnymq 0.1.0 lacks are the marked BATCH API HOOKs below.
+The SQL each workload sends is in this file; batches use lonnymq 0.2.0's
+message_create_batch and message_complete_batch.
 """
 
 from __future__ import annotations
@@ -109,29 +109,18 @@ def complete_one(cur, mid: int, token: int) -> bool:
     return bool(cur.fetchone()[0])
 
 
-# ---- BATCH API HOOK: create ------------------------------------------------------
-# lonnymq 0.1.0 has no message_create_batch: N message_create calls in ONE
-# statement (so one transaction and one round trip).  When the batch API lands,
-# replace the body with the batch call, e.g.
-#     cur.execute("SELECT lonnymq.message_create_batch(%s, array_fill(...))", ...)
-# and keep the signature; the rest of the benchmark does not change.
+# ---- batch calls (lonnymq 0.2.0) ------------------------------------------------
+# One message_create_batch call: one statement, one transaction, one INSERT.
 def create_batch(cur, channel: str, n: int) -> None:
     cur.execute(
-        f"SELECT lonnymq.message_create(%s, {CONTENT_NOW}) FROM generate_series(1, %s)",
+        f"SELECT count(*) FROM lonnymq.message_create_batch(%s, array_fill({CONTENT_NOW}, ARRAY[%s]))",
         (channel, n),
     )
 
 
-# ---- BATCH API HOOK: complete ----------------------------------------------------
-# lonnymq 0.1.0 has no batch complete: N message_complete calls in ONE statement
-# (one transaction, one round trip).  Replace with the batch call when it exists;
-# return the number of messages completed.
+# One message_complete_batch call; returns the number of messages completed.
 def complete_batch(cur, ids: list[int], tokens: list[int]) -> int:
-    cur.execute(
-        "SELECT count(*) FILTER (WHERE lonnymq.message_complete(t.id, t.tok)) "
-        "FROM unnest(%s::bigint[], %s::integer[]) AS t (id, tok)",
-        (ids, tokens),
-    )
+    cur.execute("SELECT lonnymq.message_complete_batch(%s::bigint[], %s::integer[])", (ids, tokens))
     return int(cur.fetchone()[0])
 
 

@@ -945,7 +945,9 @@ REVOKE ALL ON FUNCTION @extschema@._channel_nothing_ready(@extschema@.channel, b
 -- is_dead, for the caller's counters) -- unless p_bury is false, when it is
 -- left alone for a caller that can update the channel's counters.  Dead
 -- ones do not count towards p_limit: the scan goes on for replacements, at
--- most p_limit + 16 buried per call.
+-- most p_limit + 16 buried per call.  A channel at max_concurrency
+-- (p_expired_only) gets as many replacements, of any kind, as locks it
+-- buried: each freed a place.
 CREATE FUNCTION @extschema@._message_take(
     p_channel_id bigint,
     p_now bigint,
@@ -971,83 +973,114 @@ VOLATILE
 AS $$
 #variable_conflict use_column
 DECLARE
-    v_message record;
-    v_cursor refcursor;
     v_want integer := p_limit;
+    v_expired_only boolean := p_expired_only;
     v_dead integer := 0;
     v_pass integer;
+    v_ids bigint[];
+    v_at bigint[];
+    v_was boolean[];
+    v_tries integer[];
+    v_take bigint[];
+    i integer;
 BEGIN
-    -- Rows are locked one by one as the cursor reaches them, then each is
-    -- updated through its primary key.  (A single UPDATE ... FROM the locked
-    -- rows would be planned, generically, for "LIMIT p_limit" rows of the
-    -- whole channel, and can then choose a merge join that walks the
-    -- message primary key from its start.)
+    -- Set-based: one statement locks the rows (SKIP LOCKED) and gives their
+    -- ids and what the caller must know of them before the update; one
+    -- UPDATE through the primary key (id = ANY) then locks them for the
+    -- worker.  (An UPDATE ... FROM the locking query itself would be
+    -- planned, generically, for "LIMIT p_limit" rows of the whole channel,
+    -- and can then choose a merge join that walks the message primary key
+    -- from its start.)
     LOOP
-        v_pass := 0;
         -- Two queries: the expired-only one names is_locked so that its
         -- generic plan can use the partial index message_locked_ix.
-        IF p_expired_only THEN
-            OPEN v_cursor FOR
-            SELECT m.id, m.dequeue_at, m.is_locked, m.num_attempts
-            FROM @extschema@.message AS m
-            WHERE
-                m.channel_id = p_channel_id
-                AND m.is_locked
-                AND m.dequeue_at <= p_now
-            ORDER BY m.dequeue_at, m.id
-            LIMIT v_want
-            FOR UPDATE SKIP LOCKED;
+        IF v_expired_only THEN
+            SELECT
+                pg_catalog.array_agg(x.id ORDER BY x.dequeue_at, x.id),
+                pg_catalog.array_agg(x.dequeue_at ORDER BY x.dequeue_at, x.id),
+                pg_catalog.array_agg(x.is_locked ORDER BY x.dequeue_at, x.id),
+                pg_catalog.array_agg(x.num_attempts ORDER BY x.dequeue_at, x.id)
+            INTO v_ids, v_at, v_was, v_tries
+            FROM (
+                SELECT m.id, m.dequeue_at, m.is_locked, m.num_attempts
+                FROM @extschema@.message AS m
+                WHERE
+                    m.channel_id = p_channel_id
+                    AND m.is_locked
+                    AND m.dequeue_at <= p_now
+                ORDER BY m.dequeue_at, m.id
+                LIMIT v_want
+                FOR UPDATE SKIP LOCKED
+            ) AS x;
         ELSE
-            OPEN v_cursor FOR
-            SELECT m.id, m.dequeue_at, m.is_locked, m.num_attempts
-            FROM @extschema@.message AS m
-            WHERE m.channel_id = p_channel_id AND m.dequeue_at <= p_now
-            ORDER BY m.dequeue_at, m.id
-            LIMIT v_want
-            FOR UPDATE SKIP LOCKED;
+            SELECT
+                pg_catalog.array_agg(x.id ORDER BY x.dequeue_at, x.id),
+                pg_catalog.array_agg(x.dequeue_at ORDER BY x.dequeue_at, x.id),
+                pg_catalog.array_agg(x.is_locked ORDER BY x.dequeue_at, x.id),
+                pg_catalog.array_agg(x.num_attempts ORDER BY x.dequeue_at, x.id)
+            INTO v_ids, v_at, v_was, v_tries
+            FROM (
+                SELECT m.id, m.dequeue_at, m.is_locked, m.num_attempts
+                FROM @extschema@.message AS m
+                WHERE m.channel_id = p_channel_id AND m.dequeue_at <= p_now
+                ORDER BY m.dequeue_at, m.id
+                LIMIT v_want
+                FOR UPDATE SKIP LOCKED
+            ) AS x;
         END IF;
-        LOOP
-            FETCH v_cursor INTO v_message;
-            EXIT WHEN NOT FOUND;
-            IF v_message.is_locked AND v_message.num_attempts >= p_max_attempts THEN
+        EXIT WHEN v_ids IS NULL;
+
+        -- Expired locks that used up their attempts: to the dead letters.
+        v_take := v_ids;
+        v_pass := 0;
+        IF p_max_attempts IS NOT NULL THEN
+            FOR i IN 1..pg_catalog.cardinality(v_ids) LOOP
+                CONTINUE WHEN NOT (v_was[i] AND v_tries[i] >= p_max_attempts);
+                v_take := pg_catalog.array_remove(v_take, v_ids[i]);
                 CONTINUE WHEN NOT p_bury;
                 PERFORM @extschema@._message_bury(
-                    v_message.id, p_channel_id, p_channel, 'lock expired', p_now, p_window_ms
+                    v_ids[i], p_channel_id, p_channel, 'lock expired', p_now, p_window_ms
                 );
                 v_dead := v_dead + 1;
                 v_pass := v_pass + 1;
-                id := v_message.id;
+                id := v_ids[i];
                 content := NULL;
                 state := NULL;
-                num_attempts := v_message.num_attempts;
-                dequeue_at := v_message.dequeue_at;
+                num_attempts := v_tries[i];
+                dequeue_at := v_at[i];
                 was_locked := TRUE;
                 is_dead := TRUE;
                 RETURN NEXT;
-                CONTINUE;
-            END IF;
-            RETURN QUERY
-            UPDATE @extschema@.message AS m
-            SET
-                dequeue_at = p_now + p_lock_ms,
-                is_locked = TRUE,
-                num_attempts = m.num_attempts + 1,
-                attempt_log = CASE
-                    WHEN m.is_locked THEN
-                        COALESCE(m.attempt_log, '[]'::jsonb) || pg_catalog.jsonb_build_array(
-                            pg_catalog.jsonb_build_object(
-                                'attempt', m.num_attempts, 'at', p_now, 'error', 'lock expired'
-                            )
+            END LOOP;
+        END IF;
+
+        RETURN QUERY
+        UPDATE @extschema@.message AS m
+        SET
+            dequeue_at = p_now + p_lock_ms,
+            is_locked = TRUE,
+            num_attempts = m.num_attempts + 1,
+            attempt_log = CASE
+                WHEN m.is_locked THEN
+                    COALESCE(m.attempt_log, '[]'::jsonb) || pg_catalog.jsonb_build_array(
+                        pg_catalog.jsonb_build_object(
+                            'attempt', m.num_attempts, 'at', p_now, 'error', 'lock expired'
                         )
-                    ELSE m.attempt_log
-                END
-            WHERE m.id = v_message.id
-            RETURNING m.id, m.content, m.state, m.num_attempts, v_message.dequeue_at, v_message.is_locked, FALSE;
-        END LOOP;
-        CLOSE v_cursor;
+                    )
+                ELSE m.attempt_log
+            END
+        FROM ROWS FROM (
+            pg_catalog.unnest(v_ids), pg_catalog.unnest(v_at), pg_catalog.unnest(v_was)
+        ) AS o (id, dequeue_at, was_locked)
+        WHERE m.id = ANY(v_take) AND m.id = o.id
+        RETURNING m.id, m.content, m.state, m.num_attempts, o.dequeue_at, o.was_locked, FALSE;
+
         -- Replacements for the dead, within the bound.
         EXIT WHEN v_pass = 0 OR v_dead >= p_limit + 16;
         v_want := LEAST(v_pass, p_limit + 16 - v_dead);
+        -- Each dead lock freed a place under max_concurrency: the
+        -- replacements may be any deliverable message.
+        v_expired_only := FALSE;
     END LOOP;
 END;
 $$;
@@ -1961,9 +1994,6 @@ BEGIN
             USING ERRCODE = '22004';
     END IF;
     v_n := pg_catalog.cardinality(p_contents);
-    IF v_n = 0 THEN
-        RETURN;
-    END IF;
     IF pg_catalog.array_ndims(p_contents) <> 1
         OR pg_catalog.array_ndims(p_dequeue_at) <> 1
         OR pg_catalog.array_ndims(p_keys) <> 1 THEN
@@ -1974,6 +2004,9 @@ BEGIN
         RAISE EXCEPTION 'lonnymq: p_dequeue_at and p_keys must have as many elements as p_contents (%), got % and %',
             v_n, pg_catalog.cardinality(p_dequeue_at), pg_catalog.cardinality(p_keys)
             USING ERRCODE = '22023';
+    END IF;
+    IF v_n = 0 THEN
+        RETURN;
     END IF;
     IF v_n > 10000 THEN
         RAISE EXCEPTION 'lonnymq: a batch holds at most 10000 messages, got %', v_n
@@ -2233,7 +2266,14 @@ DECLARE
     v_locked integer;
     v_head bigint;
     v_channel @extschema@.channel%ROWTYPE;
-    v_row record;
+    v_gone integer;
+    v_new integer;
+    v_take_id bigint[];
+    v_take_content bytea[];
+    v_take_state bytea[];
+    v_take_attempts integer[];
+    v_take_dequeue_at bigint[];
+    v_take_recovered boolean[];
     -- The channels visited, in rotation order, and what happened to each.
     v_n integer := 0;
     v_first integer;
@@ -2399,31 +2439,37 @@ BEGIN
                 v_want := LEAST(v_cap[i], v_share + CASE WHEN v_rank < v_extra THEN 1 ELSE 0 END);
                 v_rank := v_rank + 1;
                 CONTINUE WHEN v_want <= 0;
-                v_got := 0;
-                FOR v_row IN
-                    SELECT t.*
-                    FROM @extschema@._message_take(
-                        v_channels[i].id, v_now, p_lock_ms, v_want,
-                        COALESCE(v_channels[i].num_locked >= v_channels[i].max_concurrency, FALSE),
-                        v_channels[i].max_attempts, TRUE, v_channels[i].name, v_channels[i].dedup_window_ms
-                    ) AS t
-                LOOP
-                    IF v_row.is_dead THEN
-                        v_dead[i] := v_dead[i] + 1;
-                        CONTINUE;
-                    END IF;
-                    v_got := v_got + 1;
-                    IF NOT v_row.was_locked THEN
-                        v_fresh[i] := v_fresh[i] + 1;
-                    END IF;
-                    v_out_id := v_out_id || v_row.id;
-                    v_out_pos := v_out_pos || i;
-                    v_out_content := v_out_content || v_row.content;
-                    v_out_state := v_out_state || v_row.state;
-                    v_out_attempts := v_out_attempts || v_row.num_attempts;
-                    v_out_dequeue_at := v_out_dequeue_at || v_row.dequeue_at;
-                    v_out_recovered := v_out_recovered || v_row.was_locked;
-                END LOOP;
+                -- One statement per channel share; its rows are appended to
+                -- the output arrays at once.
+                SELECT
+                    pg_catalog.count(*) FILTER (WHERE NOT t.is_dead),
+                    pg_catalog.count(*) FILTER (WHERE t.is_dead),
+                    pg_catalog.count(*) FILTER (WHERE NOT t.is_dead AND NOT t.was_locked),
+                    pg_catalog.array_agg(t.id) FILTER (WHERE NOT t.is_dead),
+                    pg_catalog.array_agg(t.content) FILTER (WHERE NOT t.is_dead),
+                    pg_catalog.array_agg(t.state) FILTER (WHERE NOT t.is_dead),
+                    pg_catalog.array_agg(t.num_attempts) FILTER (WHERE NOT t.is_dead),
+                    pg_catalog.array_agg(t.dequeue_at) FILTER (WHERE NOT t.is_dead),
+                    pg_catalog.array_agg(t.was_locked) FILTER (WHERE NOT t.is_dead)
+                INTO
+                    v_got, v_gone, v_new, v_take_id, v_take_content, v_take_state,
+                    v_take_attempts, v_take_dequeue_at, v_take_recovered
+                FROM @extschema@._message_take(
+                    v_channels[i].id, v_now, p_lock_ms, v_want,
+                    COALESCE(v_channels[i].num_locked >= v_channels[i].max_concurrency, FALSE),
+                    v_channels[i].max_attempts, TRUE, v_channels[i].name, v_channels[i].dedup_window_ms
+                ) AS t;
+                v_dead[i] := v_dead[i] + v_gone;
+                v_fresh[i] := v_fresh[i] + v_new;
+                IF v_got > 0 THEN
+                    v_out_id := v_out_id || v_take_id;
+                    v_out_pos := v_out_pos || pg_catalog.array_fill(i, ARRAY[v_got]);
+                    v_out_content := v_out_content || v_take_content;
+                    v_out_state := v_out_state || v_take_state;
+                    v_out_attempts := v_out_attempts || v_take_attempts;
+                    v_out_dequeue_at := v_out_dequeue_at || v_take_dequeue_at;
+                    v_out_recovered := v_out_recovered || v_take_recovered;
+                END IF;
                 v_taken[i] := v_taken[i] + v_got;
                 v_cap[i] := v_cap[i] - v_got;
                 v_remaining := v_remaining - v_got;
@@ -2493,26 +2539,34 @@ BEGIN
                 OR v_channel.release_interval_ms > 0;
             v_n := v_n + 1;
             v_channels := v_channels || v_channel;
-            FOR v_row IN
-                SELECT t.*
-                FROM @extschema@._message_take(
-                    v_channel.id, v_now, p_lock_ms, v_remaining, FALSE,
-                    -- Dead letters only where no counter needs the row
-                    -- another consumer holds (max_size counts removals).
-                    v_channel.max_attempts, v_channel.max_size IS NULL, v_channel.name,
-                    v_channel.dedup_window_ms
-                ) AS t
-            LOOP
-                CONTINUE WHEN v_row.is_dead;
-                v_remaining := v_remaining - 1;
-                v_out_id := v_out_id || v_row.id;
-                v_out_pos := v_out_pos || v_n;
-                v_out_content := v_out_content || v_row.content;
-                v_out_state := v_out_state || v_row.state;
-                v_out_attempts := v_out_attempts || v_row.num_attempts;
-                v_out_dequeue_at := v_out_dequeue_at || v_row.dequeue_at;
-                v_out_recovered := v_out_recovered || v_row.was_locked;
-            END LOOP;
+            SELECT
+                pg_catalog.count(*) FILTER (WHERE NOT t.is_dead),
+                pg_catalog.array_agg(t.id) FILTER (WHERE NOT t.is_dead),
+                pg_catalog.array_agg(t.content) FILTER (WHERE NOT t.is_dead),
+                pg_catalog.array_agg(t.state) FILTER (WHERE NOT t.is_dead),
+                pg_catalog.array_agg(t.num_attempts) FILTER (WHERE NOT t.is_dead),
+                pg_catalog.array_agg(t.dequeue_at) FILTER (WHERE NOT t.is_dead),
+                pg_catalog.array_agg(t.was_locked) FILTER (WHERE NOT t.is_dead)
+            INTO
+                v_got, v_take_id, v_take_content, v_take_state,
+                v_take_attempts, v_take_dequeue_at, v_take_recovered
+            FROM @extschema@._message_take(
+                v_channel.id, v_now, p_lock_ms, v_remaining, FALSE,
+                -- Dead letters only where no counter needs the row another
+                -- consumer holds (max_size counts removals).
+                v_channel.max_attempts, v_channel.max_size IS NULL, v_channel.name,
+                v_channel.dedup_window_ms
+            ) AS t;
+            IF v_got > 0 THEN
+                v_remaining := v_remaining - v_got;
+                v_out_id := v_out_id || v_take_id;
+                v_out_pos := v_out_pos || pg_catalog.array_fill(v_n, ARRAY[v_got]);
+                v_out_content := v_out_content || v_take_content;
+                v_out_state := v_out_state || v_take_state;
+                v_out_attempts := v_out_attempts || v_take_attempts;
+                v_out_dequeue_at := v_out_dequeue_at || v_take_dequeue_at;
+                v_out_recovered := v_out_recovered || v_take_recovered;
+            END IF;
             EXIT WHEN v_remaining = 0;
         END LOOP;
     END IF;
@@ -3292,7 +3346,11 @@ BEGIN
             channel = excluded.channel,
             content = excluded.content,
             every_ms = excluded.every_ms,
-            start_at = excluded.start_at,
+            start_at = CASE
+                WHEN s.every_ms = excluded.every_ms AND (p_start_at IS NULL OR s.start_at = excluded.start_at)
+                    THEN s.start_at
+                ELSE excluded.start_at
+            END,
             next_at = CASE
                 WHEN s.every_ms = excluded.every_ms AND (p_start_at IS NULL OR s.start_at = excluded.start_at)
                     THEN s.next_at

@@ -45,9 +45,6 @@ BEGIN
             USING ERRCODE = '22004';
     END IF;
     v_n := pg_catalog.cardinality(p_contents);
-    IF v_n = 0 THEN
-        RETURN;
-    END IF;
     IF pg_catalog.array_ndims(p_contents) <> 1
         OR pg_catalog.array_ndims(p_dequeue_at) <> 1
         OR pg_catalog.array_ndims(p_keys) <> 1 THEN
@@ -58,6 +55,9 @@ BEGIN
         RAISE EXCEPTION 'lonnymq: p_dequeue_at and p_keys must have as many elements as p_contents (%), got % and %',
             v_n, pg_catalog.cardinality(p_dequeue_at), pg_catalog.cardinality(p_keys)
             USING ERRCODE = '22023';
+    END IF;
+    IF v_n = 0 THEN
+        RETURN;
     END IF;
     IF v_n > 10000 THEN
         RAISE EXCEPTION 'lonnymq: a batch holds at most 10000 messages, got %', v_n

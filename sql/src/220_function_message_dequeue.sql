@@ -50,7 +50,14 @@ DECLARE
     v_locked integer;
     v_head bigint;
     v_channel @extschema@.channel%ROWTYPE;
-    v_row record;
+    v_gone integer;
+    v_new integer;
+    v_take_id bigint[];
+    v_take_content bytea[];
+    v_take_state bytea[];
+    v_take_attempts integer[];
+    v_take_dequeue_at bigint[];
+    v_take_recovered boolean[];
     -- The channels visited, in rotation order, and what happened to each.
     v_n integer := 0;
     v_first integer;
@@ -216,31 +223,37 @@ BEGIN
                 v_want := LEAST(v_cap[i], v_share + CASE WHEN v_rank < v_extra THEN 1 ELSE 0 END);
                 v_rank := v_rank + 1;
                 CONTINUE WHEN v_want <= 0;
-                v_got := 0;
-                FOR v_row IN
-                    SELECT t.*
-                    FROM @extschema@._message_take(
-                        v_channels[i].id, v_now, p_lock_ms, v_want,
-                        COALESCE(v_channels[i].num_locked >= v_channels[i].max_concurrency, FALSE),
-                        v_channels[i].max_attempts, TRUE, v_channels[i].name, v_channels[i].dedup_window_ms
-                    ) AS t
-                LOOP
-                    IF v_row.is_dead THEN
-                        v_dead[i] := v_dead[i] + 1;
-                        CONTINUE;
-                    END IF;
-                    v_got := v_got + 1;
-                    IF NOT v_row.was_locked THEN
-                        v_fresh[i] := v_fresh[i] + 1;
-                    END IF;
-                    v_out_id := v_out_id || v_row.id;
-                    v_out_pos := v_out_pos || i;
-                    v_out_content := v_out_content || v_row.content;
-                    v_out_state := v_out_state || v_row.state;
-                    v_out_attempts := v_out_attempts || v_row.num_attempts;
-                    v_out_dequeue_at := v_out_dequeue_at || v_row.dequeue_at;
-                    v_out_recovered := v_out_recovered || v_row.was_locked;
-                END LOOP;
+                -- One statement per channel share; its rows are appended to
+                -- the output arrays at once.
+                SELECT
+                    pg_catalog.count(*) FILTER (WHERE NOT t.is_dead),
+                    pg_catalog.count(*) FILTER (WHERE t.is_dead),
+                    pg_catalog.count(*) FILTER (WHERE NOT t.is_dead AND NOT t.was_locked),
+                    pg_catalog.array_agg(t.id) FILTER (WHERE NOT t.is_dead),
+                    pg_catalog.array_agg(t.content) FILTER (WHERE NOT t.is_dead),
+                    pg_catalog.array_agg(t.state) FILTER (WHERE NOT t.is_dead),
+                    pg_catalog.array_agg(t.num_attempts) FILTER (WHERE NOT t.is_dead),
+                    pg_catalog.array_agg(t.dequeue_at) FILTER (WHERE NOT t.is_dead),
+                    pg_catalog.array_agg(t.was_locked) FILTER (WHERE NOT t.is_dead)
+                INTO
+                    v_got, v_gone, v_new, v_take_id, v_take_content, v_take_state,
+                    v_take_attempts, v_take_dequeue_at, v_take_recovered
+                FROM @extschema@._message_take(
+                    v_channels[i].id, v_now, p_lock_ms, v_want,
+                    COALESCE(v_channels[i].num_locked >= v_channels[i].max_concurrency, FALSE),
+                    v_channels[i].max_attempts, TRUE, v_channels[i].name, v_channels[i].dedup_window_ms
+                ) AS t;
+                v_dead[i] := v_dead[i] + v_gone;
+                v_fresh[i] := v_fresh[i] + v_new;
+                IF v_got > 0 THEN
+                    v_out_id := v_out_id || v_take_id;
+                    v_out_pos := v_out_pos || pg_catalog.array_fill(i, ARRAY[v_got]);
+                    v_out_content := v_out_content || v_take_content;
+                    v_out_state := v_out_state || v_take_state;
+                    v_out_attempts := v_out_attempts || v_take_attempts;
+                    v_out_dequeue_at := v_out_dequeue_at || v_take_dequeue_at;
+                    v_out_recovered := v_out_recovered || v_take_recovered;
+                END IF;
                 v_taken[i] := v_taken[i] + v_got;
                 v_cap[i] := v_cap[i] - v_got;
                 v_remaining := v_remaining - v_got;
@@ -310,26 +323,34 @@ BEGIN
                 OR v_channel.release_interval_ms > 0;
             v_n := v_n + 1;
             v_channels := v_channels || v_channel;
-            FOR v_row IN
-                SELECT t.*
-                FROM @extschema@._message_take(
-                    v_channel.id, v_now, p_lock_ms, v_remaining, FALSE,
-                    -- Dead letters only where no counter needs the row
-                    -- another consumer holds (max_size counts removals).
-                    v_channel.max_attempts, v_channel.max_size IS NULL, v_channel.name,
-                    v_channel.dedup_window_ms
-                ) AS t
-            LOOP
-                CONTINUE WHEN v_row.is_dead;
-                v_remaining := v_remaining - 1;
-                v_out_id := v_out_id || v_row.id;
-                v_out_pos := v_out_pos || v_n;
-                v_out_content := v_out_content || v_row.content;
-                v_out_state := v_out_state || v_row.state;
-                v_out_attempts := v_out_attempts || v_row.num_attempts;
-                v_out_dequeue_at := v_out_dequeue_at || v_row.dequeue_at;
-                v_out_recovered := v_out_recovered || v_row.was_locked;
-            END LOOP;
+            SELECT
+                pg_catalog.count(*) FILTER (WHERE NOT t.is_dead),
+                pg_catalog.array_agg(t.id) FILTER (WHERE NOT t.is_dead),
+                pg_catalog.array_agg(t.content) FILTER (WHERE NOT t.is_dead),
+                pg_catalog.array_agg(t.state) FILTER (WHERE NOT t.is_dead),
+                pg_catalog.array_agg(t.num_attempts) FILTER (WHERE NOT t.is_dead),
+                pg_catalog.array_agg(t.dequeue_at) FILTER (WHERE NOT t.is_dead),
+                pg_catalog.array_agg(t.was_locked) FILTER (WHERE NOT t.is_dead)
+            INTO
+                v_got, v_take_id, v_take_content, v_take_state,
+                v_take_attempts, v_take_dequeue_at, v_take_recovered
+            FROM @extschema@._message_take(
+                v_channel.id, v_now, p_lock_ms, v_remaining, FALSE,
+                -- Dead letters only where no counter needs the row another
+                -- consumer holds (max_size counts removals).
+                v_channel.max_attempts, v_channel.max_size IS NULL, v_channel.name,
+                v_channel.dedup_window_ms
+            ) AS t;
+            IF v_got > 0 THEN
+                v_remaining := v_remaining - v_got;
+                v_out_id := v_out_id || v_take_id;
+                v_out_pos := v_out_pos || pg_catalog.array_fill(v_n, ARRAY[v_got]);
+                v_out_content := v_out_content || v_take_content;
+                v_out_state := v_out_state || v_take_state;
+                v_out_attempts := v_out_attempts || v_take_attempts;
+                v_out_dequeue_at := v_out_dequeue_at || v_take_dequeue_at;
+                v_out_recovered := v_out_recovered || v_take_recovered;
+            END IF;
             EXIT WHEN v_remaining = 0;
         END LOOP;
     END IF;

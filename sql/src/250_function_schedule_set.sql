@@ -55,7 +55,11 @@ BEGIN
             channel = excluded.channel,
             content = excluded.content,
             every_ms = excluded.every_ms,
-            start_at = excluded.start_at,
+            start_at = CASE
+                WHEN s.every_ms = excluded.every_ms AND (p_start_at IS NULL OR s.start_at = excluded.start_at)
+                    THEN s.start_at
+                ELSE excluded.start_at
+            END,
             next_at = CASE
                 WHEN s.every_ms = excluded.every_ms AND (p_start_at IS NULL OR s.start_at = excluded.start_at)
                     THEN s.next_at

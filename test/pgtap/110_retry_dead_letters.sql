@@ -1,7 +1,7 @@
 \ir include/setup.psql
 -- message_fail (retry policy, backoff), dead letters (from message_fail and
 -- from expired locks), dead_letter_redrive.
-SELECT plan(60);
+SELECT plan(62);
 
 -- Deliver one message of a channel, its lock p_lock_ms; returns "id:num_attempts".
 CREATE FUNCTION pg_temp.deliver(p_channel text, p_lock_ms bigint DEFAULT 60000)
@@ -67,8 +67,8 @@ SELECT is(
 );
 
 -- ---------------------------------------------------------------- backoff
--- base 100 ms, factor 3, cap 1000 ms, no jitter: attempt 1 -> 100, 3 -> 900, 4 -> 2700 capped to 1000.
-SELECT lonnymq.channel_set(ch, p_max_attempts => 10, p_backoff_base_ms => 100, p_backoff_factor => 3,
+-- base 200 ms, factor 2, cap 1000 ms, no jitter: attempt 1 -> 200, 3 -> 800, 4 -> 1600 capped to 1000.
+SELECT lonnymq.channel_set(ch, p_max_attempts => 10, p_backoff_base_ms => 200, p_backoff_factor => 2,
     p_backoff_max_ms => 1000, p_backoff_jitter => 0)
 FROM unnest(ARRAY['r1', 'r3', 'r4']) AS ch;
 SELECT lonnymq.message_create(ch, 'x') FROM unnest(ARRAY['r1', 'r3', 'r4']) AS ch;
@@ -94,15 +94,27 @@ SELECT is(
     (SELECT string_agg((m.dequeue_at - f.after_ms <= d.delay AND m.dequeue_at - f.before_ms >= d.delay)::text, ',' ORDER BY f.id)
      FROM fails AS f
      INNER JOIN lonnymq.message AS m ON m.id = f.id
-     INNER JOIN (VALUES (:r1_id, 100), (:r3_id, 900), (:r4_id, 1000)) AS d (id, delay) ON d.id = f.id),
+     INNER JOIN (VALUES (:r1_id, 200), (:r3_id, 800), (:r4_id, 1000)) AS d (id, delay) ON d.id = f.id),
     'true,true,true',
     'jitter 0: dequeue_at = now + base * factor^(n-1), capped at backoff_max_ms'
 );
 SELECT is((SELECT count(*) FROM lonnymq.message WHERE id IN (:r1_id, :r3_id, :r4_id) AND NOT is_locked), 3::bigint,
     'a retried message is unlocked');
 SELECT is(pg_temp.deliver('r1'), NULL, 'and is not delivered before its backoff');
-SELECT pg_sleep(0.11);
+SELECT pg_sleep(greatest(0, (SELECT dequeue_at FROM lonnymq.message WHERE id = :r1_id) - pg_temp.lmq_now() + 2) / 1000.0);
 SELECT is(pg_temp.deliver('r1'), :r1_id || ':2', 'but after it, as the next attempt');
+
+-- No overflow at any attempt count: base 1000 * 1000^(n-1) is capped at 5000.
+SELECT lonnymq.channel_set('rbig', p_backoff_base_ms => 1000, p_backoff_factor => 1000, p_backoff_max_ms => 5000, p_backoff_jitter => 0);
+SELECT lonnymq.message_create('rbig', 'x') AS rbig_id \gset
+SELECT pg_temp.deliver('rbig');
+UPDATE lonnymq.message SET num_attempts = 2147483647 WHERE id = :rbig_id;
+SELECT pg_temp.lmq_now() AS rbig_before \gset
+SELECT is(lonnymq.message_fail(:rbig_id, 2147483647, 'x'), 'retry', 'attempt 2147483647: retry');
+SELECT ok(
+    (SELECT dequeue_at BETWEEN :rbig_before + 5000 AND pg_temp.lmq_now() + 5000 FROM lonnymq.message WHERE id = :rbig_id),
+    'its delay is backoff_max_ms'
+);
 
 -- With jitter: within [d * (1 - j), d].
 SELECT lonnymq.channel_set('jit', p_backoff_base_ms => 1000, p_backoff_jitter => 0.5);
