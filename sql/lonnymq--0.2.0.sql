@@ -1099,7 +1099,7 @@ REVOKE ALL ON FUNCTION @extschema@._message_take(
 -- p_message_id.  Returns NULL when the claim is ours (store the message),
 -- or the id of the message that holds the key: one that exists, or was
 -- completed or dead-lettered less than the channel's dedup window ago.  An
--- expired claim is taken over.  A concurrent producer of the same key makes
+-- expired claim is taken over.  A duplicate locks nothing.  A concurrent producer of the same key makes
 -- the INSERT wait for its transaction: if it commits, this one sees its
 -- claim; if it rolls back, this one claims.  Under REPEATABLE READ a claim
 -- committed after the snapshot raises 40001 (retry the transaction).
@@ -1134,18 +1134,22 @@ BEGIN
         IF FOUND THEN
             RETURN NULL;
         END IF;
+        -- Read without locking: a producer told "duplicate" must not hold
+        -- up the holder's complete, cancel or dead-lettering.
         SELECT k.message_id, k.expires_at INTO v_claim
         FROM @extschema@.message_key AS k
-        WHERE k.channel_id = p_channel_id AND k.key = p_key
-        FOR UPDATE;
+        WHERE k.channel_id = p_channel_id AND k.key = p_key;
         IF FOUND THEN
             IF v_claim.expires_at IS NULL OR v_claim.expires_at > p_now THEN
                 RETURN v_claim.message_id;
             END IF;
+            -- Expired: take it over, unless someone else just did.
             UPDATE @extschema@.message_key AS k
             SET message_id = p_message_id, expires_at = NULL
-            WHERE k.channel_id = p_channel_id AND k.key = p_key;
-            RETURN NULL;
+            WHERE k.channel_id = p_channel_id AND k.key = p_key AND k.expires_at <= p_now;
+            IF FOUND THEN
+                RETURN NULL;
+            END IF;
         END IF;
     END LOOP;
     RAISE EXCEPTION 'lonnymq: key "%" keeps changing hands, retry', p_key
@@ -1302,12 +1306,17 @@ REVOKE ALL ON FUNCTION @extschema@._backoff_ms(@extschema@.channel, integer) FRO
 -- first boundary after p_now: the schedule stays aligned to start_at and
 -- never floods the channel after downtime.
 --
--- The channel guard is only tried (never waited for): a schedule whose
--- channel is being reconfigured or dropped right now is left for the next
--- caller.  The message goes through message_create (max_size applies: a
+-- The channel guard, and a size-limited channel's quota row, are only tried
+-- (never waited for): a schedule whose channel is being reconfigured or
+-- dropped, or written by a producer of a size-limited channel, right now is
+-- left for the next caller.  The message goes through message_create (max_size applies: a
 -- full channel misses that period).
-CREATE FUNCTION @extschema@._schedule_run(p_now bigint, p_limit integer)
-RETURNS integer
+CREATE FUNCTION @extschema@._schedule_run(
+    p_now bigint,
+    p_limit integer,
+    OUT created integer,
+    OUT processed integer
+)
 LANGUAGE plpgsql
 VOLATILE
 AS $$
@@ -1315,8 +1324,9 @@ DECLARE
     v_schedule record;
     v_due bigint;
     v_missed bigint;
-    v_created integer := 0;
 BEGIN
+    created := 0;
+    processed := 0;
     FOR v_schedule IN
         SELECT s.name, s.channel, s.content, s.every_ms, s.next_at
         FROM @extschema@.schedule AS s
@@ -1326,10 +1336,24 @@ BEGIN
         FOR UPDATE SKIP LOCKED
     LOOP
         CONTINUE WHEN NOT @extschema@._channel_guard_try_shared(v_schedule.channel);
+        -- A size-limited channel's producers serialise on its quota row:
+        -- take it now if free, else leave the schedule for a later caller
+        -- (message_dequeue never waits for a producer's transaction).
+        PERFORM 1
+        FROM @extschema@.channel AS c
+        WHERE c.name = v_schedule.channel AND c.max_size IS NOT NULL;
+        IF FOUND THEN
+            PERFORM 1
+            FROM @extschema@.channel_quota AS q
+            INNER JOIN @extschema@.channel AS c ON c.id = q.channel_id
+            WHERE c.name = v_schedule.channel
+            FOR UPDATE OF q SKIP LOCKED;
+            CONTINUE WHEN NOT FOUND;
+        END IF;
         v_missed := (p_now - v_schedule.next_at) / v_schedule.every_ms;
         v_due := v_schedule.next_at + v_missed * v_schedule.every_ms;
         IF @extschema@.message_create(v_schedule.channel, v_schedule.content, v_due) IS NOT NULL THEN
-            v_created := v_created + 1;
+            created := created + 1;
         END IF;
         UPDATE @extschema@.schedule AS s
         SET
@@ -1338,22 +1362,22 @@ BEGIN
             num_runs = s.num_runs + 1,
             num_missed = s.num_missed + v_missed
         WHERE s.name = v_schedule.name;
+        processed := processed + 1;
     END LOOP;
-    RETURN v_created;
 END;
 $$;
 
-COMMENT ON FUNCTION @extschema@._schedule_run(bigint, integer) IS
-'Internal: create the messages of up to p_limit due schedules, one per schedule (missed periods coalesced).';
+COMMENT ON FUNCTION @extschema@._schedule_run(bigint, integer, OUT integer, OUT integer) IS
+'Internal: create the messages of up to p_limit due schedules, one per schedule (missed periods coalesced); returns how many messages were created and how many schedules advanced.';
 
-REVOKE ALL ON FUNCTION @extschema@._schedule_run(bigint, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._schedule_run(bigint, integer, OUT integer, OUT integer) FROM PUBLIC;
 
 -- ---- sql/src/120_function_access_functions.sql ----
 -- Internal: the functions each access set grants.
 --   producer: create messages (one or a batch);
 --   consumer: dequeue, complete (one or a batch), defer, heartbeat, fail;
 --   admin:    everything above, plus channel settings, pause, resume and
---             drops, cancel, dead-letter redrive, history pruning, schedules,
+--             drops, cancel, dead-letter redrive and delete, history pruning, schedules,
 --             tick, and SELECT on lonnymq's tables and views (to inspect the
 --             queue, its dead letters and history, channel_stats).
 -- to_epoch is in every set.
@@ -1390,6 +1414,7 @@ AS $$
         ('admin', '@extschema@.channel_resume(text)'),
         ('admin', '@extschema@.message_cancel(bigint)'),
         ('admin', '@extschema@.dead_letter_redrive(text, bigint[])'),
+        ('admin', '@extschema@.dead_letter_delete(text, bigint[], boolean)'),
         ('admin', '@extschema@.history_prune(bigint)'),
         ('admin', '@extschema@.schedule_set(text, text, bytea, bigint, bigint)'),
         ('admin', '@extschema@.schedule_drop(text)'),
@@ -2322,7 +2347,7 @@ BEGIN
     ORDER BY s.next_at
     LIMIT 1;
     IF FOUND THEN
-        PERFORM @extschema@._schedule_run(v_now, 4);
+        PERFORM 1 FROM @extschema@._schedule_run(v_now, 4);
     END IF;
 
     -- (After the schedules: one may create the channel asked for.)
@@ -3288,6 +3313,67 @@ COMMENT ON FUNCTION @extschema@.history_prune(bigint) IS
 
 REVOKE ALL ON FUNCTION @extschema@.history_prune(bigint) FROM PUBLIC;
 
+-- ---- sql/src/242_function_dead_letter_delete.sql ----
+-- Delete dead letters for good: those of p_channel, or with an id in p_ids,
+-- or both filters; deleting every dead letter needs p_all => true (so that
+-- a call with a NULL argument by mistake deletes nothing).  Returns how many
+-- were deleted.  Dead letters a concurrent redrive or delete holds are
+-- skipped.  Their keys' claims are left to expire.
+CREATE FUNCTION @extschema@.dead_letter_delete(
+    p_channel text DEFAULT NULL,
+    p_ids bigint[] DEFAULT NULL,
+    p_all boolean DEFAULT FALSE
+)
+RETURNS integer
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_count integer;
+BEGIN
+    IF p_channel IS NOT NULL THEN
+        PERFORM @extschema@._check_channel_name(p_channel);
+    END IF;
+    IF p_channel IS NULL AND p_ids IS NULL AND NOT COALESCE(p_all, FALSE) THEN
+        RAISE EXCEPTION 'lonnymq: give p_channel or p_ids, or p_all => true to delete every dead letter'
+            USING ERRCODE = '22004';
+    END IF;
+    IF p_ids IS NOT NULL THEN
+        DELETE FROM @extschema@.dead_letter AS d
+        WHERE d.id IN (
+            SELECT x.id
+            FROM @extschema@.dead_letter AS x
+            WHERE x.id = ANY(p_ids) AND (p_channel IS NULL OR x.channel = p_channel)
+            FOR UPDATE SKIP LOCKED
+        );
+    ELSIF p_channel IS NOT NULL THEN
+        DELETE FROM @extschema@.dead_letter AS d
+        WHERE d.id IN (
+            SELECT x.id
+            FROM @extschema@.dead_letter AS x
+            WHERE x.channel = p_channel
+            FOR UPDATE SKIP LOCKED
+        );
+    ELSE
+        DELETE FROM @extschema@.dead_letter AS d
+        WHERE d.id IN (
+            SELECT x.id
+            FROM @extschema@.dead_letter AS x
+            FOR UPDATE SKIP LOCKED
+        );
+    END IF;
+    GET DIAGNOSTICS v_count = ROW_COUNT;
+    RETURN v_count;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@.dead_letter_delete(text, bigint[], boolean) IS
+'Delete dead letters for good: those of p_channel and/or with an id in p_ids, or all of them with p_all => true. Returns how many.';
+
+REVOKE ALL ON FUNCTION @extschema@.dead_letter_delete(text, bigint[], boolean) FROM PUBLIC;
+
 -- ---- sql/src/250_function_schedule_set.sql ----
 -- Create or replace a periodic message: every p_every_ms, starting at
 -- p_start_at (NULL: now), a message with p_content is created in p_channel
@@ -3407,16 +3493,16 @@ DECLARE
     v_now bigint;
     v_created integer := 0;
     v_round integer;
+    v_processed integer;
 BEGIN
     v_now := @extschema@._clock_ms();
+    -- Rounds of 100 until no due schedule is left that can be advanced now
+    -- (a schedule whose channel is busy is left for the next tick).
     FOR v_try IN 1..100 LOOP
-        v_round := @extschema@._schedule_run(v_now, 100);
+        SELECT r.created, r.processed INTO v_round, v_processed
+        FROM @extschema@._schedule_run(v_now, 100) AS r;
         v_created := v_created + v_round;
-        EXIT WHEN NOT EXISTS (
-            SELECT 1
-            FROM @extschema@.schedule AS s
-            WHERE s.next_at <= v_now
-        ) OR v_round = 0;
+        EXIT WHEN v_processed < 100;
     END LOOP;
     -- Expired claims, 100 at a time (a nested loop of primary-key probes;
     -- one big DELETE would be planned as a hash join over the whole table).

@@ -11,6 +11,11 @@ re-applied (functions with new signatures, new functions in an access set).
 Only the upgrade to the current version is generated (by make); once the
 version moves on, the script is committed and frozen like the install
 script. The file is rewritten only when its content changes.
+
+Last, the script forgets the role grants that ALTER EXTENSION recorded as
+initial privileges (pg_init_privs) while the script re-applied them: pg_dump
+dumps only privileges that differ from the initial ones, so it would drop
+them (see INIT_PRIVS_FIX).
 """
 
 from __future__ import annotations
@@ -20,6 +25,40 @@ import re
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+# Found by test/python/test_upgrade.py: without it, pg_dump of an upgraded
+# database loses every grant_access grant.
+INIT_PRIVS_FIX = """
+-- ALTER EXTENSION records every GRANT and REVOKE its script runs as the
+-- objects' initial privileges (pg_init_privs), and pg_dump dumps only the
+-- changes from those: the grants to roles made above (and kept by CREATE OR
+-- REPLACE) would be left out of every dump.  Keep only the owner's and
+-- PUBLIC's entries, as a fresh install records them.
+UPDATE pg_catalog.pg_init_privs AS i
+SET initprivs = ARRAY(
+    SELECT a
+    FROM pg_catalog.unnest(i.initprivs) AS a
+    WHERE NOT EXISTS (
+        SELECT 1
+        FROM pg_catalog.aclexplode(ARRAY[a]) AS x
+        WHERE x.grantee NOT IN (0, e.extowner)
+    )
+)
+FROM pg_catalog.pg_extension AS e
+WHERE
+    e.extname = '{extension}'
+    AND i.privtype = 'e'
+    AND (
+        (i.classoid = 'pg_catalog.pg_namespace'::pg_catalog.regclass AND i.objoid = e.extnamespace)
+        OR EXISTS (
+            SELECT 1
+            FROM pg_catalog.pg_depend AS d
+            WHERE
+                d.classid = i.classoid AND d.objid = i.objoid AND d.deptype = 'e'
+                AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass AND d.refobjid = e.oid
+        )
+    );
+"""
 
 
 def main(head_path: str, out_path: str, extension: str) -> int:
@@ -57,6 +96,7 @@ def main(head_path: str, out_path: str, extension: str) -> int:
         parts.append(replaced.rstrip("\n") + "\n")
     parts.append("\n-- Grants recorded by grant_access, applied to the new signatures and sets.\n")
     parts.append("SELECT @extschema@._access_apply();\n")
+    parts.append(INIT_PRIVS_FIX.format(extension=extension))
     content = "".join(parts)
     out = ROOT / out_path
     if out.exists() and out.read_text() == content:

@@ -2,7 +2,7 @@
 -- p_message_id.  Returns NULL when the claim is ours (store the message),
 -- or the id of the message that holds the key: one that exists, or was
 -- completed or dead-lettered less than the channel's dedup window ago.  An
--- expired claim is taken over.  A concurrent producer of the same key makes
+-- expired claim is taken over.  A duplicate locks nothing.  A concurrent producer of the same key makes
 -- the INSERT wait for its transaction: if it commits, this one sees its
 -- claim; if it rolls back, this one claims.  Under REPEATABLE READ a claim
 -- committed after the snapshot raises 40001 (retry the transaction).
@@ -37,18 +37,22 @@ BEGIN
         IF FOUND THEN
             RETURN NULL;
         END IF;
+        -- Read without locking: a producer told "duplicate" must not hold
+        -- up the holder's complete, cancel or dead-lettering.
         SELECT k.message_id, k.expires_at INTO v_claim
         FROM @extschema@.message_key AS k
-        WHERE k.channel_id = p_channel_id AND k.key = p_key
-        FOR UPDATE;
+        WHERE k.channel_id = p_channel_id AND k.key = p_key;
         IF FOUND THEN
             IF v_claim.expires_at IS NULL OR v_claim.expires_at > p_now THEN
                 RETURN v_claim.message_id;
             END IF;
+            -- Expired: take it over, unless someone else just did.
             UPDATE @extschema@.message_key AS k
             SET message_id = p_message_id, expires_at = NULL
-            WHERE k.channel_id = p_channel_id AND k.key = p_key;
-            RETURN NULL;
+            WHERE k.channel_id = p_channel_id AND k.key = p_key AND k.expires_at <= p_now;
+            IF FOUND THEN
+                RETURN NULL;
+            END IF;
         END IF;
     END LOOP;
     RAISE EXCEPTION 'lonnymq: key "%" keeps changing hands, retry', p_key

@@ -9,12 +9,17 @@
 -- first boundary after p_now: the schedule stays aligned to start_at and
 -- never floods the channel after downtime.
 --
--- The channel guard is only tried (never waited for): a schedule whose
--- channel is being reconfigured or dropped right now is left for the next
--- caller.  The message goes through message_create (max_size applies: a
+-- The channel guard, and a size-limited channel's quota row, are only tried
+-- (never waited for): a schedule whose channel is being reconfigured or
+-- dropped, or written by a producer of a size-limited channel, right now is
+-- left for the next caller.  The message goes through message_create (max_size applies: a
 -- full channel misses that period).
-CREATE FUNCTION @extschema@._schedule_run(p_now bigint, p_limit integer)
-RETURNS integer
+CREATE FUNCTION @extschema@._schedule_run(
+    p_now bigint,
+    p_limit integer,
+    OUT created integer,
+    OUT processed integer
+)
 LANGUAGE plpgsql
 VOLATILE
 AS $$
@@ -22,8 +27,9 @@ DECLARE
     v_schedule record;
     v_due bigint;
     v_missed bigint;
-    v_created integer := 0;
 BEGIN
+    created := 0;
+    processed := 0;
     FOR v_schedule IN
         SELECT s.name, s.channel, s.content, s.every_ms, s.next_at
         FROM @extschema@.schedule AS s
@@ -33,10 +39,24 @@ BEGIN
         FOR UPDATE SKIP LOCKED
     LOOP
         CONTINUE WHEN NOT @extschema@._channel_guard_try_shared(v_schedule.channel);
+        -- A size-limited channel's producers serialise on its quota row:
+        -- take it now if free, else leave the schedule for a later caller
+        -- (message_dequeue never waits for a producer's transaction).
+        PERFORM 1
+        FROM @extschema@.channel AS c
+        WHERE c.name = v_schedule.channel AND c.max_size IS NOT NULL;
+        IF FOUND THEN
+            PERFORM 1
+            FROM @extschema@.channel_quota AS q
+            INNER JOIN @extschema@.channel AS c ON c.id = q.channel_id
+            WHERE c.name = v_schedule.channel
+            FOR UPDATE OF q SKIP LOCKED;
+            CONTINUE WHEN NOT FOUND;
+        END IF;
         v_missed := (p_now - v_schedule.next_at) / v_schedule.every_ms;
         v_due := v_schedule.next_at + v_missed * v_schedule.every_ms;
         IF @extschema@.message_create(v_schedule.channel, v_schedule.content, v_due) IS NOT NULL THEN
-            v_created := v_created + 1;
+            created := created + 1;
         END IF;
         UPDATE @extschema@.schedule AS s
         SET
@@ -45,12 +65,12 @@ BEGIN
             num_runs = s.num_runs + 1,
             num_missed = s.num_missed + v_missed
         WHERE s.name = v_schedule.name;
+        processed := processed + 1;
     END LOOP;
-    RETURN v_created;
 END;
 $$;
 
-COMMENT ON FUNCTION @extschema@._schedule_run(bigint, integer) IS
-'Internal: create the messages of up to p_limit due schedules, one per schedule (missed periods coalesced).';
+COMMENT ON FUNCTION @extschema@._schedule_run(bigint, integer, OUT integer, OUT integer) IS
+'Internal: create the messages of up to p_limit due schedules, one per schedule (missed periods coalesced); returns how many messages were created and how many schedules advanced.';
 
-REVOKE ALL ON FUNCTION @extschema@._schedule_run(bigint, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._schedule_run(bigint, integer, OUT integer, OUT integer) FROM PUBLIC;

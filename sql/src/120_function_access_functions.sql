@@ -2,7 +2,7 @@
 --   producer: create messages (one or a batch);
 --   consumer: dequeue, complete (one or a batch), defer, heartbeat, fail;
 --   admin:    everything above, plus channel settings, pause, resume and
---             drops, cancel, dead-letter redrive, history pruning, schedules,
+--             drops, cancel, dead-letter redrive and delete, history pruning, schedules,
 --             tick, and SELECT on lonnymq's tables and views (to inspect the
 --             queue, its dead letters and history, channel_stats).
 -- to_epoch is in every set.
@@ -39,6 +39,7 @@ AS $$
         ('admin', '@extschema@.channel_resume(text)'),
         ('admin', '@extschema@.message_cancel(bigint)'),
         ('admin', '@extschema@.dead_letter_redrive(text, bigint[])'),
+        ('admin', '@extschema@.dead_letter_delete(text, bigint[], boolean)'),
         ('admin', '@extschema@.history_prune(bigint)'),
         ('admin', '@extschema@.schedule_set(text, text, bytea, bigint, bigint)'),
         ('admin', '@extschema@.schedule_drop(text)'),

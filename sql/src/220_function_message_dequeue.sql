@@ -106,7 +106,7 @@ BEGIN
     ORDER BY s.next_at
     LIMIT 1;
     IF FOUND THEN
-        PERFORM @extschema@._schedule_run(v_now, 4);
+        PERFORM 1 FROM @extschema@._schedule_run(v_now, 4);
     END IF;
 
     -- (After the schedules: one may create the channel asked for.)

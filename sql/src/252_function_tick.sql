@@ -15,16 +15,16 @@ DECLARE
     v_now bigint;
     v_created integer := 0;
     v_round integer;
+    v_processed integer;
 BEGIN
     v_now := @extschema@._clock_ms();
+    -- Rounds of 100 until no due schedule is left that can be advanced now
+    -- (a schedule whose channel is busy is left for the next tick).
     FOR v_try IN 1..100 LOOP
-        v_round := @extschema@._schedule_run(v_now, 100);
+        SELECT r.created, r.processed INTO v_round, v_processed
+        FROM @extschema@._schedule_run(v_now, 100) AS r;
         v_created := v_created + v_round;
-        EXIT WHEN NOT EXISTS (
-            SELECT 1
-            FROM @extschema@.schedule AS s
-            WHERE s.next_at <= v_now
-        ) OR v_round = 0;
+        EXIT WHEN v_processed < 100;
     END LOOP;
     -- Expired claims, 100 at a time (a nested loop of primary-key probes;
     -- one big DELETE would be planned as a hash join over the whole table).

@@ -1,5 +1,5 @@
 \ir include/setup.psql
-SELECT plan(37);
+SELECT plan(38);
 
 -- The public API of 0.2.0: names and parameter order are a contract.
 SELECT has_function('lonnymq', 'to_epoch', ARRAY['timestamp with time zone'], 'to_epoch(timestamp with time zone)');
@@ -17,6 +17,7 @@ SELECT has_function('lonnymq', 'message_heartbeat', ARRAY['bigint', 'integer', '
 SELECT has_function('lonnymq', 'message_fail', ARRAY['bigint', 'integer', 'text'], 'message_fail(bigint, integer, text)');
 SELECT has_function('lonnymq', 'message_cancel', ARRAY['bigint'], 'message_cancel(bigint)');
 SELECT has_function('lonnymq', 'dead_letter_redrive', ARRAY['text', 'bigint[]'], 'dead_letter_redrive(text, bigint[])');
+SELECT has_function('lonnymq', 'dead_letter_delete', ARRAY['text', 'bigint[]', 'boolean'], 'dead_letter_delete(text, bigint[], boolean)');
 SELECT has_function('lonnymq', 'history_prune', ARRAY['bigint'], 'history_prune(bigint)');
 SELECT has_function('lonnymq', 'schedule_set', ARRAY['text', 'text', 'bytea', 'bigint', 'bigint'], 'schedule_set(text, text, bytea, bigint, bigint)');
 SELECT has_function('lonnymq', 'schedule_drop', ARRAY['text'], 'schedule_drop(text)');

@@ -1,7 +1,7 @@
 \ir include/setup.psql
 -- message_fail (retry policy, backoff), dead letters (from message_fail and
 -- from expired locks), dead_letter_redrive.
-SELECT plan(62);
+SELECT plan(69);
 
 -- Deliver one message of a channel, its lock p_lock_ms; returns "id:num_attempts".
 CREATE FUNCTION pg_temp.deliver(p_channel text, p_lock_ms bigint DEFAULT 60000)
@@ -282,6 +282,21 @@ SELECT is(
     :c_new::bigint,
     'and the key stays with that message'
 );
+
+-- ---------------------------------------------------------------- dead_letter_delete
+INSERT INTO lonnymq.dead_letter (id, channel, content, num_attempts, created_at, dead_at)
+SELECT nextval('lonnymq.message_id_seq'), ch, 'x', 1, 0, 0
+FROM unnest(ARRAY['del_a', 'del_a', 'del_a', 'del_b', 'del_b']) AS ch;
+SELECT throws_ok($$ SELECT lonnymq.dead_letter_delete() $$, '22004', NULL,
+    'deleting without a filter needs p_all => true: 22004');
+SELECT is(lonnymq.dead_letter_delete(NULL, ARRAY(SELECT id FROM lonnymq.dead_letter WHERE channel = 'del_a' ORDER BY id LIMIT 1)),
+    1, 'by ids: one deleted');
+SELECT is(lonnymq.dead_letter_delete('del_b', ARRAY(SELECT id FROM lonnymq.dead_letter WHERE channel = 'del_a')),
+    0, 'ids of another channel than p_channel: none deleted');
+SELECT is(lonnymq.dead_letter_delete('del_a'), 2, 'by channel: the rest of del_a');
+SELECT is((SELECT count(*) FROM lonnymq.dead_letter WHERE channel = 'del_b'), 2::bigint, 'del_b untouched');
+SELECT cmp_ok(lonnymq.dead_letter_delete(p_all => true), '>=', 2, 'p_all deletes every dead letter');
+SELECT is((SELECT count(*) FROM lonnymq.dead_letter), 0::bigint, 'none left');
 
 SELECT * FROM finish();
 ROLLBACK;

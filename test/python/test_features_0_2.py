@@ -305,3 +305,44 @@ def test_batch_workers_keep_the_limit_counters_exact(db, kind):
                                  "JOIN lonnymq.channel AS c ON c.id = q.channel_id WHERE c.name = 'lim'")
         assert created - num_removed == 0, "held = created - removed = 0"
         assert num_removed == total
+
+
+# ------------------------------------------------------------ nobody waits on a duplicate
+
+def test_a_duplicate_producer_does_not_hold_up_the_original(db):
+    admin = db.connect()
+    admin.execute("SELECT lonnymq.channel_set('dupwait', p_dedup_window_ms => 60000)")
+    first = _scalar(admin, "SELECT lonnymq.message_create('dupwait', 'a', NULL, 'k')")
+    mid, token = admin.execute("SELECT id, num_attempts FROM lonnymq.message_dequeue(60000, 1, 'dupwait')").fetchone()
+    dup = db.connect(autocommit=False)
+    assert _scalar(dup, "SELECT lonnymq.message_create('dupwait', 'a', NULL, 'k')") == first
+    # The duplicate's transaction is still open: completing the original
+    # must not wait for it.
+    assert db.call("SELECT lonnymq.message_complete(%s, %s)", (mid, token), lock_timeout="500ms") == [(True,)]
+    dup.commit()
+
+
+def test_a_due_schedule_into_a_busy_sized_channel_does_not_make_dequeue_wait(db):
+    admin = db.connect()
+    admin.execute("SELECT lonnymq.channel_set('sizedsched', p_max_size => 10)")
+    producer = db.connect(autocommit=False)
+    producer.execute("SELECT lonnymq.message_create('sizedsched', 'p')")  # holds the quota row
+    admin.execute("SELECT lonnymq.schedule_set('s1', 'sizedsched', 'tick', 3600000, %s)", (_now_ms(admin) - 10,))
+    assert db.call("SELECT count(*) FROM lonnymq.message_dequeue(60000, 1, 'other')", lock_timeout="500ms") == [(0,)]
+    assert _scalar(admin, "SELECT num_runs FROM lonnymq.schedule WHERE name = 's1'") == 0, "left for later"
+    producer.commit()
+    assert db.call("SELECT count(*) FROM lonnymq.message_dequeue(60000, 1, 'other')", lock_timeout="500ms") == [(0,)]
+    assert _scalar(admin, "SELECT num_runs FROM lonnymq.schedule WHERE name = 's1'") == 1
+
+
+def test_tick_advances_every_due_schedule_even_into_full_channels(db):
+    admin = db.connect()
+    admin.execute("SELECT lonnymq.channel_set('full', p_max_size => 1)")
+    admin.execute("SELECT lonnymq.message_create('full', 'x')")
+    past = _now_ms(admin) - 10
+    admin.execute("SELECT lonnymq.schedule_set('f' || g, 'full', 'x', 3600000, %s) FROM generate_series(1, 150) AS g",
+                  (past,))
+    # Due after the 150 (so in the second round of 100).
+    admin.execute("SELECT lonnymq.schedule_set('zz-healthy', 'healthy', 'x', 3600000, %s)", (past + 5,))
+    assert _scalar(admin, "SELECT lonnymq.tick()") == 1, "only the healthy channel had room"
+    assert _scalar(admin, "SELECT count(*) FROM lonnymq.schedule WHERE next_at <= lonnymq.to_epoch(clock_timestamp())") == 0

@@ -1,0 +1,546 @@
+"""Upgrade from the released 0.1.0 to the current version (the control file's
+default_version) with ALTER EXTENSION lonnymq UPDATE.
+
+The module builds, on the session cluster:
+
+  upgraded   CREATE EXTENSION lonnymq VERSION '0.1.0', a queue in every state
+             loaded with the 0.1.0 API (upgrade/scenario.py), then ALTER
+             EXTENSION lonnymq UPDATE.  Tests work on clones of it, so each
+             starts from the state right after the upgrade.
+  reference  a clone of the loaded database taken before the update: what
+             0.1.0 would have done with the same queue.
+  fresh      CREATE EXTENSION lonnymq (default version), with the same
+             grant_access / revoke_access calls as the upgraded one.
+
+and checks that the rows survive (by column name; new columns of old rows hold
+what a fresh install gives them), that the old fencing tokens, locks, limits,
+wake-ups and delivery order behave as before, that the roles granted before the
+upgrade got the new functions of their sets and PUBLIC nothing, that a dump and
+restore of the upgraded database keeps rows and grants, that every pgTAP file
+passes against (a drained clone of) the upgraded database, and that the
+upgraded schema is the fresh install's (pg_dump --schema-only of the schema,
+config-dump registrations, member objects, initial privileges, privileges).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import subprocess
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import errors
+
+import test_pgtap as pgtap_suite  # a module, not its test function: not collected again
+from conftest import REPO_ROOT, Database
+from upgrade import schema, scenario
+from upgrade.scenario import HOUR
+
+FROM_VERSION = "0.1.0"  # the released version every upgrade test starts from
+
+
+def control_default_version() -> str:
+    text = (REPO_ROOT / "lonnymq.control").read_text()
+    m = re.search(r"^\s*default_version\s*=\s*'([^']+)'", text, re.M)
+    assert m, "no default_version in lonnymq.control"
+    return m.group(1)
+
+
+DEFAULT_VERSION = control_default_version()
+
+
+@dataclass
+class Upgrade:
+    cluster: object
+    upgraded: str
+    reference: str
+    fresh: str
+    loaded: scenario.Loaded
+    before: dict
+    after: dict
+    new: dict
+    extversion: str
+    update_path: str | None
+
+
+def _uid() -> str:
+    return uuid.uuid4().hex[:8]
+
+
+@pytest.fixture(scope="module")
+def upgrade(cluster):
+    uid = _uid()
+    upgraded, reference, fresh = f"upg_{uid}_upgraded", f"upg_{uid}_reference", f"upg_{uid}_fresh"
+    made: list[str] = []
+    try:
+        with scenario.connect(cluster, "postgres") as conn:
+            (n,) = conn.execute(
+                "SELECT count(*) FROM pg_available_extension_versions "
+                "WHERE name = 'lonnymq' AND version = %s", (FROM_VERSION,)).fetchone()
+        if n != 1:
+            pytest.fail(f"lonnymq {FROM_VERSION} is not installed (sql/lonnymq--{FROM_VERSION}.sql; "
+                        "make install)", pytrace=False)
+
+        cluster.create_database(upgraded, extensions=("pgtap",))
+        made.append(upgraded)
+        with scenario.connect(cluster, upgraded) as conn:
+            conn.execute(f"CREATE EXTENSION lonnymq VERSION '{FROM_VERSION}'")
+            loaded = scenario.load(conn)
+            scenario.check_every_state(conn, loaded)
+            before = scenario.snapshot(conn)
+        cluster.create_database(reference, template=upgraded)
+        made.append(reference)
+
+        with scenario.connect(cluster, upgraded) as conn:
+            conn.execute("ALTER EXTENSION lonnymq UPDATE")
+            (extversion,) = conn.execute(
+                "SELECT extversion FROM pg_extension WHERE extname = 'lonnymq'").fetchone()
+            (path,) = conn.execute(
+                "SELECT path FROM pg_extension_update_paths('lonnymq') "
+                "WHERE source = %s AND target = %s", (FROM_VERSION, extversion)).fetchone() or (None,)
+            after, new = scenario.project(conn, before)
+        if extversion != DEFAULT_VERSION:
+            pytest.fail(f"ALTER EXTENSION lonnymq UPDATE left version {extversion}, but lonnymq.control "
+                        f"says {DEFAULT_VERSION}: is the current build installed (make install)?",
+                        pytrace=False)
+
+        cluster.create_database(fresh, extensions=())
+        made.append(fresh)
+        with scenario.connect(cluster, fresh) as conn:
+            conn.execute("CREATE EXTENSION lonnymq")
+            scenario.apply_role_ops(conn)
+
+        yield Upgrade(cluster, upgraded, reference, fresh, loaded, before, after, new, extversion, path)
+    finally:
+        for name in made:
+            cluster.drop_database(name)
+        with scenario.connect(cluster, "postgres") as conn:
+            scenario.drop_roles(conn)
+
+
+@pytest.fixture
+def clone(upgrade, request):
+    """Factory: a fresh clone of one of the module's databases (default: upgraded),
+    dropped after the test."""
+    made: list[Database] = []
+
+    def make(template: str | None = None) -> Database:
+        name = f"upg_{_uid()}_{re.sub(r'[^a-z0-9]+', '_', request.node.name.lower())}"[:63]
+        upgrade.cluster.create_database(name, template=template or upgrade.upgraded)
+        db = Database(upgrade.cluster, name)
+        made.append(db)
+        return db
+
+    yield make
+    for db in made:
+        db.close()
+        upgrade.cluster.drop_database(db.name)
+
+
+def one(conn, query: str, params=()):
+    row = conn.execute(query, params).fetchone()
+    return None if row is None else (row[0] if len(row) == 1 else tuple(row))
+
+
+# ---------------------------------------------------------------- the update itself
+
+def test_update_reaches_the_default_version(upgrade):
+    assert upgrade.extversion == DEFAULT_VERSION, (
+        f"ALTER EXTENSION lonnymq UPDATE left version {upgrade.extversion}, but lonnymq.control says "
+        f"{DEFAULT_VERSION}: is the current build installed (make install)?")
+    if DEFAULT_VERSION != FROM_VERSION:
+        assert upgrade.update_path, f"no update path from {FROM_VERSION} to {DEFAULT_VERSION}"
+
+
+def test_rows_survive_by_column_name(upgrade):
+    """Every row of every 0.1.0 table, every sequence position: unchanged.  New
+    columns and tables may appear (they are listed on failure)."""
+    before = {"tables": upgrade.before["tables"], "sequences": upgrade.before["sequences"]}
+    problems = []
+    for t, rows in before["tables"].items():
+        got = upgrade.after["tables"][t]
+        if got != rows:
+            lines = [f"lonnymq.{t}: {len(rows)} rows before, {len(got)} after"]
+            for b, a in zip(rows, got):
+                if a != b:
+                    lines.append(f"  before {b}\n  after  {a}")
+            problems.append("\n".join(lines[:12]))
+    for s, pos in before["sequences"].items():
+        if upgrade.after["sequences"][s] != pos:
+            problems.append(f"lonnymq.{s}: {pos} before, {upgrade.after['sequences'][s]} after")
+    assert not problems, "\n".join(problems) + f"\n(new columns / tables: {upgrade.new})"
+
+
+def test_new_columns_of_old_rows_match_a_fresh_install(upgrade, clone):
+    """Columns the upgrade added to lonnymq.channel and lonnymq.message hold, for
+    the rows that existed, what a fresh install gives the same rows: the same
+    0.1.0 calls replayed on a clone of the fresh database.  Columns holding
+    times (*_at) are left out: the replay runs later."""
+    new_cols = {t: [c for c in upgrade.new.get(t, []) if not c.endswith("_at")]
+                for t in ("channel", "message")}
+    new_cols = {t: cols for t, cols in new_cols.items() if cols}
+    if not new_cols:
+        return
+    fresh = clone(upgrade.fresh)
+    with fresh.connect() as conn:
+        scenario.load(conn, roles=False)
+    problems = []
+    with fresh.connect() as f_conn, upgrade_conn(upgrade) as u_conn:
+        for t, cols in new_cols.items():
+            key = "name" if t == "channel" else "convert_from(content, 'UTF8')"
+            query = f"SELECT {key}, " + ", ".join(f'"{c}"' for c in cols) + f" FROM lonnymq.{t}"
+            want = {r[0]: r[1:] for r in f_conn.execute(query)}
+            got = {r[0]: r[1:] for r in u_conn.execute(query)}
+            problems += [f"lonnymq.{t} {k!r} {cols}: upgraded {got[k]}, fresh {want.get(k)}"
+                         for k in sorted(got) if got[k] != want.get(k)]
+    assert not problems, "\n".join(problems[:30])
+
+
+# ---------------------------------------------------------------- behaviour on the old data
+
+def test_old_tokens_still_complete_defer_and_heartbeat(upgrade, clone):
+    tok = upgrade.loaded.tokens
+    db = clone()
+    with db.connect() as conn:
+        def call(fn, *args):
+            return one(conn, f"SELECT lonnymq.{fn}({', '.join(['%s'] * len(args))})", args)
+
+        p1, p2 = tok["p1"], tok["p2"]
+        assert call("message_heartbeat", p2[0], p2[1] + 1, HOUR) is False, "a wrong token must be refused"
+        assert call("message_complete", p1[0], p1[1] + 1) is False
+        assert call("message_complete", *p1) is True, "a 0.1.0 lock completes"
+        assert call("message_complete", *p1) is False, "and only once"
+        assert call("message_heartbeat", *p2, 2 * HOUR) is True, "a 0.1.0 lock takes a heartbeat"
+        assert one(conn, "SELECT dequeue_at > lonnymq.to_epoch(clock_timestamp()) + %s FROM lonnymq.message "
+                         "WHERE id = %s", (HOUR + scenario.FAR, p2[0])) is True
+        assert call("message_defer", *p2, None, b"deferred-after-upgrade") is True, "a 0.1.0 lock defers"
+        assert one(conn, "SELECT is_locked, state FROM lonnymq.message WHERE id = %s", (p2[0],)) == \
+            (False, b"deferred-after-upgrade")
+        assert call("message_complete", *tok["p4"]) is False, "a token of a message deferred before stays stale"
+        # the expired lock's worker still holds a current token until someone recovers it
+        assert call("message_complete", *tok["p5"]) is True, "an expired, unrecovered lock still completes"
+        # constrained channels: the counters carried over
+        assert conn.execute("SELECT * FROM lonnymq.message_dequeue(%s, 10, 'conc')", (HOUR,)).fetchall() == [], \
+            "conc was at its max_concurrency"
+        assert call("message_complete", *tok["c1"]) is True
+        got = conn.execute("SELECT convert_from(content, 'UTF8') FROM lonnymq.message_dequeue(%s, 10, 'conc')",
+                           (HOUR,)).fetchall()
+        assert got == [("c3",)], f"one slot freed in conc: got {got}"
+        assert call("message_heartbeat", *tok["c2"], HOUR) is True
+        assert call("message_defer", *tok["w1"], None, None) is True
+        assert call("message_complete", *tok["s1"]) is True
+
+
+def test_expired_locks_are_recovered_with_one_more_attempt(upgrade, clone):
+    tok = upgrade.loaded.tokens
+    db = clone()
+    with db.connect() as conn:
+        # conc1 is at its max_concurrency 1 with only an expired lock: recovery only.
+        rows = conn.execute("SELECT id, convert_from(content, 'UTF8'), num_attempts, is_recovered "
+                            "FROM lonnymq.message_dequeue(%s, 10, 'conc1')", (HOUR,)).fetchall()
+        k1 = tok["k1"]
+        assert rows == [(k1[0], "k1", k1[1] + 1, True)], rows
+        assert one(conn, "SELECT lonnymq.message_complete(%s, %s)", k1) is False, "the old token is stale now"
+        assert one(conn, "SELECT lonnymq.message_complete(%s, %s)", (k1[0], k1[1] + 1)) is True
+        rows = conn.execute("SELECT convert_from(content, 'UTF8'), is_recovered "
+                            "FROM lonnymq.message_dequeue(%s, 10, 'conc1')", (HOUR,)).fetchall()
+        assert rows == [("k2", False)], rows
+        # plain's expired lock comes back in the position of its expiry, counted.
+        rows = conn.execute("SELECT id, convert_from(content, 'UTF8'), num_attempts, is_recovered, state "
+                            "FROM lonnymq.message_dequeue(%s, 1000, 'plain')", (HOUR,)).fetchall()
+        p5 = tok["p5"]
+        rec = [r for r in rows if r[3]]
+        assert rec == [(p5[0], "p5", p5[1] + 1, True, None)], rows
+        contents = [r[1] for r in rows]
+        assert contents == ["p-urgent", "p-zero", "p5", "p4", "p6", "p7", "p8", "p9"], contents
+        assert rows[3][4] == b"state-now", "the state saved by a 0.1.0 defer is delivered"
+
+
+def test_delivery_order_is_the_one_0_1_0_would_have_given(upgrade, clone):
+    """Drain the queue (one at a time, then in batches of 7, completing each
+    delivery) on clones of the upgraded database and of the 0.1.0 database
+    taken before the update: the same messages, in the same order, with the
+    same attempts, recovery flags and states."""
+    for limit in (1, 7):
+        up, ref = clone(), clone(upgrade.reference)
+        with up.connect() as u, ref.connect() as r:
+            want = scenario.drain_order(r, limit)
+            got = scenario.drain_order(u, limit)
+        flat = [m for batch in want for m in batch]
+        assert (len(flat), sum(m[6] for m in flat)) == (18, 2), \
+            f"0.1.0 should deliver 18 messages, 2 of them recovered: {flat}"
+        assert got == want, (
+            f"p_limit {limit}: the upgraded queue delivers differently from 0.1.0 (batches)\n"
+            + "\n".join(f"{'   ' if g == w else '!! '}0.1.0 {w}\n{'   ' if g == w else '!! '}now   {g}"
+                        for w, g in itertools.zip_longest(want, got)))
+
+
+def test_max_size_channel_still_refuses(upgrade, clone):
+    db = clone()
+    with db.connect() as conn:
+        held = "SELECT count(*) FROM lonnymq.message AS m JOIN lonnymq.channel AS c ON c.id = m.channel_id " \
+               "WHERE c.name = 'sized'"
+        assert one(conn, held) == 3
+        assert one(conn, "SELECT lonnymq.message_create('sized', 'over')") is None, "sized is full"
+        assert one(conn, held) == 3, "and nothing was stored"
+        assert one(conn, "SELECT lonnymq.message_complete(%s, %s)", upgrade.loaded.tokens["s1"]) is True
+        assert one(conn, "SELECT lonnymq.message_create('sized', 'fits')") is not None, "one place freed"
+        assert one(conn, "SELECT lonnymq.message_create('sized', 'over')") is None
+        assert one(conn, "SELECT lonnymq.message_create('roomy', 'fits')") is not None
+
+
+def test_waiting_and_empty_channels_are_woken_by_new_messages(upgrade, clone):
+    db = clone()
+    with db.connect() as conn:
+        def take(channel):
+            return [r[0] for r in conn.execute(
+                "SELECT convert_from(content, 'UTF8') FROM lonnymq.message_dequeue(%s, 10, %s)",
+                (HOUR, channel))]
+
+        def wakes(channel):
+            return one(conn, "SELECT count(*) FROM lonnymq.channel_wake AS w JOIN lonnymq.channel AS c "
+                             "ON c.id = w.channel_id WHERE c.name = %s", (channel,))
+
+        # Pending wake-ups left by 0.1.0 producers are applied.
+        assert take("woken") == ["g1"]
+        assert take("newborn") == ["n1", "n2"]
+        assert take("woken_future") == [], "h1 is an hour away"
+        assert take("capped") == ["x1"], "capped: one delivery, then its release interval"
+        # A channel waiting for a future message: a new, ready message wakes it.
+        assert take("future") == []
+        assert one(conn, "SELECT wait_at IS NOT NULL FROM lonnymq.channel WHERE name = 'future'") is True
+        assert wakes("future") == 0
+        conn.execute("SELECT lonnymq.message_create('future', 'f-now')")
+        assert wakes("future") == 1, "the producer leaves a wake-up for the waiting channel"
+        assert take("future") == ["f-now"]
+        # An empty channel (out of the rotation) likewise.
+        conn.execute("SELECT lonnymq.message_create('emptied', 'e-now')")
+        assert wakes("emptied") == 1
+        assert take("emptied") == ["e-now"]
+        # A channel that never had messages.
+        conn.execute("SELECT lonnymq.message_create('idle_set', 'i-now')")
+        assert take("idle_set") == ["i-now"]
+        # Nothing delivered early, no release interval skipped.
+        assert take("slow") == []
+
+
+# ---------------------------------------------------------------- privileges
+
+# The access sets of the current API contract that the 0.1.0 sets did not have.
+NEW_IN_SET = {
+    "producer": ("message_create_batch",),
+    "consumer": ("message_complete_batch", "message_fail"),
+    "admin": ("message_create_batch", "message_complete_batch", "message_fail", "message_cancel",
+              "dead_letter_redrive", "dead_letter_delete", "schedule_set", "schedule_drop", "tick", "history_prune",
+              "channel_pause", "channel_resume"),
+}
+NEW_ADMIN_RELATIONS = ("dead_letter", "message_history", "channel_stats")
+
+
+def upgrade_conn(upgrade) -> psycopg.Connection:
+    return scenario.connect(upgrade.cluster, upgrade.upgraded)
+
+
+def test_privileges_equal_a_fresh_install_with_the_same_grants(upgrade):
+    """Who may do what on every lonnymq object (schema, functions, tables, views,
+    sequences, columns, types), PUBLIC and the owner included: the upgraded
+    database equals a fresh install given the same grant_access calls."""
+    cluster = upgrade.cluster
+    got = set(schema.privileges(cluster.dsn(upgrade.upgraded)))
+    want = set(schema.privileges(cluster.dsn(upgrade.fresh)))
+    missing = sorted(want - got)
+    extra = sorted(got - want)
+    assert not missing and not extra, (
+        "privileges differ from a fresh install with the same grants\n"
+        + "".join(f"  missing after the upgrade: {p}\n" for p in missing)
+        + "".join(f"  only after the upgrade:    {p}\n" for p in extra))
+
+
+def test_roles_granted_before_the_upgrade_have_the_new_functions_of_their_sets(upgrade):
+    with upgrade_conn(upgrade) as conn:
+        def can(role, fname):
+            rows = conn.execute(
+                "SELECT p.oid::regprocedure::text, has_function_privilege(%s, p.oid, 'EXECUTE') "
+                "FROM pg_proc AS p WHERE p.pronamespace = 'lonnymq'::regnamespace AND p.proname = %s",
+                (role, fname)).fetchall()
+            assert rows, f"lonnymq.{fname} does not exist"
+            return all(ok for _, ok in rows)
+
+        problems = []
+        for role, sets in (("lmq_upg_app", ["producer"]), ("lmq_upg_worker", ["consumer"]),
+                           ("lmq_upg_ops", ["admin"]), ("lmq_upg_both", ["producer", "consumer"]),
+                           ("lmq_upg_was", ["producer"])):
+            allowed = {f for s in sets for f in NEW_IN_SET[s]}
+            for fname in sorted({f for fs in NEW_IN_SET.values() for f in fs}):
+                if can(role, fname) != (fname in allowed):
+                    problems.append(f"{role} ({'+'.join(sets)}): EXECUTE on {fname} should be "
+                                    f"{fname in allowed}")
+        for rel in NEW_ADMIN_RELATIONS:
+            for role in ("lmq_upg_ops", "lmq_upg_app", "lmq_upg_worker"):
+                ok = one(conn, "SELECT has_table_privilege(%s, %s, 'SELECT')", (role, f"lonnymq.{rel}"))
+                if ok != (role == "lmq_upg_ops"):
+                    problems.append(f"{role}: SELECT on lonnymq.{rel} should be {role == 'lmq_upg_ops'}")
+        assert not problems, "\n".join(problems)
+
+
+def test_roles_granted_before_the_upgrade_can_call_the_new_functions(upgrade, clone):
+    tok = upgrade.loaded.tokens
+    db = clone()
+    with db.connect() as conn:
+        conn.execute("SET ROLE lmq_upg_app")
+        ids = [r[0] for r in conn.execute(
+            "SELECT * FROM lonnymq.message_create_batch('plain', ARRAY['b1', 'b2']::bytea[])")]
+        assert len(ids) == 2 and all(ids), ids
+        with pytest.raises(errors.InsufficientPrivilege):
+            conn.execute("SELECT * FROM lonnymq.message_dequeue(1000)")
+        conn.execute("RESET ROLE")
+
+        conn.execute("SET ROLE lmq_upg_worker")
+        assert one(conn, "SELECT lonnymq.message_fail(%s, %s, 'boom')", tok["p2"]) in ("retry", "dead")
+        assert one(conn, "SELECT lonnymq.message_complete_batch(%s, %s)",
+                   ([tok["p1"][0]], [tok["p1"][1]])) == 1
+        with pytest.raises(errors.InsufficientPrivilege):
+            conn.execute("SELECT lonnymq.message_create('plain', 'x')")
+        conn.execute("RESET ROLE")
+
+        conn.execute("SET ROLE lmq_upg_ops")
+        for rel in NEW_ADMIN_RELATIONS:
+            conn.execute(f"SELECT count(*) FROM lonnymq.{rel}")
+        conn.execute("RESET ROLE")
+
+
+def test_nothing_is_granted_to_public(upgrade):
+    with upgrade_conn(upgrade) as conn:
+        bad = [r[0] for r in conn.execute(
+            "SELECT p.oid::regprocedure::text FROM pg_proc AS p "
+            "WHERE p.pronamespace = 'lonnymq'::regnamespace AND p.proname <> 'to_epoch' "
+            "AND has_function_privilege('public', p.oid, 'EXECUTE')")]
+        bad += [r[0] for r in conn.execute(
+            "SELECT c.oid::regclass::text || ' ' || priv FROM pg_class AS c, "
+            "unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE']) AS priv "
+            "WHERE c.relnamespace = 'lonnymq'::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm', 'f') "
+            "AND has_table_privilege('public', c.oid, priv)")]
+        bad += [r[0] for r in conn.execute(
+            "SELECT c.oid::regclass::text FROM pg_class AS c WHERE c.relnamespace = 'lonnymq'::regnamespace "
+            "AND CASE WHEN c.relkind = 'S' THEN has_sequence_privilege('public', c.oid, 'USAGE, SELECT, UPDATE') "
+            "ELSE FALSE END")]
+        if one(conn, "SELECT has_schema_privilege('public', 'lonnymq', 'USAGE, CREATE')"):
+            bad.append("schema lonnymq")
+    assert not bad, "granted to PUBLIC after the upgrade: " + ", ".join(bad)
+
+
+def test_dump_and_restore_of_the_upgraded_database_keep_rows_and_grants(upgrade):
+    """pg_dump of the upgraded database restored into a new one (CREATE EXTENSION
+    of the current version, then the config tables' rows): every row, sequence
+    and privilege comes back, the grants of grant_access included."""
+    cluster = upgrade.cluster
+    dump = cluster.base_dir / f"{upgrade.upgraded}.dump"
+    restored = f"upg_{_uid()}_restored"
+    subprocess.run([str(cluster.bindir / "pg_dump"), "-Fc", "-f", str(dump), *cluster.client_args(upgrade.upgraded)],
+                   check=True, env=cluster.client_env(), capture_output=True)
+    cluster.psql(f'CREATE DATABASE "{restored}"')
+    try:
+        proc = subprocess.run([str(cluster.bindir / "pg_restore"), "--exit-on-error",
+                               *cluster.client_args(restored), str(dump)],
+                              env=cluster.client_env(), capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        with scenario.connect(cluster, upgrade.upgraded) as conn:
+            want = scenario.snapshot(conn)
+        with scenario.connect(cluster, restored) as conn:
+            got = scenario.snapshot(conn)
+        assert got == want, "the restored queue differs from the upgraded one"
+        want_privs = set(schema.privileges(cluster.dsn(upgrade.upgraded)))
+        got_privs = set(schema.privileges(cluster.dsn(restored)))
+        assert got_privs == want_privs, (
+            "privileges lost or gained by a dump and restore of the upgraded database\n"
+            + "".join(f"  lost:   {p}\n" for p in sorted(want_privs - got_privs))
+            + "".join(f"  gained: {p}\n" for p in sorted(got_privs - want_privs)))
+    finally:
+        cluster.drop_database(restored)
+        dump.unlink(missing_ok=True)
+
+
+# ---------------------------------------------------------------- schema
+
+def test_schema_is_the_fresh_install_schema(upgrade):
+    """pg_dump --schema-only --schema=lonnymq of the upgraded and of the fresh
+    database (members detached from the extension in throwaway clones):
+    identical but for the order of the columns."""
+    if DEFAULT_VERSION != FROM_VERSION:
+        pg_config = os.environ.get("PG_CONFIG") or "pg_config"  # as pgcluster.pg_bindir
+        sharedir = subprocess.run([pg_config, "--sharedir"], capture_output=True, text=True,
+                                  check=True).stdout.strip()
+        script = Path(sharedir) / "extension" / f"lonnymq--{DEFAULT_VERSION}.sql"
+        assert script.exists(), (
+            f"{script} is not installed: the fresh install would itself go through the update "
+            "scripts and the comparison would prove nothing")
+    cluster = upgrade.cluster
+    up = schema.normalise(schema.dump_schema(cluster, upgrade.upgraded))
+    fresh = schema.normalise(schema.dump_schema(cluster, upgrade.fresh))
+    assert sum(1 for line in fresh if line.startswith("CREATE FUNCTION")) > 10, "the dump looks empty"
+    if up != fresh:
+        pytest.fail("the upgraded schema differs from a fresh install (pg_dump --schema-only, "
+                    "columns sorted):\n" + schema.unified_diff(fresh, up, "fresh install", "upgraded"),
+                    pytrace=False)
+
+
+def test_extension_registrations_are_the_fresh_install_ones(upgrade):
+    """What pg_dump does not show once members are detached: config-dump
+    registrations, member objects, initial privileges."""
+    cluster = upgrade.cluster
+    up = schema.extension_facts(cluster.dsn(upgrade.upgraded))
+    fresh = schema.extension_facts(cluster.dsn(upgrade.fresh))
+    problems = []
+    for name in fresh:
+        if up[name] != fresh[name]:
+            a = [repr(r) for r in fresh[name]]
+            b = [repr(r) for r in up[name]]
+            problems.append(f"{name}:\n" + schema.unified_diff(a, b, "fresh install", "upgraded"))
+    assert not problems, "\n".join(problems)
+
+
+# ---------------------------------------------------------------- the whole suite
+
+@pytest.fixture(scope="module")
+def drained(upgrade):
+    """A clone of the upgraded database with its queue emptied through the API,
+    as the pgTAP files expect: every locked message completed with its current
+    token, every other one cancelled, every channel dropped (without p_purge:
+    each must be empty by then).  The roles and their grants stay."""
+    cluster = upgrade.cluster
+    name = f"upg_{_uid()}_drained"
+    cluster.create_database(name, template=upgrade.upgraded)
+    try:
+        with scenario.connect(cluster, name) as conn:
+            for mid, attempts in conn.execute(
+                    "SELECT id, num_attempts FROM lonnymq.message WHERE is_locked ORDER BY id").fetchall():
+                assert one(conn, "SELECT lonnymq.message_complete(%s, %s)", (mid, attempts)) is True, mid
+            for (mid,) in conn.execute("SELECT id FROM lonnymq.message ORDER BY id").fetchall():
+                assert one(conn, "SELECT lonnymq.message_cancel(%s)", (mid,)) is True, mid
+            for (channel,) in conn.execute("SELECT name FROM lonnymq.channel ORDER BY name").fetchall():
+                assert one(conn, "SELECT lonnymq.channel_drop(%s)", (channel,)) is True, channel
+            left = [f"lonnymq.{t}: {n}" for t, n in (
+                (t, one(conn, f'SELECT count(*) FROM lonnymq."{t}"'))
+                for (t,) in conn.execute(
+                    "SELECT relname FROM pg_class WHERE relnamespace = 'lonnymq'::regnamespace "
+                    "AND relkind IN ('r', 'p') AND relname <> 'access_grant' ORDER BY 1").fetchall()
+            ) if n]
+        assert not left, "the drained queue still holds rows: " + ", ".join(left)
+        yield name
+    finally:
+        cluster.drop_database(name)
+
+
+@pytest.mark.parametrize(
+    "path",
+    pgtap_suite.PGTAP_FILES or [None],
+    ids=[p.name for p in pgtap_suite.PGTAP_FILES] or ["no-pgtap-files"],
+)
+def test_pgtap_on_the_upgraded_database(path, upgrade, drained, clone):
+    db = clone(drained)
+    pgtap_suite.test_pgtap(path, upgrade.cluster, db)
