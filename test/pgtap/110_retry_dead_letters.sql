@@ -289,13 +289,13 @@ SELECT nextval('lonnymq.message_id_seq'), ch, 'x', 1, 0, 0
 FROM unnest(ARRAY['del_a', 'del_a', 'del_a', 'del_b', 'del_b']) AS ch;
 SELECT throws_ok($$ SELECT lonnymq.dead_letter_delete() $$, '22004', NULL,
     'deleting without a filter needs p_all => true: 22004');
-SELECT is(lonnymq.dead_letter_delete(NULL, ARRAY(SELECT id FROM lonnymq.dead_letter WHERE channel = 'del_a' ORDER BY id LIMIT 1)),
+SELECT is(lonnymq.dead_letter_delete(NULL, array(SELECT id FROM lonnymq.dead_letter WHERE channel = 'del_a' ORDER BY id LIMIT 1)),
     1, 'by ids: one deleted');
-SELECT is(lonnymq.dead_letter_delete('del_b', ARRAY(SELECT id FROM lonnymq.dead_letter WHERE channel = 'del_a')),
+SELECT is(lonnymq.dead_letter_delete('del_b', array(SELECT id FROM lonnymq.dead_letter WHERE channel = 'del_a')),
     0, 'ids of another channel than p_channel: none deleted');
 SELECT is(lonnymq.dead_letter_delete('del_a'), 2, 'by channel: the rest of del_a');
 SELECT is((SELECT count(*) FROM lonnymq.dead_letter WHERE channel = 'del_b'), 2::bigint, 'del_b untouched');
-SELECT cmp_ok(lonnymq.dead_letter_delete(p_all => true), '>=', 2, 'p_all deletes every dead letter');
+SELECT cmp_ok(lonnymq.dead_letter_delete(p_all => TRUE), '>=', 2, 'p_all deletes every dead letter');
 SELECT is((SELECT count(*) FROM lonnymq.dead_letter), 0::bigint, 'none left');
 
 SELECT * FROM finish();
