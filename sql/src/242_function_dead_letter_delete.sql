@@ -26,7 +26,7 @@ BEGIN
     END IF;
     IF p_ids IS NOT NULL THEN
         DELETE FROM @extschema@.dead_letter AS d
-        WHERE d.id IN (
+        WHERE d.id = ANY(p_ids) AND d.id IN (
             SELECT x.id
             FROM @extschema@.dead_letter AS x
             WHERE x.id = ANY(p_ids) AND (p_channel IS NULL OR x.channel = p_channel)
@@ -34,7 +34,7 @@ BEGIN
         );
     ELSIF p_channel IS NOT NULL THEN
         DELETE FROM @extschema@.dead_letter AS d
-        WHERE d.id IN (
+        WHERE d.channel = p_channel AND d.id IN (
             SELECT x.id
             FROM @extschema@.dead_letter AS x
             WHERE x.channel = p_channel

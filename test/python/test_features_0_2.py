@@ -346,3 +346,20 @@ def test_tick_advances_every_due_schedule_even_into_full_channels(db):
     admin.execute("SELECT lonnymq.schedule_set('zz-healthy', 'healthy', 'x', 3600000, %s)", (past + 5,))
     assert _scalar(admin, "SELECT lonnymq.tick()") == 1, "only the healthy channel had room"
     assert _scalar(admin, "SELECT count(*) FROM lonnymq.schedule WHERE next_at <= lonnymq.to_epoch(clock_timestamp())") == 0
+
+
+def test_tick_skips_a_busy_channel_and_advances_every_other_schedule(db):
+    admin = db.connect()
+    past = _now_ms(admin) - 10
+    admin.execute("SELECT lonnymq.channel_set('busy')")
+    # The first schedule in due order feeds a channel that channel_set holds
+    # (its guard, exclusively) in an open transaction.
+    admin.execute("SELECT lonnymq.schedule_set('a-busy', 'busy', 'x', 3600000, %s)", (past - 5,))
+    admin.execute("SELECT lonnymq.schedule_set('s' || g, 'free' || g, 'x', 3600000, %s) "
+                  "FROM generate_series(1, 250) AS g", (past,))
+    holder = db.connect(autocommit=False)
+    holder.execute("SELECT lonnymq.channel_set('busy', p_max_size => 5)")
+    assert db.call("SELECT lonnymq.tick()", lock_timeout="2s") == [(250,)]
+    holder.commit()
+    assert _scalar(admin, "SELECT lonnymq.tick()") == 1
+    assert _scalar(admin, "SELECT count(*) FROM lonnymq.schedule WHERE next_at <= lonnymq.to_epoch(clock_timestamp())") == 0

@@ -220,10 +220,11 @@ def test_plans_stay_index_probes_when_one_channel_holds_the_whole_table(db):
     assert not unbounded, f"index scans without a condition: {unbounded}"
 
 
-def test_channel_stats_reads_index_ranges_only(pathological_db):
+def test_channel_stats_and_dead_letter_delete_read_index_ranges_only(pathological_db):
     """channel_stats counts (it cannot be a bounded probe: its figures are
-    counts), but only over index ranges of the channels asked for: never a
-    sequential scan of message or dead_letter, whatever their size."""
+    counts), and dead_letter_delete of a channel deletes all of its dead
+    letters, but both only over index ranges of the channels asked for:
+    never a sequential scan of message or dead_letter, whatever their size."""
     conn = pathological_db.connect()
     plans = PlanCollector(conn)
     with conn.cursor() as cur:
@@ -231,6 +232,11 @@ def test_channel_stats_reads_index_ranges_only(pathological_db):
         assert cur.fetchone()[1] >= 90000
         cur.execute("SELECT * FROM lonnymq.channel_stats WHERE channel = 'future5'")
         cur.execute("SELECT sum(ready) FROM lonnymq.channel_stats")
+        cur.execute("SELECT lonnymq.dead_letter_delete('future6')")
+        assert cur.fetchone()[0] == 100
+        cur.execute("SELECT lonnymq.dead_letter_delete(NULL, ARRAY(SELECT id FROM lonnymq.dead_letter "
+                    "WHERE channel = 'future7' LIMIT 3))")
+        assert cur.fetchone()[0] == 3
     collected = plans.take()
     assert collected, "no plan was explained"
     seq = [line.strip() for p in collected for line in p.splitlines()
