@@ -48,7 +48,8 @@ VENV   := .venv
 VENV_PY := $(VENV)/bin/python
 SQLFLUFF := $(VENV)/bin/sqlfluff
 PYTEST_ARGS ?=
-APT_PACKAGES = postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl
+# openjdk-17-jre-headless: Spark (pipeline/, its tests and the demo) runs on the JVM.
+APT_PACKAGES = postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl openjdk-17-jre-headless
 PGTAP_FILES := $(shell LC_ALL=C ls -1 test/pgtap/*.sql 2>/dev/null | LC_ALL=C sort)
 
 # Lint: sql/src with .sqlfluff as is. test/pgtap gets a relaxed rule set (capitalisation,

@@ -1,0 +1,79 @@
+"""SparkSession creation for the pipeline.
+
+Local mode by default; the same code runs on any cluster (``--master``, or a
+session built by ``spark-submit``). The ``pipeline`` package itself is shipped
+to the executors with ``addPyFile`` (a zip made at start-up), so they can
+import it wherever they run; psycopg 3 must be installed in their Python.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+LOG4J_CONFIG = PACKAGE_DIR / "log4j2.properties"
+
+DEFAULT_MASTER = "local[*]"
+
+
+def _package_zip() -> Path:
+    """pipeline/*.py zipped into a temporary directory (removed at exit)."""
+    tmp = Path(tempfile.mkdtemp(prefix="lonnymq-pipeline-"))
+    atexit.register(shutil.rmtree, tmp, ignore_errors=True)
+    path = tmp / "lonnymq_pipeline.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for src in sorted(PACKAGE_DIR.glob("*.py")):
+            zf.write(src, f"{PACKAGE_DIR.name}/{src.name}")
+    return path
+
+
+def get_spark(
+    master: str | None = DEFAULT_MASTER,
+    app_name: str = "lonnymq-pipeline",
+    conf: dict[str, str] | None = None,
+    *,
+    quiet_logs: bool = True,
+) -> SparkSession:
+    """A SparkSession for the pipeline (or the active one, configured as asked).
+
+    master: ``local[*]`` by default. ``local[N,F]`` retries a failed task up to
+        F-1 times (plain ``local[N]`` never retries). None keeps whatever
+        spark-submit or the environment chose.
+    conf: extra Spark settings, e.g. ``{"spark.sql.shuffle.partitions": "4"}``.
+    quiet_logs: a driver JVM started here logs errors only (pipeline/log4j2.properties).
+
+    Settings made here (``conf`` overrides them): session time zone UTC
+    (timestamps in message contents are written in UTC), no console progress
+    bar (the pipeline prints its own progress), no web UI; and PYSPARK_PYTHON =
+    this interpreter when unset.
+    """
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(app_name)
+    if master:
+        builder = builder.master(master)
+    settings = {
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.ui.enabled": "false",  # conf={"spark.ui.enabled": "true"} for the web UI
+    }
+    if quiet_logs and LOG4J_CONFIG.exists():
+        settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"
+    settings.update(conf or {})
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    sc = spark.sparkContext
+    if quiet_logs:
+        sc.setLogLevel("ERROR")
+    if not getattr(sc, "_lonnymq_pipeline_shipped", False):
+        sc.addPyFile(str(_package_zip()))
+        sc._lonnymq_pipeline_shipped = True  # type: ignore[attr-defined]
+    return spark

@@ -1,0 +1,298 @@
+"""The Spark pipeline (pipeline/): exactly-once enqueue under a task retry, bad rows,
+export round trip, load generation.
+
+One SparkSession for the module, ``local[2,4]``: two task slots, and a failed
+task is retried (up to 3 times), which the fault injection relies on. Needs
+pyspark (the dev extra) and a Java 17+ runtime.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+from conftest import REPO_ROOT
+
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from pipeline import (  # noqa: E402
+    EnqueueSpec,
+    LoadgenConfig,
+    PipelineError,
+    enqueue,
+    export,
+    get_spark,
+    run_loadgen,
+)
+from pipeline.export import _ranges  # noqa: E402
+
+MASTER = "local[2,4]"
+
+
+@pytest.fixture(scope="module")
+def spark():
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    session = get_spark(MASTER, conf={
+        "spark.ui.enabled": "false",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.default.parallelism": "2",
+    })
+    yield session
+    session.stop()
+
+
+def _messages(db) -> list[tuple[str, str, bytes]]:
+    return db.call("SELECT c.name, m.key, m.content FROM lonnymq.message AS m"
+                   " JOIN lonnymq.channel AS c ON c.id = m.channel_id ORDER BY m.id")
+
+
+def _cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PG", "LONNYMQ_PIPELINE"))}
+    env["PYSPARK_PYTHON"] = sys.executable
+    return subprocess.run([sys.executable, "-m", "pipeline", *args], cwd=REPO_ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+# ------------------------------------------------------------------ enqueue
+
+
+def test_enqueue_is_exactly_once_when_tasks_fail_after_their_commit(spark, db):
+    due0 = 1_700_000_000_000  # dequeue_at, epoch ms (in the past: deliverable)
+    rows = [(f"ch{i % 2}", i, f"payload {i}", i / 4, due0 + i) for i in range(60)]
+    df = spark.createDataFrame(spark.sparkContext.parallelize(rows, 2),
+                               "channel string, n int, text string, x double, due long")
+    # Several batches per channel and partition.
+    spec = EnqueueSpec(channel_col="channel", dequeue_at_col="due", batch_size=7)
+
+    result = enqueue(spark, df, db.dsn, spec, fail_after_commit=True)
+
+    # Every partition committed, failed, and succeeded on its second attempt.
+    assert result.attempts == {0: 1, 1: 1}, result.report()
+    assert result.retried_partitions == 2
+    assert (result.rows, result.bad_rows, result.messages, result.exit_code) == (60, 0, 60, 0)
+    stored = _messages(db)
+    assert Counter(ch for ch, _, _ in stored) == {"ch0": 30, "ch1": 30}
+    assert len({(ch, key) for ch, key, _ in stored}) == 60
+    assert all(key.startswith("sha256:") for _, key, _ in stored)
+    # Content: the row without its channel column, as JSON.
+    assert sorted((json.loads(c) for _, _, c in stored), key=lambda d: d["n"]) == [
+        {"n": n, "text": text, "x": x, "due": due} for _, n, text, x, due in rows]
+    assert db.call("SELECT count(*) FROM lonnymq.message"
+                   " WHERE dequeue_at = %s + (convert_from(content, 'UTF8')::jsonb->>'n')::bigint", (due0,)) == [(60,)]
+
+    # The whole job again (no failure): the derived keys find every message.
+    again = enqueue(spark, df, db.dsn, spec)
+    assert (again.messages, again.retried_partitions, again.exit_code) == (60, 0, 0)
+    assert len(_messages(db)) == 60
+
+
+def test_rows_become_messages_deterministically():
+    """The row -> message conversion on its own (no Spark job): content, keys, reasons."""
+    import datetime as dt
+    import decimal
+
+    from pyspark.sql import Row
+    from pyspark.sql import types as T
+
+    from pipeline.enqueue import _Preparer
+
+    cols = ["ch", "blob", "amount", "day", "tags", "inner"]
+    prep = _Preparer(EnqueueSpec(channel_col="ch"), cols, None)
+
+    def row(**kw):
+        values = {"ch": "c", "blob": b"\x00\xff", "amount": decimal.Decimal("12.50"), "day": dt.date(2026, 1, 2),
+                  "tags": ["a", "b"], "inner": Row(x=1, y=None)}
+        values.update(kw)
+        return Row(**values, __lonnymq_channel=values["ch"])
+
+    msg = prep(row())
+    assert json.loads(msg.content) == {"blob": "AP8=", "amount": 12.5, "day": "2026-01-02", "tags": ["a", "b"],
+                                       "inner": {"x": 1, "y": None}}
+    assert msg.channel == "c" and msg.dequeue_at is None
+    assert prep(row()).key == msg.key and msg.key.startswith("sha256:") and len(msg.key) == 71
+    assert prep(row(tags=["a", "c"])).key != msg.key
+    assert prep(row(ch=None)) == "NULL channel"
+    assert prep(row(ch="x" * 256)).startswith("channel name must be 1 to 255")
+    assert prep(row(inner=Row(x=float("inf"), y=None))) == "unserialisable content: NaN or Infinity"
+
+    raw = _Preparer(EnqueueSpec(channel="fixed", content_col="blob"), cols, T.BinaryType())
+    assert raw(row()).content == b"\x00\xff" and raw(row()).channel == "fixed"
+    assert raw(row(blob=None)) == "NULL content"
+    text = _Preparer(EnqueueSpec(channel="fixed", content_col="ch"), cols, T.StringType())
+    assert text(row(ch="héllo")).content == "héllo".encode()
+    as_json = _Preparer(EnqueueSpec(channel="fixed", content_col="ch", content_json=True), cols, T.StringType())
+    assert as_json(row(ch="héllo")).content == '"héllo"'.encode()
+
+
+def _bad_input(spark, path) -> list[tuple]:
+    rows = [
+        ("good", "k1", (1.0, "a")),
+        ("good", "k2", (2.0, "b")),
+        (None, "k3", (3.0, "c")),  # NULL channel
+        ("good", "k4", None),  # NULL content
+        ("good", "k5", (float("nan"), "e")),  # NaN: not JSON
+        ("other", "k6", (6.0, None)),
+        ("other", "k7", (7.0, "g")),
+    ]
+    spark.createDataFrame(rows, "channel string, id string, payload struct<v: double, s: string>") \
+        .coalesce(1).write.mode("overwrite").parquet(str(path))
+    return rows
+
+
+def test_bad_rows_are_reported_and_nothing_is_half_written(spark, db, tmp_path):
+    path = tmp_path / "in.parquet"
+    rows = _bad_input(spark, path)
+
+    proc = _cli("enqueue", str(path), "--channel-col", "channel", "--content-col", "payload", "--key-col", "id",
+                "--dsn", db.dsn, "--master", "local[1]")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "bad rows: 3" in out
+    for reason in ("NULL channel", "NULL content", "unserialisable content: NaN or Infinity"):
+        assert reason in out, out
+    assert "'k3'" in out and "'k4'" in out and "'k5'" in out  # the sample shows the rows
+    assert "nothing written" in out
+    assert "validate" in proc.stderr  # progress lines on stderr
+    assert _messages(db) == []
+
+    # --skip-bad (here through the function): the good rows, and the bad ones reported.
+    df = spark.read.parquet(str(path))
+    result = enqueue(spark, df, db.dsn, EnqueueSpec(channel_col="channel", content_col="payload", key_col="id"),
+                     skip_bad=True)
+    assert (result.rows, result.bad_rows, result.messages, result.exit_code) == (7, 3, 4, 1)
+    assert sorted(b.reason for b in result.bad_sample) == [
+        "NULL channel", "NULL content", "unserialisable content: NaN or Infinity"]
+    stored = _messages(db)
+    assert sorted((ch, key, json.loads(c)) for ch, key, c in stored) == sorted(
+        (ch, key, {"v": p[0], "s": p[1]}) for ch, key, p in rows if key in ("k1", "k2", "k6", "k7"))
+
+
+def test_cli_usage_and_connection_errors_exit_2(db):
+    proc = _cli("enqueue", "x.parquet", "--channel", "a", "--channel-col", "b", "--dsn", db.dsn)
+    assert proc.returncode == 2 and "not allowed with argument" in proc.stderr
+    proc = _cli("enqueue", "x.parquet", "--channel", "a", "--dsn", "host=/nonexistent port=1 connect_timeout=2")
+    assert proc.returncode == 2 and "cannot connect" in proc.stderr, proc.stderr
+
+
+# ------------------------------------------------------------------ export
+
+# channel -> (max_attempts, {failures before success: number of messages}); 9 = always fails
+PLAN = {
+    "exp_a": (3, {0: 12, 1: 5, 2: 2, 9: 1}),
+    "exp_b": (2, {0: 6, 1: 2, 9: 2}),
+}
+
+
+def _process(conn) -> None:
+    """Deliver until nothing is ready: fail while attempt <= the message's 'fail', else complete."""
+    while rows := conn.execute("SELECT id, num_attempts, content FROM lonnymq.message_dequeue(60000, 100)").fetchall():
+        for mid, attempt, content in rows:
+            if attempt <= json.loads(content)["fail"]:
+                outcome = conn.execute("SELECT lonnymq.message_fail(%s, %s, %s)",
+                                       (mid, attempt, f"error {attempt}")).fetchone()[0]
+                assert outcome in ("retry", "dead")
+            else:
+                assert conn.execute("SELECT lonnymq.message_complete(%s, %s)", (mid, attempt)).fetchone()[0]
+
+
+def _percentile(values: list[int], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default)."""
+    s = sorted(values)
+    pos = (len(s) - 1) * q
+    lo = int(pos)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+def test_export_round_trips_counts_and_attempts(spark, db, tmp_path):
+    conn = db.connect()
+    for ch, (max_attempts, plan) in PLAN.items():
+        conn.execute("SELECT lonnymq.channel_set(%s, p_max_attempts => %s, p_backoff_base_ms => 0,"
+                     " p_retain_history => true)", (ch, max_attempts))
+        for fail, n in plan.items():
+            for i in range(n):
+                conn.execute("SELECT lonnymq.message_create(%s, %s, p_key => %s)",
+                             (ch, json.dumps({"fail": fail, "i": i}).encode(), f"{ch}-{fail}-{i}"))
+    conn.execute("SELECT lonnymq.message_create('exp_nohist', '{\"fail\": 0}')")  # no retain_history
+    _process(conn)
+    conn.execute("SELECT lonnymq.message_create('exp_a', '{\"fail\": 0}')")  # still queued: not exported
+
+    result = export(spark, db.dsn, tmp_path / "out")
+
+    cols = "id, channel, key, content, state, num_attempts, created_at"
+    hist_db = conn.execute(f"SELECT {cols}, completed_at FROM lonnymq.message_history ORDER BY id").fetchall()
+    dead_db = conn.execute(f"SELECT {cols}, dead_at, last_error, attempt_log FROM lonnymq.dead_letter"
+                           " ORDER BY id").fetchall()
+    # What the plan says: completed after fail+1 attempts, or dead after max_attempts.
+    for ch, (max_attempts, plan) in PLAN.items():
+        done = {f + 1: n for f, n in plan.items() if f + 1 <= max_attempts}
+        dead = {max_attempts: sum(n for f, n in plan.items() if f + 1 > max_attempts)}
+        assert Counter(r[5] for r in hist_db if r[1] == ch) == done
+        assert Counter(r[5] for r in dead_db if r[1] == ch) == dead
+
+    # The Parquet files hold exactly the tables' rows.
+    hist_pq = sorted(tuple(bytes(v) if isinstance(v, bytearray) else v for v in r)
+                     for r in spark.read.parquet(str(tmp_path / "out" / "history")).collect())
+    assert hist_pq == [tuple(r) for r in hist_db]
+    dead_pq = sorted(spark.read.parquet(str(tmp_path / "out" / "dead_letter")).collect())
+    assert [(*(bytes(v) if isinstance(v, bytearray) else v for v in r[:-1]), json.loads(r[-1]))
+            for r in dead_pq] == [tuple(r) for r in dead_db]
+    assert all(len(r[-1]) == r[5] for r in dead_db)  # one attempt_log entry per failed attempt
+    assert (result.history_rows, result.dead_letter_rows) == (len(hist_db), len(dead_db))
+
+    # The summary agrees with the tables.
+    by_channel = {s.channel: s for s in result.channels}
+    assert sorted(by_channel) == sorted(PLAN)  # exp_nohist keeps no history
+    for ch, s in by_channel.items():
+        assert s.completed == sum(1 for r in hist_db if r[1] == ch)
+        assert s.dead == sum(1 for r in dead_db if r[1] == ch)
+        assert s.attempts_completed == dict(Counter(r[5] for r in hist_db if r[1] == ch))
+        assert s.attempts_dead == dict(Counter(r[5] for r in dead_db if r[1] == ch))
+        latencies = [r[7] - r[6] for r in hist_db if r[1] == ch]
+        for q, got in ((0.5, s.latency_p50_ms), (0.95, s.latency_p95_ms), (0.99, s.latency_p99_ms)):
+            assert got == pytest.approx(_percentile(latencies, q))
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert {c["channel"]: (c["completed"], c["dead"]) for c in summary["channels"]} == {
+        ch: (s.completed, s.dead) for ch, s in by_channel.items()}
+    assert "exp_a" in result.table() and "TOTAL" in result.table()
+    assert [p.name for p in result.charts] == ["attempts.png", "latency.png"]
+    for chart in result.charts:
+        data = chart.read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+def test_export_ranges_cover_every_id_once():
+    for lo, hi, n in ((1, 1, 4), (1, 10, 3), (5, 1000, 7), (1, 3, 10)):
+        ranges = _ranges(lo, hi, n)
+        ids = [i for a, b in ranges for i in range(a, b + 1)]
+        assert ids == list(range(lo, hi + 1)) and len(ranges) <= n
+
+
+# ------------------------------------------------------------------ loadgen
+
+
+def test_loadgen_completes_every_message_it_created(spark, db):
+    cfg = LoadgenConfig(producers=1, consumers=1, channels=2, duration_s=2.0, produce_batch=5,
+                        dequeue_batch=3, drain_timeout_s=60)
+    result = run_loadgen(spark, db.dsn, cfg)
+
+    assert result["created"] > 0
+    assert result["completed"] == result["created"]
+    assert result["remaining"] == 0 and result["all_completed"]
+    per_second = result["per_second"]
+    assert [r["second"] for r in per_second] == list(range(len(per_second)))
+    assert len([r for r in per_second if r["phase"] == "run"]) == 2
+    assert sum(r["produced"] for r in per_second) == result["created"]
+    assert sum(r["completed"] for r in per_second) == result["completed"]
+    assert db.call("SELECT count(*) FROM lonnymq.message")[0][0] == 0
+    # The run's channels are dropped afterwards.
+    assert db.call("SELECT count(*) FROM lonnymq.channel WHERE name = ANY(%s)", (result["channels"],))[0][0] == 0
+
+    with pytest.raises(PipelineError, match="concurrent Spark tasks"):
+        run_loadgen(spark, db.dsn, LoadgenConfig(producers=2, consumers=1, duration_s=1))
