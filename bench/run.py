@@ -19,6 +19,10 @@ Settings (environment, or the flags of `--help`):
                      track = all, function times, wait events, auto_explain plans)
     BENCH_OUT        output directory (default bench/results)
     BENCH_NAME       report name (default: today's date, YYYY-MM-DD)
+    BENCH_LOADGEN    "P+C" (e.g. "16+16"): also a distributed run of P producers
+                     and C consumers as Spark tasks (pipeline/loadgen.py), for
+                     client counts beyond what one driver process spawns; "" skips
+    BENCH_LOADGEN_MASTER  Spark master for it (default local[P+C])
 """
 
 from __future__ import annotations
@@ -36,6 +40,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# Run as a script, bench/ itself is sys.path[0]: its profile.py would then
+# shadow the standard library's (which pyspark imports). Import as a package.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 if str(ROOT / "test" / "python") not in sys.path:
@@ -108,10 +115,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="extra setting of the private cluster, NAME=VALUE (repeatable; BENCH_SETTINGS "
                         "takes a comma-separated list)")
     p.add_argument("--no-plots", action="store_true")
+    p.add_argument("--loadgen", default=e.get("BENCH_LOADGEN", ""),
+                   help='"P+C": also P producers and C consumers as Spark tasks (pipeline.loadgen)')
+    p.add_argument("--loadgen-master", default=e.get("BENCH_LOADGEN_MASTER", ""))
     a = p.parse_args(argv)
     a.clients = _env_list(a.clients)
     a.backlogs = _env_list(a.backlogs)
     a.settings = dict(x.strip().split("=", 1) for x in a.settings)
+    if a.loadgen and not re.fullmatch(r"[1-9][0-9]*\+[1-9][0-9]*", a.loadgen):
+        p.error(f'--loadgen / BENCH_LOADGEN must look like "16+16", got {a.loadgen!r}')
     if not a.name:
         a.name = datetime.now().strftime("%Y-%m-%d")
     return a
@@ -361,6 +373,41 @@ def explain_set(dsn: str, label: str, channel: str = "bench") -> str:
     ])
 
 
+def loadgen_pass(target: "Target", args) -> dict:
+    """Producers and consumers as Spark tasks (pipeline.loadgen) against the
+    bench server: the client count is not limited by this process."""
+    from pipeline import LoadgenConfig, get_spark, run_loadgen
+
+    producers, consumers = (int(x) for x in args.loadgen.split("+"))
+    with target.connect() as conn:
+        reset_lonnymq(conn)
+    master = args.loadgen_master or f"local[{producers + consumers}]"
+    log(f"  [loadgen] {producers} producer(s) + {consumers} consumer(s) as Spark tasks ({master})")
+    spark = get_spark(master)
+    try:
+        res = run_loadgen(spark, target.dsn, LoadgenConfig(
+            producers=producers, consumers=consumers, channels=max(1, consumers),
+            duration_s=args.duration))
+    finally:
+        spark.stop()
+    log(f"    loadgen: produced {res['produce_rate']:,.0f} msg/s, completed {res['complete_rate']:,.0f} msg/s,"
+        f" all completed: {res['all_completed']}")
+    return {"producers": producers, "consumers": consumers, "master": master,
+            **{k: res[k] for k in ("created", "completed", "produce_rate", "complete_rate",
+                                   "all_completed", "drain_s", "per_second")}}
+
+
+def loadgen_markdown(lg: dict) -> str:
+    rows = "\n".join(f"| {p['second']} | {p['phase']} | {p['produced']:,} | {p['completed']:,} |"
+                     for p in lg["per_second"])
+    return (f"\n## Distributed load (Spark tasks)\n\n"
+            f"{lg['producers']} producers and {lg['consumers']} consumers as Spark tasks ({lg['master']}), "
+            f"unbatched, one channel per consumer: {lg['produce_rate']:,.0f} msg/s produced, "
+            f"{lg['complete_rate']:,.0f} msg/s completed; {lg['created']:,} created, {lg['completed']:,} "
+            f"completed, all completed: {lg['all_completed']} (drain {lg['drain_s']:.1f} s).\n\n"
+            f"| second | phase | produced | completed |\n|---|---|---|---|\n{rows}\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     variants = select(catalogue(args.backlogs, args.saturated), args.scenarios)
@@ -422,6 +469,8 @@ def main(argv: list[str] | None = None) -> int:
                 with target.connect() as conn:
                     vacuum_queue(conn, False)
                 profile.setdefault("plans", []).append(explain_set(target.dsn, f"{v.title}"))
+        if args.loadgen:
+            profile["loadgen"] = loadgen_pass(target, args)
         if args.profile:
             passed = profile_pass(target, args, pgss, variants)
             plans = passed.pop("plans", []) + profile.get("plans", [])
@@ -445,6 +494,8 @@ def main(argv: list[str] | None = None) -> int:
     (base.parent / f"{base.name}.json").write_text(json.dumps(data, indent=1, default=str))
     plots = {} if args.no_plots else report.plots(data, latencies, base)
     md = report.markdown(data, plots, args)
+    if profile.get("loadgen"):
+        md += loadgen_markdown(profile["loadgen"])
     md_path = base.parent / f"{base.name}.md"
     md_path.write_text(md)
     if profile:
