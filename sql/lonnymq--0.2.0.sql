@@ -695,6 +695,83 @@ COMMENT ON FUNCTION @extschema@._dead_letter_requeued(@extschema@.channel, integ
 
 REVOKE ALL ON FUNCTION @extschema@._dead_letter_requeued(@extschema@.channel, integer, bigint) FROM PUBLIC;
 
+-- ---- sql/src/109_function_channel_lock.sql ----
+-- Internal: the channel's row, created (with no limits) if it does not
+-- exist, locked FOR UPDATE until the end of the transaction: channel_set
+-- and channel_pause, which must wait for every consumer serving the
+-- channel.  Raises 40001 when the channel keeps being dropped under it.
+CREATE FUNCTION @extschema@._channel_lock(p_channel text, p_now bigint)
+RETURNS @extschema@.channel
+LANGUAGE plpgsql
+VOLATILE
+AS $$
+DECLARE
+    v_channel @extschema@.channel%ROWTYPE;
+BEGIN
+    FOR v_try IN 1..3 LOOP
+        INSERT INTO @extschema@.channel (name, created_at)
+        VALUES (p_channel, p_now)
+        ON CONFLICT (name) DO NOTHING;
+        SELECT c.* INTO v_channel
+        FROM @extschema@.channel AS c
+        WHERE c.name = p_channel
+        FOR UPDATE;
+        IF FOUND THEN
+            RETURN v_channel;
+        END IF;
+    END LOOP;
+    RAISE EXCEPTION 'lonnymq: channel "%" was dropped concurrently', p_channel
+        USING ERRCODE = '40001';
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_lock(text, bigint) IS
+'Internal: get or create a channel, its row locked FOR UPDATE for the rest of the transaction.';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_lock(text, bigint) FROM PUBLIC;
+
+-- ---- sql/src/109_function_channel_quota_take.sql ----
+-- Internal: a producer of a size-limited channel asks room for p_want
+-- messages.  Locks the channel's quota row (producers of the channel
+-- serialise here until they commit), grants as many as the channel has
+-- room for, counts them as created, and returns how many were granted.
+-- Messages held = num_created - channel.num_removed.
+CREATE FUNCTION @extschema@._channel_quota_take(
+    p_channel_id bigint,
+    p_max_size integer,
+    p_want integer
+)
+RETURNS integer
+LANGUAGE plpgsql
+VOLATILE
+AS $$
+DECLARE
+    v_created bigint;
+    v_removed bigint;
+    v_granted integer;
+BEGIN
+    SELECT q.num_created INTO v_created
+    FROM @extschema@.channel_quota AS q
+    WHERE q.channel_id = p_channel_id
+    FOR UPDATE;
+    SELECT c.num_removed INTO v_removed
+    FROM @extschema@.channel AS c
+    WHERE c.id = p_channel_id;
+    v_granted := LEAST(p_want, GREATEST(p_max_size - (v_created - v_removed), 0));
+    IF v_granted > 0 THEN
+        UPDATE @extschema@.channel_quota AS q
+        SET num_created = q.num_created + v_granted
+        WHERE q.channel_id = p_channel_id;
+    END IF;
+    RETURN v_granted;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_quota_take(bigint, integer, integer) IS
+'Internal: room for up to p_want messages in a size-limited channel, counted as created; serialises its producers.';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_quota_take(bigint, integer, integer) FROM PUBLIC;
+
 -- ---- sql/src/110_function_channel_for_producer.sql ----
 -- Internal: the channel a producer writes to, created with no limits when it
 -- does not exist, read while holding the channel guard shared until the
@@ -1594,20 +1671,7 @@ BEGIN
     END IF;
 
     v_now := @extschema@._clock_ms();
-    FOR v_try IN 1..3 LOOP
-        INSERT INTO @extschema@.channel (name, created_at)
-        VALUES (p_channel, v_now)
-        ON CONFLICT (name) DO NOTHING;
-        SELECT c.* INTO v_channel
-        FROM @extschema@.channel AS c
-        WHERE c.name = p_channel
-        FOR UPDATE;
-        EXIT WHEN FOUND;
-    END LOOP;
-    IF v_channel.id IS NULL THEN
-        RAISE EXCEPTION 'lonnymq: channel "%" was dropped concurrently', p_channel
-            USING ERRCODE = '40001';
-    END IF;
+    v_channel := @extschema@._channel_lock(p_channel, v_now);
 
     PERFORM @extschema@._channel_guard_exclusive(p_channel);
     PERFORM 1
@@ -1759,25 +1823,11 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_channel_id bigint;
-    v_paused boolean;
+    v_channel @extschema@.channel%ROWTYPE;
 BEGIN
     PERFORM @extschema@._check_channel_name(p_channel);
-    FOR v_try IN 1..3 LOOP
-        INSERT INTO @extschema@.channel (name, created_at)
-        VALUES (p_channel, @extschema@._clock_ms())
-        ON CONFLICT (name) DO NOTHING;
-        SELECT c.id, c.is_paused INTO v_channel_id, v_paused
-        FROM @extschema@.channel AS c
-        WHERE c.name = p_channel
-        FOR UPDATE;
-        EXIT WHEN FOUND;
-    END LOOP;
-    IF v_channel_id IS NULL THEN
-        RAISE EXCEPTION 'lonnymq: channel "%" was dropped concurrently', p_channel
-            USING ERRCODE = '40001';
-    END IF;
-    IF v_paused THEN
+    v_channel := @extschema@._channel_lock(p_channel, @extschema@._clock_ms());
+    IF v_channel.is_paused THEN
         RETURN FALSE;
     END IF;
     PERFORM @extschema@._channel_guard_exclusive(p_channel);
@@ -1787,7 +1837,7 @@ BEGIN
         next_at = NULL,
         turn = NULL,
         wait_at = NULL
-    WHERE c.id = v_channel_id;
+    WHERE c.id = v_channel.id;
     RETURN TRUE;
 END;
 $$;
@@ -1873,8 +1923,6 @@ DECLARE
     v_now bigint;
     v_dequeue_at bigint;
     v_channel @extschema@.channel%ROWTYPE;
-    v_created bigint;
-    v_removed bigint;
     v_id bigint;
     v_existing bigint;
 BEGIN
@@ -1905,25 +1953,13 @@ BEGIN
         END IF;
     END IF;
 
-    IF v_channel.max_size IS NOT NULL THEN
-        -- Producers of a size-limited channel serialise on its quota row.
-        SELECT q.num_created INTO v_created
-        FROM @extschema@.channel_quota AS q
-        WHERE q.channel_id = v_channel.id
-        FOR UPDATE;
-        SELECT c.num_removed INTO v_removed
-        FROM @extschema@.channel AS c
-        WHERE c.id = v_channel.id;
-        IF v_created - v_removed >= v_channel.max_size THEN
-            IF p_key IS NOT NULL THEN
-                DELETE FROM @extschema@.message_key AS k
-                WHERE k.channel_id = v_channel.id AND k.key = p_key AND k.message_id = v_id;
-            END IF;
-            RETURN NULL;
+    IF v_channel.max_size IS NOT NULL
+        AND @extschema@._channel_quota_take(v_channel.id, v_channel.max_size, 1) = 0 THEN
+        IF p_key IS NOT NULL THEN
+            DELETE FROM @extschema@.message_key AS k
+            WHERE k.channel_id = v_channel.id AND k.key = p_key AND k.message_id = v_id;
         END IF;
-        UPDATE @extschema@.channel_quota AS q
-        SET num_created = q.num_created + 1
-        WHERE q.channel_id = v_channel.id;
+        RETURN NULL;
     END IF;
 
     IF p_key IS NULL THEN
@@ -1982,9 +2018,8 @@ DECLARE
     v_out bigint[];
     v_keep boolean[];
     v_claimed bigint[];
-    v_created bigint;
-    v_removed bigint;
-    v_room bigint;
+    v_largest bigint;
+    v_room integer;
     v_dropped bigint[] := '{}';
     v_dropped_keys text[] := '{}';
     v_ready_at bigint;
@@ -2020,10 +2055,10 @@ BEGIN
         RAISE EXCEPTION 'lonnymq: p_contents[%] is NULL', pg_catalog.array_position(p_contents, NULL)
             USING ERRCODE = '22004';
     END IF;
-    SELECT pg_catalog.max(pg_catalog.octet_length(c.content)) INTO v_created
+    SELECT pg_catalog.max(pg_catalog.octet_length(c.content)) INTO v_largest
     FROM pg_catalog.unnest(p_contents) AS c (content);
-    IF v_created > 16777216 THEN
-        RAISE EXCEPTION 'lonnymq: a content is % bytes, the limit is 16777216 (16 MiB)', v_created
+    IF v_largest > 16777216 THEN
+        RAISE EXCEPTION 'lonnymq: a content is % bytes, the limit is 16777216 (16 MiB)', v_largest
             USING ERRCODE = '54000';
     END IF;
     IF p_keys IS NOT NULL THEN
@@ -2075,15 +2110,11 @@ BEGIN
     END IF;
 
     IF v_channel.max_size IS NOT NULL THEN
-        -- Producers of a size-limited channel serialise on its quota row.
-        SELECT q.num_created INTO v_created
-        FROM @extschema@.channel_quota AS q
-        WHERE q.channel_id = v_channel.id
-        FOR UPDATE;
-        SELECT c.num_removed INTO v_removed
-        FROM @extschema@.channel AS c
-        WHERE c.id = v_channel.id;
-        v_room := GREATEST(v_channel.max_size - (v_created - v_removed), 0);
+        -- Room for the new ones (not the duplicates), in input order.
+        v_room := @extschema@._channel_quota_take(
+            v_channel.id, v_channel.max_size,
+            (SELECT pg_catalog.count(*)::integer FROM pg_catalog.unnest(v_keep) AS k (keep) WHERE k.keep)
+        );
         FOR i IN 1..v_n LOOP
             CONTINUE WHEN NOT v_keep[i];
             IF v_room > 0 THEN
@@ -2110,11 +2141,6 @@ BEGIN
                 END IF;
             END LOOP;
         END IF;
-        UPDATE @extschema@.channel_quota AS q
-        SET num_created = q.num_created + (
-            SELECT pg_catalog.count(*) FROM pg_catalog.unnest(v_keep) AS k (keep) WHERE k.keep
-        )
-        WHERE q.channel_id = v_channel.id;
     END IF;
 
     INSERT INTO @extschema@.message (id, channel_id, dequeue_at, created_at, content, key)
@@ -2688,6 +2714,7 @@ DECLARE
     v_channel record;
     v_gone record;
     v_key text;
+    v_now bigint;
 BEGIN
     PERFORM @extschema@._check_token(p_id, p_num_attempts);
     SELECT m.channel_id INTO v_channel_id
@@ -2712,6 +2739,7 @@ BEGIN
         WHERE c.id = v_channel_id
         FOR NO KEY UPDATE;
     END IF;
+    v_now := @extschema@._clock_ms();
     IF v_channel.retain_history THEN
         DELETE FROM @extschema@.message AS m
         WHERE
@@ -2728,7 +2756,7 @@ BEGIN
         )
         VALUES (
             v_gone.id, v_channel.name, v_gone.key, v_gone.content, v_gone.state,
-            v_gone.num_attempts, v_gone.created_at, @extschema@._clock_ms()
+            v_gone.num_attempts, v_gone.created_at, v_now
         );
     ELSE
         DELETE FROM @extschema@.message AS m
@@ -2743,10 +2771,10 @@ BEGIN
     END IF;
     IF v_key IS NOT NULL THEN
         PERFORM @extschema@._message_key_release(
-            v_channel_id, v_key, p_id, v_channel.dedup_window_ms, @extschema@._clock_ms()
+            v_channel_id, v_key, p_id, v_channel.dedup_window_ms, v_now
         );
     END IF;
-    PERFORM @extschema@._channel_release(v_channel_id, 1, TRUE, @extschema@._clock_ms());
+    PERFORM @extschema@._channel_release(v_channel_id, 1, TRUE, v_now);
     RETURN TRUE;
 END;
 $$;

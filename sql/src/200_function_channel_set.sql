@@ -84,20 +84,7 @@ BEGIN
     END IF;
 
     v_now := @extschema@._clock_ms();
-    FOR v_try IN 1..3 LOOP
-        INSERT INTO @extschema@.channel (name, created_at)
-        VALUES (p_channel, v_now)
-        ON CONFLICT (name) DO NOTHING;
-        SELECT c.* INTO v_channel
-        FROM @extschema@.channel AS c
-        WHERE c.name = p_channel
-        FOR UPDATE;
-        EXIT WHEN FOUND;
-    END LOOP;
-    IF v_channel.id IS NULL THEN
-        RAISE EXCEPTION 'lonnymq: channel "%" was dropped concurrently', p_channel
-            USING ERRCODE = '40001';
-    END IF;
+    v_channel := @extschema@._channel_lock(p_channel, v_now);
 
     PERFORM @extschema@._channel_guard_exclusive(p_channel);
     PERFORM 1

@@ -15,25 +15,11 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_channel_id bigint;
-    v_paused boolean;
+    v_channel @extschema@.channel%ROWTYPE;
 BEGIN
     PERFORM @extschema@._check_channel_name(p_channel);
-    FOR v_try IN 1..3 LOOP
-        INSERT INTO @extschema@.channel (name, created_at)
-        VALUES (p_channel, @extschema@._clock_ms())
-        ON CONFLICT (name) DO NOTHING;
-        SELECT c.id, c.is_paused INTO v_channel_id, v_paused
-        FROM @extschema@.channel AS c
-        WHERE c.name = p_channel
-        FOR UPDATE;
-        EXIT WHEN FOUND;
-    END LOOP;
-    IF v_channel_id IS NULL THEN
-        RAISE EXCEPTION 'lonnymq: channel "%" was dropped concurrently', p_channel
-            USING ERRCODE = '40001';
-    END IF;
-    IF v_paused THEN
+    v_channel := @extschema@._channel_lock(p_channel, @extschema@._clock_ms());
+    IF v_channel.is_paused THEN
         RETURN FALSE;
     END IF;
     PERFORM @extschema@._channel_guard_exclusive(p_channel);
@@ -43,7 +29,7 @@ BEGIN
         next_at = NULL,
         turn = NULL,
         wait_at = NULL
-    WHERE c.id = v_channel_id;
+    WHERE c.id = v_channel.id;
     RETURN TRUE;
 END;
 $$;

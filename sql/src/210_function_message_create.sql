@@ -29,8 +29,6 @@ DECLARE
     v_now bigint;
     v_dequeue_at bigint;
     v_channel @extschema@.channel%ROWTYPE;
-    v_created bigint;
-    v_removed bigint;
     v_id bigint;
     v_existing bigint;
 BEGIN
@@ -61,25 +59,13 @@ BEGIN
         END IF;
     END IF;
 
-    IF v_channel.max_size IS NOT NULL THEN
-        -- Producers of a size-limited channel serialise on its quota row.
-        SELECT q.num_created INTO v_created
-        FROM @extschema@.channel_quota AS q
-        WHERE q.channel_id = v_channel.id
-        FOR UPDATE;
-        SELECT c.num_removed INTO v_removed
-        FROM @extschema@.channel AS c
-        WHERE c.id = v_channel.id;
-        IF v_created - v_removed >= v_channel.max_size THEN
-            IF p_key IS NOT NULL THEN
-                DELETE FROM @extschema@.message_key AS k
-                WHERE k.channel_id = v_channel.id AND k.key = p_key AND k.message_id = v_id;
-            END IF;
-            RETURN NULL;
+    IF v_channel.max_size IS NOT NULL
+        AND @extschema@._channel_quota_take(v_channel.id, v_channel.max_size, 1) = 0 THEN
+        IF p_key IS NOT NULL THEN
+            DELETE FROM @extschema@.message_key AS k
+            WHERE k.channel_id = v_channel.id AND k.key = p_key AND k.message_id = v_id;
         END IF;
-        UPDATE @extschema@.channel_quota AS q
-        SET num_created = q.num_created + 1
-        WHERE q.channel_id = v_channel.id;
+        RETURN NULL;
     END IF;
 
     IF p_key IS NULL THEN

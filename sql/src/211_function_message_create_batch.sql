@@ -29,9 +29,8 @@ DECLARE
     v_out bigint[];
     v_keep boolean[];
     v_claimed bigint[];
-    v_created bigint;
-    v_removed bigint;
-    v_room bigint;
+    v_largest bigint;
+    v_room integer;
     v_dropped bigint[] := '{}';
     v_dropped_keys text[] := '{}';
     v_ready_at bigint;
@@ -67,10 +66,10 @@ BEGIN
         RAISE EXCEPTION 'lonnymq: p_contents[%] is NULL', pg_catalog.array_position(p_contents, NULL)
             USING ERRCODE = '22004';
     END IF;
-    SELECT pg_catalog.max(pg_catalog.octet_length(c.content)) INTO v_created
+    SELECT pg_catalog.max(pg_catalog.octet_length(c.content)) INTO v_largest
     FROM pg_catalog.unnest(p_contents) AS c (content);
-    IF v_created > 16777216 THEN
-        RAISE EXCEPTION 'lonnymq: a content is % bytes, the limit is 16777216 (16 MiB)', v_created
+    IF v_largest > 16777216 THEN
+        RAISE EXCEPTION 'lonnymq: a content is % bytes, the limit is 16777216 (16 MiB)', v_largest
             USING ERRCODE = '54000';
     END IF;
     IF p_keys IS NOT NULL THEN
@@ -122,15 +121,11 @@ BEGIN
     END IF;
 
     IF v_channel.max_size IS NOT NULL THEN
-        -- Producers of a size-limited channel serialise on its quota row.
-        SELECT q.num_created INTO v_created
-        FROM @extschema@.channel_quota AS q
-        WHERE q.channel_id = v_channel.id
-        FOR UPDATE;
-        SELECT c.num_removed INTO v_removed
-        FROM @extschema@.channel AS c
-        WHERE c.id = v_channel.id;
-        v_room := GREATEST(v_channel.max_size - (v_created - v_removed), 0);
+        -- Room for the new ones (not the duplicates), in input order.
+        v_room := @extschema@._channel_quota_take(
+            v_channel.id, v_channel.max_size,
+            (SELECT pg_catalog.count(*)::integer FROM pg_catalog.unnest(v_keep) AS k (keep) WHERE k.keep)
+        );
         FOR i IN 1..v_n LOOP
             CONTINUE WHEN NOT v_keep[i];
             IF v_room > 0 THEN
@@ -157,11 +152,6 @@ BEGIN
                 END IF;
             END LOOP;
         END IF;
-        UPDATE @extschema@.channel_quota AS q
-        SET num_created = q.num_created + (
-            SELECT pg_catalog.count(*) FROM pg_catalog.unnest(v_keep) AS k (keep) WHERE k.keep
-        )
-        WHERE q.channel_id = v_channel.id;
     END IF;
 
     INSERT INTO @extschema@.message (id, channel_id, dequeue_at, created_at, content, key)

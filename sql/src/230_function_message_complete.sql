@@ -20,6 +20,7 @@ DECLARE
     v_channel record;
     v_gone record;
     v_key text;
+    v_now bigint;
 BEGIN
     PERFORM @extschema@._check_token(p_id, p_num_attempts);
     SELECT m.channel_id INTO v_channel_id
@@ -44,6 +45,7 @@ BEGIN
         WHERE c.id = v_channel_id
         FOR NO KEY UPDATE;
     END IF;
+    v_now := @extschema@._clock_ms();
     IF v_channel.retain_history THEN
         DELETE FROM @extschema@.message AS m
         WHERE
@@ -60,7 +62,7 @@ BEGIN
         )
         VALUES (
             v_gone.id, v_channel.name, v_gone.key, v_gone.content, v_gone.state,
-            v_gone.num_attempts, v_gone.created_at, @extschema@._clock_ms()
+            v_gone.num_attempts, v_gone.created_at, v_now
         );
     ELSE
         DELETE FROM @extschema@.message AS m
@@ -75,10 +77,10 @@ BEGIN
     END IF;
     IF v_key IS NOT NULL THEN
         PERFORM @extschema@._message_key_release(
-            v_channel_id, v_key, p_id, v_channel.dedup_window_ms, @extschema@._clock_ms()
+            v_channel_id, v_key, p_id, v_channel.dedup_window_ms, v_now
         );
     END IF;
-    PERFORM @extschema@._channel_release(v_channel_id, 1, TRUE, @extschema@._clock_ms());
+    PERFORM @extschema@._channel_release(v_channel_id, 1, TRUE, v_now);
     RETURN TRUE;
 END;
 $$;

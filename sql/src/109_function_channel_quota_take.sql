@@ -1,0 +1,40 @@
+-- Internal: a producer of a size-limited channel asks room for p_want
+-- messages.  Locks the channel's quota row (producers of the channel
+-- serialise here until they commit), grants as many as the channel has
+-- room for, counts them as created, and returns how many were granted.
+-- Messages held = num_created - channel.num_removed.
+CREATE FUNCTION @extschema@._channel_quota_take(
+    p_channel_id bigint,
+    p_max_size integer,
+    p_want integer
+)
+RETURNS integer
+LANGUAGE plpgsql
+VOLATILE
+AS $$
+DECLARE
+    v_created bigint;
+    v_removed bigint;
+    v_granted integer;
+BEGIN
+    SELECT q.num_created INTO v_created
+    FROM @extschema@.channel_quota AS q
+    WHERE q.channel_id = p_channel_id
+    FOR UPDATE;
+    SELECT c.num_removed INTO v_removed
+    FROM @extschema@.channel AS c
+    WHERE c.id = p_channel_id;
+    v_granted := LEAST(p_want, GREATEST(p_max_size - (v_created - v_removed), 0));
+    IF v_granted > 0 THEN
+        UPDATE @extschema@.channel_quota AS q
+        SET num_created = q.num_created + v_granted
+        WHERE q.channel_id = p_channel_id;
+    END IF;
+    RETURN v_granted;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_quota_take(bigint, integer, integer) IS
+'Internal: room for up to p_want messages in a size-limited channel, counted as created; serialises its producers.';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_quota_take(bigint, integer, integer) FROM PUBLIC;
