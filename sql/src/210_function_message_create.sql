@@ -32,7 +32,9 @@ DECLARE
     v_id bigint;
     v_existing bigint;
 BEGIN
-    PERFORM @extschema@._check_channel_name(p_channel);
+    IF p_channel IS NULL OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 THEN
+        PERFORM @extschema@._check_channel_name(p_channel);
+    END IF;
     IF p_content IS NULL THEN
         RAISE EXCEPTION 'lonnymq: p_content must not be NULL'
             USING ERRCODE = '22004';
@@ -50,7 +52,15 @@ BEGIN
     -- The default is the transaction's start, so that messages created in one
     -- transaction share a dequeue_at and keep their order by id.
     v_dequeue_at := COALESCE(p_dequeue_at, @extschema@.to_epoch(pg_catalog.now()));
-    v_channel := @extschema@._channel_for_producer(p_channel, v_now);
+    -- _channel_for_producer, inlined for a channel that exists: the guard
+    -- shared, then the row.
+    PERFORM pg_catalog.pg_advisory_xact_lock_shared(1819111681, pg_catalog.hashtext(p_channel));
+    SELECT c.* INTO v_channel
+    FROM @extschema@.channel AS c
+    WHERE c.name = p_channel;
+    IF NOT FOUND THEN
+        v_channel := @extschema@._channel_for_producer(p_channel, v_now);
+    END IF;
     IF p_key IS NOT NULL THEN
         v_id := pg_catalog.nextval('@extschema@.message_id_seq');
         v_existing := @extschema@._message_key_claim(v_channel.id, p_key, v_id, v_now);
@@ -77,9 +87,14 @@ BEGIN
         VALUES (v_id, v_channel.id, v_dequeue_at, v_now, p_content, p_key);
     END IF;
 
-    PERFORM @extschema@._channel_wake(
-        v_channel.id, v_channel.wait_at, GREATEST(v_dequeue_at, v_now)
-    );
+    -- (_channel_wake's own first test, inlined: nothing to do for a channel
+    -- in the rotation, in READ COMMITTED.)
+    IF v_channel.wait_at IS NOT NULL
+        OR pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
+        PERFORM @extschema@._channel_wake(
+            v_channel.id, v_channel.wait_at, GREATEST(v_dequeue_at, v_now)
+        );
+    END IF;
     IF v_channel.notify AND v_dequeue_at <= v_now AND NOT v_channel.is_paused THEN
         PERFORM pg_catalog.pg_notify('lonnymq', p_channel);
     END IF;

@@ -4,6 +4,14 @@
 -- channel the channel row is read, never locked or written.  A channel with
 -- retain_history keeps a copy in message_history; a keyed message's key
 -- stays claimed for the channel's dedup window.
+--
+-- Three statements in the common case: the message's channel (one
+-- primary-key probe each), the DELETE, and _channel_release (which writes
+-- nothing for an unconstrained channel).
+-- "is_locked IS TRUE" rather than "is_locked" in the lookups by id: the
+-- planner cannot match it to the partial index message_locked_ix, whose
+-- id column is not leading; a generic plan made while few messages were
+-- locked could otherwise scan that whole index for one id.
 CREATE FUNCTION @extschema@.message_complete(
     p_id bigint,
     p_num_attempts integer
@@ -16,42 +24,42 @@ SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
-    v_channel_id bigint;
     v_channel record;
     v_gone record;
     v_key text;
     v_now bigint;
 BEGIN
-    PERFORM @extschema@._check_token(p_id, p_num_attempts);
-    SELECT m.channel_id INTO v_channel_id
-    FROM @extschema@.message AS m
-    WHERE m.id = p_id;
-    IF NOT FOUND THEN
-        RETURN FALSE;
+    IF p_id IS NULL OR p_num_attempts IS NULL THEN
+        PERFORM @extschema@._check_token(p_id, p_num_attempts);
     END IF;
-    -- Lock order, as everywhere: the channel row before the message row.
-    -- Only a channel with limits needs its row at all.
     SELECT
+        c.id,
         c.name,
         c.max_concurrency IS NOT NULL OR c.max_size IS NOT NULL AS is_constrained,
         c.retain_history,
         c.dedup_window_ms
     INTO v_channel
-    FROM @extschema@.channel AS c
-    WHERE c.id = v_channel_id;
+    FROM @extschema@.message AS m
+    INNER JOIN @extschema@.channel AS c ON c.id = m.channel_id
+    WHERE m.id = p_id;
+    IF NOT FOUND THEN
+        RETURN FALSE;
+    END IF;
+    v_now := @extschema@._clock_ms();
+    -- Lock order, as everywhere: the channel row before the message row.
+    -- Only a channel with limits needs its row locked.
     IF v_channel.is_constrained THEN
         PERFORM 1
         FROM @extschema@.channel AS c
-        WHERE c.id = v_channel_id
+        WHERE c.id = v_channel.id
         FOR NO KEY UPDATE;
     END IF;
-    v_now := @extschema@._clock_ms();
     IF v_channel.retain_history THEN
         DELETE FROM @extschema@.message AS m
         WHERE
             m.id = p_id
             AND m.num_attempts = p_num_attempts
-            AND m.is_locked
+            AND m.is_locked IS TRUE
         RETURNING m.* INTO v_gone;
         IF NOT FOUND THEN
             RETURN FALSE;
@@ -69,18 +77,21 @@ BEGIN
         WHERE
             m.id = p_id
             AND m.num_attempts = p_num_attempts
-            AND m.is_locked
+            AND m.is_locked IS TRUE
         RETURNING m.key INTO v_key;
         IF NOT FOUND THEN
             RETURN FALSE;
         END IF;
     END IF;
+    -- A statement of its own, after the DELETE, even for a channel that had
+    -- no limits at the lookup: a limit that channel_set committed meanwhile
+    -- (it waits for this message's row lock) is seen, and counted.
+    PERFORM @extschema@._channel_release(v_channel.id, 1, TRUE, v_now);
     IF v_key IS NOT NULL THEN
         PERFORM @extschema@._message_key_release(
-            v_channel_id, v_key, p_id, v_channel.dedup_window_ms, v_now
+            v_channel.id, v_key, p_id, v_channel.dedup_window_ms, v_now
         );
     END IF;
-    PERFORM @extschema@._channel_release(v_channel_id, 1, TRUE, v_now);
     RETURN TRUE;
 END;
 $$;

@@ -65,7 +65,7 @@ BEGIN
     WHERE
         m.id = p_id
         AND m.num_attempts = p_num_attempts
-        AND m.is_locked;
+        AND m.is_locked IS TRUE;
     IF NOT FOUND THEN
         RETURN FALSE;
     END IF;

@@ -87,7 +87,7 @@ BEGIN
                 m.id = ANY(p_ids)
                 AND m.id = t.id
                 AND m.num_attempts = t.num_attempts
-                AND m.is_locked
+                AND m.is_locked IS TRUE
             RETURNING m.id, m.channel_id, m.key
         )
 
@@ -107,7 +107,7 @@ BEGIN
                 m.id = ANY(p_ids)
                 AND m.id = t.id
                 AND m.num_attempts = t.num_attempts
-                AND m.is_locked
+                AND m.is_locked IS TRUE
             RETURNING m.id, m.channel_id, m.key, m.content, m.state, m.num_attempts, m.created_at
         ),
 

@@ -1,0 +1,4 @@
+-- Schema changes from 0.2.0 to 0.3.0 (hand-written).  make appends every
+-- function of sql/src/ (as CREATE OR REPLACE) and re-applies the recorded
+-- access grants, giving sql/lonnymq--0.2.0--0.3.0.sql.  Test:
+-- test/python/test_upgrade.py (the upgraded schema equals a fresh one).
