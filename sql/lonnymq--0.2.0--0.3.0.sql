@@ -2281,21 +2281,22 @@ REVOKE ALL ON FUNCTION @extschema@.message_cancel(bigint) FROM PUBLIC;
 -- ---- sql/src/220_function_message_dequeue.sql ----
 -- Deliver up to p_limit messages, locking each for p_lock_ms.
 --
--- The fast path: one message from any channel (no p_channel), no due
--- schedule or wake-up, and a single eligible channel, without limits.  With no other channel waiting for a
+-- The fast path: no p_channel, no due schedule or wake-up, and a single
+-- eligible channel, without limits.  With no other channel waiting for a
 -- turn, serving it leaves its place in the rotation unchanged (it would
 -- still come first), so its row is neither locked nor written: any number of
 -- consumers take from it at once, as from a plain SKIP LOCKED table.  Two
--- index probes (the rotation's first two eligible channels, the due
--- schedules and wake-ups in one statement; the channel's first deliverable
--- message) and one UPDATE by primary key.  Like the general way's step 4, it
--- holds the channel guard shared, so that a channel_set giving the channel
--- limits waits for this call.
+-- index probes (the rotation's first two eligible channels with the due
+-- schedules and wake-ups, in one statement; the channel's first deliverable
+-- messages) and one UPDATE by primary key: of the one message, or of the
+-- whole batch at once.  Like the general way's step 4, it holds the channel
+-- guard shared, so that a channel_set giving the channel limits waits for
+-- this call.
 --
--- Every other case (several eligible channels, limits, a due schedule or
--- wake-up, nothing taken, an expired lock due for the dead letters, batches)
--- goes the general way: _message_dequeue_general, which serves channels
--- round-robin with a bounded number of probes (see there).
+-- Every other case (p_channel, several eligible channels, limits, a due
+-- schedule or wake-up, nothing taken, an expired lock due for the dead
+-- letters) goes the general way: _message_dequeue_general, which serves
+-- channels round-robin with a bounded number of probes (see there).
 CREATE OR REPLACE FUNCTION @extschema@.message_dequeue(
     p_lock_ms bigint,
     p_limit integer DEFAULT 1,
@@ -2324,6 +2325,10 @@ DECLARE
     v_front bigint[];
     v_front_name text;
     v_channel @extschema@.channel%ROWTYPE;
+    v_ids bigint[];
+    v_old_at bigint[];
+    v_old_locked boolean[];
+    v_bury boolean;
 BEGIN
     IF p_lock_ms IS NULL OR p_lock_ms NOT BETWEEN 1 AND 31536000000 THEN
         PERFORM @extschema@._check_lock_ms(p_lock_ms);
@@ -2337,7 +2342,7 @@ BEGIN
     END IF;
     v_now := @extschema@._clock_ms();
 
-    IF v_limit = 1 AND p_channel IS NULL THEN
+    IF p_channel IS NULL THEN
         SELECT
             (
                 SELECT s.next_at
@@ -2381,37 +2386,96 @@ BEGIN
                 AND v_channel.release_interval_ms = 0
                 AND NOT v_channel.is_paused
                 AND v_channel.next_at <= v_now THEN
-                UPDATE @extschema@.message AS m
-                SET
-                    dequeue_at = v_now + p_lock_ms,
-                    is_locked = TRUE,
-                    num_attempts = m.num_attempts + 1,
-                    attempt_log = CASE
-                        WHEN m.is_locked THEN
-                            COALESCE(m.attempt_log, '[]'::jsonb) || pg_catalog.jsonb_build_array(
-                                pg_catalog.jsonb_build_object(
-                                    'attempt', m.num_attempts, 'at', v_now, 'error', 'lock expired'
+                IF v_limit = 1 THEN
+                    UPDATE @extschema@.message AS m
+                    SET
+                        dequeue_at = v_now + p_lock_ms,
+                        is_locked = TRUE,
+                        num_attempts = m.num_attempts + 1,
+                        attempt_log = CASE
+                            WHEN m.is_locked THEN
+                                COALESCE(m.attempt_log, '[]'::jsonb) || pg_catalog.jsonb_build_array(
+                                    pg_catalog.jsonb_build_object(
+                                        'attempt', m.num_attempts, 'at', v_now, 'error', 'lock expired'
+                                    )
                                 )
-                            )
-                        ELSE m.attempt_log
-                    END
-                FROM (
-                    SELECT q.id, q.dequeue_at, q.is_locked
-                    FROM @extschema@.message AS q
-                    WHERE q.channel_id = v_channel.id AND q.dequeue_at <= v_now
-                    ORDER BY q.dequeue_at, q.id
-                    LIMIT 1
-                    FOR UPDATE SKIP LOCKED
-                ) AS h
-                WHERE
-                    m.id = h.id
-                    AND NOT (m.is_locked AND m.num_attempts >= v_channel.max_attempts)
-                RETURNING m.id, m.content, m.state, m.num_attempts, h.dequeue_at, h.is_locked
-                INTO id, content, state, num_attempts, dequeue_at, is_recovered;
-                IF FOUND THEN
-                    channel := v_channel.name;
-                    RETURN NEXT;
-                    RETURN;
+                            ELSE m.attempt_log
+                        END
+                    FROM (
+                        SELECT q.id, q.dequeue_at, q.is_locked
+                        FROM @extschema@.message AS q
+                        WHERE q.channel_id = v_channel.id AND q.dequeue_at <= v_now
+                        ORDER BY q.dequeue_at, q.id
+                        LIMIT 1
+                        FOR UPDATE SKIP LOCKED
+                    ) AS h
+                    WHERE
+                        m.id = h.id
+                        AND NOT (m.is_locked AND m.num_attempts >= v_channel.max_attempts)
+                    RETURNING m.id, m.content, m.state, m.num_attempts, h.dequeue_at, h.is_locked
+                    INTO id, content, state, num_attempts, dequeue_at, is_recovered;
+                    IF FOUND THEN
+                        channel := v_channel.name;
+                        RETURN NEXT;
+                        RETURN;
+                    END IF;
+                ELSE
+                    -- A batch: lock the channel's first p_limit deliverable
+                    -- messages (one range scan), then update them by primary
+                    -- key in one statement.  An expired lock due for the dead
+                    -- letters among them: the general way (which buries it;
+                    -- the row locks taken here are this transaction's own).
+                    SELECT
+                        pg_catalog.array_agg(q.id ORDER BY q.dequeue_at, q.id),
+                        pg_catalog.array_agg(q.dequeue_at ORDER BY q.dequeue_at, q.id),
+                        pg_catalog.array_agg(q.is_locked ORDER BY q.dequeue_at, q.id),
+                        COALESCE(
+                            pg_catalog.bool_or(q.is_locked AND q.num_attempts >= v_channel.max_attempts),
+                            FALSE
+                        )
+                    INTO v_ids, v_old_at, v_old_locked, v_bury
+                    FROM (
+                        SELECT q.id, q.dequeue_at, q.is_locked, q.num_attempts
+                        FROM @extschema@.message AS q
+                        WHERE q.channel_id = v_channel.id AND q.dequeue_at <= v_now
+                        ORDER BY q.dequeue_at, q.id
+                        LIMIT v_limit
+                        FOR UPDATE SKIP LOCKED
+                    ) AS q;
+                    IF v_ids IS NOT NULL AND NOT v_bury THEN
+                        RETURN QUERY
+                        WITH taken AS (
+                            UPDATE @extschema@.message AS m
+                            SET
+                                dequeue_at = v_now + p_lock_ms,
+                                is_locked = TRUE,
+                                num_attempts = m.num_attempts + 1,
+                                attempt_log = CASE
+                                    WHEN m.is_locked THEN
+                                        COALESCE(m.attempt_log, '[]'::jsonb)
+                                        || pg_catalog.jsonb_build_array(
+                                            pg_catalog.jsonb_build_object(
+                                                'attempt', m.num_attempts, 'at', v_now,
+                                                'error', 'lock expired'
+                                            )
+                                        )
+                                    ELSE m.attempt_log
+                                END
+                            WHERE m.id = ANY(v_ids)
+                            RETURNING m.id, m.content, m.state, m.num_attempts
+                        )
+                        SELECT
+                            t.id, v_channel.name, t.content, t.state, t.num_attempts,
+                            o.dequeue_at, o.is_locked
+                        FROM taken AS t
+                        INNER JOIN ROWS FROM (
+                            pg_catalog.unnest(v_ids),
+                            pg_catalog.unnest(v_old_at),
+                            pg_catalog.unnest(v_old_locked)
+                        ) WITH ORDINALITY AS o (id, dequeue_at, is_locked, pos) ON o.id = t.id
+                        ORDER BY o.pos;
+                        RETURN;
+                    END IF;
                 END IF;
             END IF;
         END IF;
@@ -2473,9 +2537,12 @@ BEGIN
         c.retain_history,
         c.dedup_window_ms
     INTO v_channel
-    FROM @extschema@.message AS m
-    INNER JOIN @extschema@.channel AS c ON c.id = m.channel_id
-    WHERE m.id = p_id;
+    FROM @extschema@.channel AS c
+    WHERE c.id = (
+        SELECT m.channel_id
+        FROM @extschema@.message AS m
+        WHERE m.id = p_id
+    );
     IF NOT FOUND THEN
         RETURN FALSE;
     END IF;

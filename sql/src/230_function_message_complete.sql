@@ -39,9 +39,12 @@ BEGIN
         c.retain_history,
         c.dedup_window_ms
     INTO v_channel
-    FROM @extschema@.message AS m
-    INNER JOIN @extschema@.channel AS c ON c.id = m.channel_id
-    WHERE m.id = p_id;
+    FROM @extschema@.channel AS c
+    WHERE c.id = (
+        SELECT m.channel_id
+        FROM @extschema@.message AS m
+        WHERE m.id = p_id
+    );
     IF NOT FOUND THEN
         RETURN FALSE;
     END IF;
