@@ -167,16 +167,33 @@ SELECT pg_catalog.pg_extension_config_dump('@extschema@.message', '');
 -- Delivery order within a channel: (dequeue_at, id).  Serves the ready probe
 -- "channel_id = c AND dequeue_at <= now ORDER BY dequeue_at, id LIMIT n",
 -- the head probe, and lock recovery.
+--
+-- The predicate is true of every row (the column is NOT NULL); it is there
+-- for the planner: the index can serve only a query that constrains its
+-- leading column, never a lookup by id alone.  Without it a generic plan
+-- made while the table looked empty (a drained, vacuumed queue: zero
+-- tuples estimated) could pick this index for "id = $1", on a par with the
+-- primary key, and then scan the whole index on every call once the queue
+-- has grown.
 CREATE INDEX message_channel_ix
-ON @extschema@.message (channel_id, dequeue_at, id);
+ON @extschema@.message (channel_id, dequeue_at, id)
+WHERE channel_id IS NOT NULL;
 
 -- ---- sql/src/033_index_message_locked.sql ----
 -- Locked messages by expiry, per channel.  Used only for channels at their
 -- max_concurrency: they may deliver nothing but their own expired locks, and
 -- this index finds those without walking the channel's ready backlog.
+--
+-- The predicate is true of every row (the column is NOT NULL); it is there
+-- for the planner: the index can serve only a query that constrains its
+-- leading column, never a lookup by id alone.  Without it a generic plan
+-- made while the table looked empty (a drained, vacuumed queue: zero
+-- tuples estimated) could pick this index for "id = $1", on a par with the
+-- primary key, and then scan the whole index on every call once the queue
+-- has grown.
 CREATE INDEX message_locked_ix
 ON @extschema@.message (channel_id, dequeue_at, id)
-WHERE is_locked;
+WHERE is_locked AND channel_id IS NOT NULL;
 
 -- ---- sql/src/040_sequence_channel_wake_id.sql ----
 -- Ids of channel wake-ups.
@@ -203,8 +220,17 @@ SELECT pg_catalog.pg_extension_config_dump('@extschema@.channel_wake', '');
 
 -- ---- sql/src/042_index_channel_wake_due.sql ----
 -- Due wake-ups in time order.
+--
+-- The predicate is true of every row (the column is NOT NULL); it is there
+-- for the planner: the index can serve only a query that constrains its
+-- leading column, never a lookup by id alone.  Without it a generic plan
+-- made while the table looked empty (a drained, vacuumed queue: zero
+-- tuples estimated) could pick this index for "id = $1", on a par with the
+-- primary key, and then scan the whole index on every call once the queue
+-- has grown.
 CREATE INDEX channel_wake_due_ix
-ON @extschema@.channel_wake (wake_at, id);
+ON @extschema@.channel_wake (wake_at, id)
+WHERE wake_at IS NOT NULL;
 
 -- ---- sql/src/043_index_channel_wake_channel.sql ----
 -- Wake-ups of one channel: lets a producer see that an earlier wake-up is
@@ -286,8 +312,17 @@ SELECT pg_catalog.pg_extension_config_dump('@extschema@.dead_letter', '');
 -- ---- sql/src/063_index_dead_letter_channel.sql ----
 -- Dead letters of one channel, in the order they were created as messages:
 -- dead_letter_redrive(p_channel) and the channel_stats count.
+--
+-- The predicate is true of every row (the column is NOT NULL); it is there
+-- for the planner: the index can serve only a query that constrains its
+-- leading column, never a lookup by id alone.  Without it a generic plan
+-- made while the table looked empty (a drained, vacuumed queue: zero
+-- tuples estimated) could pick this index for "id = $1", on a par with the
+-- primary key, and then scan the whole index on every call once the queue
+-- has grown.
 CREATE INDEX dead_letter_channel_ix
-ON @extschema@.dead_letter (channel, id);
+ON @extschema@.dead_letter (channel, id)
+WHERE channel IS NOT NULL;
 
 -- ---- sql/src/064_table_message_history.sql ----
 -- Completed messages of channels with retain_history, written by the
@@ -2364,6 +2399,10 @@ VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off
+SET enable_bitmapscan = off
+SET enable_hashjoin = off
+SET enable_mergejoin = off
 AS $$
 DECLARE
     v_now bigint;
@@ -2469,6 +2508,10 @@ VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off
+SET enable_bitmapscan = off
+SET enable_hashjoin = off
+SET enable_mergejoin = off
 AS $$
 DECLARE
     v_n integer;
@@ -2658,6 +2701,10 @@ VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off
+SET enable_bitmapscan = off
+SET enable_hashjoin = off
+SET enable_mergejoin = off
 AS $$
 DECLARE
     v_channel_id bigint;
@@ -2742,6 +2789,10 @@ VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off
+SET enable_bitmapscan = off
+SET enable_hashjoin = off
+SET enable_mergejoin = off
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -2755,6 +2806,7 @@ DECLARE
     v_old_at bigint[];
     v_old_locked boolean[];
     v_bury boolean;
+    v_take record;
 BEGIN
     IF p_lock_ms IS NULL OR p_lock_ms NOT BETWEEN 1 AND 31536000000 THEN
         PERFORM @extschema@._check_lock_ms(p_lock_ms);
@@ -2813,35 +2865,42 @@ BEGIN
                 AND NOT v_channel.is_paused
                 AND v_channel.next_at <= v_now THEN
                 IF v_limit = 1 THEN
-                    UPDATE @extschema@.message AS m
-                    SET
-                        dequeue_at = v_now + p_lock_ms,
-                        is_locked = TRUE,
-                        num_attempts = m.num_attempts + 1,
-                        attempt_log = CASE
-                            WHEN m.is_locked THEN
-                                COALESCE(m.attempt_log, '[]'::jsonb) || pg_catalog.jsonb_build_array(
-                                    pg_catalog.jsonb_build_object(
-                                        'attempt', m.num_attempts, 'at', v_now, 'error', 'lock expired'
+                    -- Lock the channel's first deliverable message, then
+                    -- update it by primary key: two statements whose plans do
+                    -- not depend on the statistics (a join of the two could
+                    -- be planned as a walk of the primary key).
+                    SELECT q.id, q.dequeue_at, q.is_locked, q.num_attempts
+                    INTO v_take
+                    FROM @extschema@.message AS q
+                    WHERE q.channel_id = v_channel.id AND q.dequeue_at <= v_now
+                    ORDER BY q.dequeue_at, q.id
+                    LIMIT 1
+                    FOR UPDATE SKIP LOCKED;
+                    IF FOUND AND NOT (
+                        v_take.is_locked AND v_take.num_attempts >= v_channel.max_attempts
+                    ) IS TRUE THEN
+                        UPDATE @extschema@.message AS m
+                        SET
+                            dequeue_at = v_now + p_lock_ms,
+                            is_locked = TRUE,
+                            num_attempts = m.num_attempts + 1,
+                            attempt_log = CASE
+                                WHEN m.is_locked THEN
+                                    COALESCE(m.attempt_log, '[]'::jsonb)
+                                    || pg_catalog.jsonb_build_array(
+                                        pg_catalog.jsonb_build_object(
+                                            'attempt', m.num_attempts, 'at', v_now,
+                                            'error', 'lock expired'
+                                        )
                                     )
-                                )
-                            ELSE m.attempt_log
-                        END
-                    FROM (
-                        SELECT q.id, q.dequeue_at, q.is_locked
-                        FROM @extschema@.message AS q
-                        WHERE q.channel_id = v_channel.id AND q.dequeue_at <= v_now
-                        ORDER BY q.dequeue_at, q.id
-                        LIMIT 1
-                        FOR UPDATE SKIP LOCKED
-                    ) AS h
-                    WHERE
-                        m.id = h.id
-                        AND NOT (m.is_locked AND m.num_attempts >= v_channel.max_attempts)
-                    RETURNING m.id, m.content, m.state, m.num_attempts, h.dequeue_at, h.is_locked
-                    INTO id, content, state, num_attempts, dequeue_at, is_recovered;
-                    IF FOUND THEN
+                                ELSE m.attempt_log
+                            END
+                        WHERE m.id = v_take.id
+                        RETURNING m.id, m.content, m.state, m.num_attempts
+                        INTO id, content, state, num_attempts;
                         channel := v_channel.name;
+                        dequeue_at := v_take.dequeue_at;
+                        is_recovered := v_take.is_locked;
                         RETURN NEXT;
                         RETURN;
                     END IF;
@@ -2946,6 +3005,10 @@ VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off
+SET enable_bitmapscan = off
+SET enable_hashjoin = off
+SET enable_mergejoin = off
 AS $$
 DECLARE
     v_channel record;
@@ -3044,6 +3107,10 @@ VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off
+SET enable_bitmapscan = off
+SET enable_hashjoin = off
+SET enable_mergejoin = off
 AS $$
 DECLARE
     v_now bigint;
@@ -3133,6 +3200,10 @@ VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off
+SET enable_bitmapscan = off
+SET enable_hashjoin = off
+SET enable_mergejoin = off
 AS $$
 BEGIN
     PERFORM @extschema@._check_token(p_id, p_num_attempts);
@@ -3171,6 +3242,10 @@ VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off
+SET enable_bitmapscan = off
+SET enable_hashjoin = off
+SET enable_mergejoin = off
 AS $$
 DECLARE
     v_now bigint;
@@ -3339,6 +3414,10 @@ VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off
+SET enable_bitmapscan = off
+SET enable_hashjoin = off
+SET enable_mergejoin = off
 AS $$
 DECLARE
     v_now bigint;

@@ -35,6 +35,10 @@ VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off
+SET enable_bitmapscan = off
+SET enable_hashjoin = off
+SET enable_mergejoin = off
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -48,6 +52,7 @@ DECLARE
     v_old_at bigint[];
     v_old_locked boolean[];
     v_bury boolean;
+    v_take record;
 BEGIN
     IF p_lock_ms IS NULL OR p_lock_ms NOT BETWEEN 1 AND 31536000000 THEN
         PERFORM @extschema@._check_lock_ms(p_lock_ms);
@@ -106,35 +111,42 @@ BEGIN
                 AND NOT v_channel.is_paused
                 AND v_channel.next_at <= v_now THEN
                 IF v_limit = 1 THEN
-                    UPDATE @extschema@.message AS m
-                    SET
-                        dequeue_at = v_now + p_lock_ms,
-                        is_locked = TRUE,
-                        num_attempts = m.num_attempts + 1,
-                        attempt_log = CASE
-                            WHEN m.is_locked THEN
-                                COALESCE(m.attempt_log, '[]'::jsonb) || pg_catalog.jsonb_build_array(
-                                    pg_catalog.jsonb_build_object(
-                                        'attempt', m.num_attempts, 'at', v_now, 'error', 'lock expired'
+                    -- Lock the channel's first deliverable message, then
+                    -- update it by primary key: two statements whose plans do
+                    -- not depend on the statistics (a join of the two could
+                    -- be planned as a walk of the primary key).
+                    SELECT q.id, q.dequeue_at, q.is_locked, q.num_attempts
+                    INTO v_take
+                    FROM @extschema@.message AS q
+                    WHERE q.channel_id = v_channel.id AND q.dequeue_at <= v_now
+                    ORDER BY q.dequeue_at, q.id
+                    LIMIT 1
+                    FOR UPDATE SKIP LOCKED;
+                    IF FOUND AND NOT (
+                        v_take.is_locked AND v_take.num_attempts >= v_channel.max_attempts
+                    ) IS TRUE THEN
+                        UPDATE @extschema@.message AS m
+                        SET
+                            dequeue_at = v_now + p_lock_ms,
+                            is_locked = TRUE,
+                            num_attempts = m.num_attempts + 1,
+                            attempt_log = CASE
+                                WHEN m.is_locked THEN
+                                    COALESCE(m.attempt_log, '[]'::jsonb)
+                                    || pg_catalog.jsonb_build_array(
+                                        pg_catalog.jsonb_build_object(
+                                            'attempt', m.num_attempts, 'at', v_now,
+                                            'error', 'lock expired'
+                                        )
                                     )
-                                )
-                            ELSE m.attempt_log
-                        END
-                    FROM (
-                        SELECT q.id, q.dequeue_at, q.is_locked
-                        FROM @extschema@.message AS q
-                        WHERE q.channel_id = v_channel.id AND q.dequeue_at <= v_now
-                        ORDER BY q.dequeue_at, q.id
-                        LIMIT 1
-                        FOR UPDATE SKIP LOCKED
-                    ) AS h
-                    WHERE
-                        m.id = h.id
-                        AND NOT (m.is_locked AND m.num_attempts >= v_channel.max_attempts)
-                    RETURNING m.id, m.content, m.state, m.num_attempts, h.dequeue_at, h.is_locked
-                    INTO id, content, state, num_attempts, dequeue_at, is_recovered;
-                    IF FOUND THEN
+                                ELSE m.attempt_log
+                            END
+                        WHERE m.id = v_take.id
+                        RETURNING m.id, m.content, m.state, m.num_attempts
+                        INTO id, content, state, num_attempts;
                         channel := v_channel.name;
+                        dequeue_at := v_take.dequeue_at;
+                        is_recovered := v_take.is_locked;
                         RETURN NEXT;
                         RETURN;
                     END IF;
