@@ -242,3 +242,92 @@ def test_channel_stats_and_dead_letter_delete_read_index_ranges_only(pathologica
     seq = [line.strip() for p in collected for line in p.splitlines()
            if re.search(r"Seq Scan on (message|dead_letter)\b", line)]
     assert not seq, f"channel_stats scans a table: {seq}"
+
+
+# Indexes whose leading column is not the one a lookup by id names: a plan that
+# reaches them with an Index Cond on id alone scans them whole.
+NON_ID_INDEXES = ("message_channel_ix", "message_locked_ix", "channel_wake_due_ix", "dead_letter_channel_ix")
+
+
+def id_only_scans(plan: str) -> list[str]:
+    """Index scans of a non-id index whose condition starts with id (a whole-index walk)."""
+    lines = plan.splitlines()
+    bad = []
+    for i, line in enumerate(lines):
+        m = SCAN_RE.search(line)
+        if not m or m.group(2) not in NON_ID_INDEXES:
+            continue
+        for follow in lines[i + 1:i + 4]:
+            cond = re.search(r"Index Cond: \(+(\w+)", follow)
+            if cond:
+                if cond.group(1) == "id":
+                    bad.append(line.strip() + " / " + follow.strip())
+                break
+    return bad
+
+
+def test_plans_made_on_a_drained_vacuumed_queue_stay_index_probes(db):
+    """A worker's generic plans are made from the statistics of the moment they
+    are first needed.  After a queue is drained and vacuumed the planner sees
+    zero tuples, and every plan costs about nothing: 0.2.0 then chose seq
+    scans, hash joins, and, for lookups by id, whole scans of
+    message_channel_ix.  Those plans stay in the session while the queue grows
+    again (until the next autovacuum).  Here the plans are made on a drained,
+    vacuumed queue with autovacuum off, the queue then grows to 60,000
+    messages (30,000 locked) with no new statistics, and the same calls must
+    still be index probes, lookups by id through the primary key."""
+    setup = db.connect()
+    setup.autocommit = True
+    with setup.cursor() as cur:
+        for table in ("message", "channel", "channel_wake", "dead_letter", "message_key"):
+            cur.execute(f"ALTER TABLE lonnymq.{table} SET (autovacuum_enabled = false)")
+        cur.execute("SELECT lonnymq.message_create('q', 'x') FROM generate_series(1, 200)")
+        cur.execute("SELECT lonnymq.message_complete(d.id, d.num_attempts) "
+                    "FROM lonnymq.message_dequeue(60000, 1000, 'q') AS d")
+        cur.execute("VACUUM ANALYZE lonnymq.message")
+        cur.execute("VACUUM ANALYZE lonnymq.channel")
+        cur.execute("VACUUM ANALYZE lonnymq.channel_wake")
+        cur.execute("SELECT reltuples FROM pg_class WHERE oid = 'lonnymq.message'::regclass")
+        assert cur.fetchone()[0] == 0, "the drained queue should have zero tuples in its statistics"
+
+    conn = db.connect()
+    conn.autocommit = True
+    plans = PlanCollector(conn)
+
+    def calls(cur):
+        cur.execute("SELECT lonnymq.message_create('q', 'n')")
+        cur.execute("SELECT lonnymq.message_create('q', 'k', NULL, %s)", (f"key-{len(plans.plans)}",))
+        cur.execute("SELECT count(*) FROM lonnymq.message_create_batch('q', ARRAY['a', 'b', 'c', 'd', 'e', 'f']::bytea[])")
+        cur.execute("SELECT id, num_attempts FROM lonnymq.message_dequeue(60000)")
+        one = cur.fetchone()
+        cur.execute("SELECT id, num_attempts FROM lonnymq.message_dequeue(60000, 4)")
+        four = cur.fetchall()
+        cur.execute("SELECT id, num_attempts FROM lonnymq.message_dequeue(60000, 2, 'q')")
+        two = cur.fetchall()
+        assert one and len(four) == 4 and len(two) == 2
+        cur.execute("SELECT lonnymq.message_complete(%s, %s)", one)
+        assert cur.fetchone()[0] is True
+        cur.execute("SELECT lonnymq.message_heartbeat(%s, %s, 60000)", four[0])
+        cur.execute("SELECT lonnymq.message_defer(%s, %s)", four[1])
+        cur.execute("SELECT lonnymq.message_fail(%s, %s, 'e')", four[2])
+        cur.execute("SELECT lonnymq.message_complete_batch(%s, %s)",
+                    ([r[0] for r in two], [r[1] for r in two]))
+        cur.execute("SELECT lonnymq.message_create('q', 'c') AS id")
+        cur.execute("SELECT lonnymq.message_cancel(%s)", (cur.fetchone()[0],))
+
+    with conn.cursor() as cur:
+        calls(cur)                      # the plans are made here, on zero tuples
+    plans.take()
+    with setup.cursor() as cur:         # the queue grows; no ANALYZE, no autovacuum
+        cur.execute("INSERT INTO lonnymq.message (channel_id, dequeue_at, is_locked, num_attempts, created_at, content) "
+                    "SELECT c.id, g, g % 2 = 0, g % 2, 0, 'x' FROM lonnymq.channel AS c, generate_series(1, 60000) AS g "
+                    "WHERE c.name = 'q'")
+    with conn.cursor() as cur:
+        calls(cur)
+    collected = plans.take()
+    touching = [p for p in collected if any(re.search(rf" on {t}\b", p) for t in TABLES)]
+    assert len({query_text(p) for p in touching}) >= 12, "too few statements were explained"
+    failures = {query_text(p): bad_nodes(p) + id_only_scans(p) for p in touching if bad_nodes(p) or id_only_scans(p)}
+    assert not failures, "plans made on zero tuples that do not probe an index:\n" + "\n".join(
+        f"{q}: {nodes}" for q, nodes in failures.items()
+    ) + "\n\nplans:\n" + "\n".join(p for p in touching if bad_nodes(p) or id_only_scans(p))
