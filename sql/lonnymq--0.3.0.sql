@@ -2948,17 +2948,41 @@ BEGIN
                                 END
                             WHERE m.id = ANY(v_ids)
                             RETURNING m.id, m.content, m.state, m.num_attempts
+                        ),
+
+                        -- Back into v_ids' order (the rotation's): each row's
+                        -- position, then the columns as arrays in that order
+                        -- (no join: the planner, with hash joins off, would
+                        -- compare every pair).
+                        placed AS (
+                            SELECT
+                                t.content,
+                                t.state,
+                                t.num_attempts,
+                                pg_catalog.array_position(v_ids, t.id) AS pos
+                            FROM taken AS t
+                        ),
+
+                        sorted AS (
+                            SELECT
+                                pg_catalog.array_agg(p.content ORDER BY p.pos) AS contents,
+                                pg_catalog.array_agg(p.state ORDER BY p.pos) AS states,
+                                pg_catalog.array_agg(p.num_attempts ORDER BY p.pos) AS attempts
+                            FROM placed AS p
                         )
+
                         SELECT
-                            t.id, v_channel.name, t.content, t.state, t.num_attempts,
+                            o.id, v_channel.name, o.content, o.state, o.num_attempts,
                             o.dequeue_at, o.is_locked
-                        FROM taken AS t
-                        INNER JOIN ROWS FROM (
+                        FROM sorted AS s
+                        CROSS JOIN LATERAL ROWS FROM (
                             pg_catalog.unnest(v_ids),
+                            pg_catalog.unnest(s.contents),
+                            pg_catalog.unnest(s.states),
+                            pg_catalog.unnest(s.attempts),
                             pg_catalog.unnest(v_old_at),
                             pg_catalog.unnest(v_old_locked)
-                        ) WITH ORDINALITY AS o (id, dequeue_at, is_locked, pos) ON o.id = t.id
-                        ORDER BY o.pos;
+                        ) AS o (id, content, state, num_attempts, dequeue_at, is_locked);
                         RETURN;
                     END IF;
                 END IF;
@@ -3232,6 +3256,9 @@ REVOKE ALL ON FUNCTION @extschema@.message_heartbeat(bigint, integer, bigint) FR
 -- removes the messages (copying them to message_history for channels that
 -- retain it), keyed messages release their keys, and each channel's
 -- counters are updated once.  About two primary-key probes per message.
+-- Hash joins stay on here (off in the other hot functions): the DELETE joins
+-- the batch's arrays to the rows found by primary key, both bounded by the
+-- batch; a nested loop would compare every pair.
 CREATE FUNCTION @extschema@.message_complete_batch(
     p_ids bigint[],
     p_num_attempts integer[]
@@ -3244,7 +3271,7 @@ SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
 SET enable_seqscan = off
 SET enable_bitmapscan = off
-SET enable_hashjoin = off
+SET enable_hashjoin = on
 SET enable_mergejoin = off
 AS $$
 DECLARE

@@ -1,0 +1,103 @@
+"""Upgrade from the released 0.2.0 (not through 0.1.0) to the current version.
+
+test_upgrade.py starts from 0.1.0 and so runs every update script in turn;
+this module starts from 0.2.0 with the 0.2.0 features in use (retry policy,
+dead letters, dedup keys, schedules, history, a paused channel, locks), runs
+ALTER EXTENSION lonnymq UPDATE, and checks that the rows and tokens survive,
+that the queue works on, and that the schema is the fresh install's.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from test_upgrade import DEFAULT_VERSION
+from upgrade import schema, scenario
+
+FROM = "0.2.0"
+
+LOAD = """
+SELECT lonnymq.channel_set('retry', p_max_attempts => 2, p_backoff_base_ms => 0, p_retain_history => TRUE,
+                           p_dedup_window_ms => 3600000);
+SELECT lonnymq.channel_set('limited', p_max_concurrency => 2, p_max_size => 10);
+SELECT lonnymq.message_create('retry', convert_to('r' || g, 'UTF8'), NULL, 'key-' || g) FROM generate_series(1, 6) AS g;
+SELECT lonnymq.message_create('limited', convert_to('l' || g, 'UTF8')) FROM generate_series(1, 4) AS g;
+SELECT lonnymq.message_create('plain', convert_to('p' || g, 'UTF8')) FROM generate_series(1, 20) AS g;
+SELECT lonnymq.schedule_set('every-hour', 'plain', 'tick', 3600000, lonnymq.to_epoch(now()) + 3600000);
+SELECT lonnymq.channel_pause('paused');
+"""
+
+
+@pytest.fixture(scope="module")
+def dbs(cluster):
+    uid = uuid.uuid4().hex[:8]
+    upgraded, fresh = f"up02_{uid}_upgraded", f"up02_{uid}_fresh"
+    cluster.create_database(upgraded, extensions=())
+    cluster.create_database(fresh, extensions=())
+    try:
+        with scenario.connect(cluster, upgraded) as conn:
+            conn.execute(f"CREATE EXTENSION lonnymq VERSION '{FROM}'")
+            conn.execute(LOAD)
+            # In every state: completed into history, failed into dead letters, locked.
+            rows = conn.execute("SELECT id, num_attempts FROM lonnymq.message_dequeue(60000, 6, 'retry')").fetchall()
+            assert len(rows) == 6
+            conn.execute("SELECT lonnymq.message_complete(%s, %s)", rows[0])
+            for row in rows[1:3]:
+                assert conn.execute("SELECT lonnymq.message_fail(%s, %s, 'boom')", row).fetchone()[0] == "retry"
+            locked = rows[3:]
+            held = conn.execute("SELECT id, num_attempts FROM lonnymq.message_dequeue(60000, 2, 'limited')").fetchall()
+            before = {
+                "message": conn.execute("SELECT id, channel_id, dequeue_at, is_locked, num_attempts, content, key "
+                                        "FROM lonnymq.message ORDER BY id").fetchall(),
+                "history": conn.execute("SELECT id, channel, key FROM lonnymq.message_history ORDER BY id").fetchall(),
+                "keys": conn.execute("SELECT channel_id, key, message_id FROM lonnymq.message_key "
+                                     "ORDER BY 1, 2").fetchall(),
+                "schedule": conn.execute("SELECT name, next_at FROM lonnymq.schedule").fetchall(),
+            }
+            conn.execute("ALTER EXTENSION lonnymq UPDATE")
+            version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'lonnymq'").fetchone()[0]
+        with scenario.connect(cluster, fresh) as conn:
+            conn.execute("CREATE EXTENSION lonnymq")
+        yield {"cluster": cluster, "upgraded": upgraded, "fresh": fresh, "version": version,
+               "before": before, "locked": locked, "held": held}
+    finally:
+        cluster.drop_database(upgraded)
+        cluster.drop_database(fresh)
+
+
+def test_the_update_reaches_the_default_version(dbs):
+    assert dbs["version"] == DEFAULT_VERSION
+
+
+def test_rows_survive_and_the_queue_works_on(dbs):
+    with scenario.connect(dbs["cluster"], dbs["upgraded"]) as conn:
+        b = dbs["before"]
+        assert conn.execute("SELECT id, channel_id, dequeue_at, is_locked, num_attempts, content, key "
+                            "FROM lonnymq.message ORDER BY id").fetchall() == b["message"]
+        assert conn.execute("SELECT id, channel, key FROM lonnymq.message_history ORDER BY id").fetchall() == b["history"]
+        assert conn.execute("SELECT channel_id, key, message_id FROM lonnymq.message_key "
+                            "ORDER BY 1, 2").fetchall() == b["keys"]
+        assert conn.execute("SELECT name, next_at FROM lonnymq.schedule").fetchall() == b["schedule"]
+        # Tokens handed out by 0.2.0 still complete, on both kinds of channel.
+        for row in dbs["locked"] + dbs["held"]:
+            assert conn.execute("SELECT lonnymq.message_complete(%s, %s)", row).fetchone()[0] is True
+        # A duplicate of a key 0.2.0 stored is still a duplicate.
+        existing = conn.execute("SELECT message_id FROM lonnymq.message_key WHERE key = 'key-6'").fetchone()[0]
+        assert conn.execute("SELECT lonnymq.message_create('retry', 'again', NULL, 'key-6')").fetchone()[0] == existing
+        # Everything ready is delivered: 20 plain, 2 limited, 2 retried.
+        got = conn.execute("SELECT channel, count(*) FROM lonnymq.message_dequeue(60000, 100) "
+                           "GROUP BY channel ORDER BY channel").fetchall()
+        assert got == [("limited", 2), ("plain", 20), ("retry", 2)], got
+
+
+def test_schema_is_the_fresh_install_schema(dbs):
+    cluster = dbs["cluster"]
+    up = schema.normalise(schema.dump_schema(cluster, dbs["upgraded"]))
+    fresh = schema.normalise(schema.dump_schema(cluster, dbs["fresh"]))
+    assert any("message_channel_ix" in line and "IS NOT NULL" in line for line in fresh), \
+        "the fresh schema lacks the 0.3.0 index predicate"
+    if up != fresh:
+        pytest.fail("the schema upgraded from 0.2.0 differs from a fresh install:\n"
+                    + schema.unified_diff(fresh, up, "fresh install", "upgraded from 0.2.0"), pytrace=False)
