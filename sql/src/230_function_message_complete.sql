@@ -8,10 +8,6 @@
 -- Three statements in the common case: the message's channel (one
 -- primary-key probe each), the DELETE, and _channel_release (which writes
 -- nothing for an unconstrained channel).
--- "is_locked IS TRUE" rather than "is_locked" in the lookups by id: the
--- planner cannot match it to the partial index message_locked_ix, whose
--- id column is not leading; a generic plan made while few messages were
--- locked could otherwise scan that whole index for one id.
 CREATE FUNCTION @extschema@.message_complete(
     p_id bigint,
     p_num_attempts integer
@@ -66,7 +62,7 @@ BEGIN
         WHERE
             m.id = p_id
             AND m.num_attempts = p_num_attempts
-            AND m.is_locked IS TRUE
+            AND m.is_locked
         RETURNING m.* INTO v_gone;
         IF NOT FOUND THEN
             RETURN FALSE;
@@ -84,7 +80,7 @@ BEGIN
         WHERE
             m.id = p_id
             AND m.num_attempts = p_num_attempts
-            AND m.is_locked IS TRUE
+            AND m.is_locked
         RETURNING m.key INTO v_key;
         IF NOT FOUND THEN
             RETURN FALSE;

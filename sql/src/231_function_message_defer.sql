@@ -69,7 +69,7 @@ BEGIN
     WHERE
         m.id = p_id
         AND m.num_attempts = p_num_attempts
-        AND m.is_locked IS TRUE;
+        AND m.is_locked;
     IF NOT FOUND THEN
         RETURN FALSE;
     END IF;

@@ -94,7 +94,7 @@ BEGIN
                 m.id = ANY(p_ids)
                 AND m.id = t.id
                 AND m.num_attempts = t.num_attempts
-                AND m.is_locked IS TRUE
+                AND m.is_locked
             RETURNING m.id, m.channel_id, m.key
         )
 
@@ -114,7 +114,7 @@ BEGIN
                 m.id = ANY(p_ids)
                 AND m.id = t.id
                 AND m.num_attempts = t.num_attempts
-                AND m.is_locked IS TRUE
+                AND m.is_locked
             RETURNING m.id, m.channel_id, m.key, m.content, m.state, m.num_attempts, m.created_at
         ),
 
