@@ -649,6 +649,32 @@ COMMENT ON FUNCTION @extschema@._channel_guard_exclusive(text) IS
 
 REVOKE ALL ON FUNCTION @extschema@._channel_guard_exclusive(text) FROM PUBLIC;
 
+-- ---- sql/src/106_function_attempt_log_append.sql ----
+-- Internal: an attempt log with one more failed attempt appended: the
+-- attempt's number, when it ended (epoch ms) and why.  Used by every writer of
+-- message.attempt_log and dead_letter.attempt_log (message_fail, a lock that
+-- expired, the dead letters).  A plain SQL expression, so that the planner
+-- inlines it into the calling statement.
+CREATE FUNCTION @extschema@._attempt_log_append(
+    p_log jsonb,
+    p_attempt integer,
+    p_at bigint,
+    p_error text
+)
+RETURNS jsonb
+LANGUAGE sql
+STABLE
+AS $$
+    SELECT COALESCE(p_log, '[]'::jsonb) || pg_catalog.jsonb_build_array(
+        pg_catalog.jsonb_build_object('attempt', p_attempt, 'at', p_at, 'error', p_error)
+    )
+$$;
+
+COMMENT ON FUNCTION @extschema@._attempt_log_append(jsonb, integer, bigint, text) IS
+'Internal: the attempt log with one failed attempt (number, time, error) appended.';
+
+REVOKE ALL ON FUNCTION @extschema@._attempt_log_append(jsonb, integer, bigint, text) FROM PUBLIC;
+
 -- ---- sql/src/106_function_check_access.sql ----
 -- Internal: validates the arguments of grant_access and revoke_access.
 CREATE FUNCTION @extschema@._check_access(p_role name, p_access text)
@@ -1155,11 +1181,7 @@ BEGIN
                 num_attempts = m.num_attempts + 1,
                 attempt_log = CASE
                     WHEN m.is_locked THEN
-                        COALESCE(m.attempt_log, '[]'::jsonb) || pg_catalog.jsonb_build_array(
-                            pg_catalog.jsonb_build_object(
-                                'attempt', m.num_attempts, 'at', p_now, 'error', 'lock expired'
-                            )
-                        )
+                        @extschema@._attempt_log_append(m.attempt_log, m.num_attempts, p_now, 'lock expired')
                     ELSE m.attempt_log
                 END
             WHERE m.id = v_message.id
@@ -1332,9 +1354,7 @@ BEGIN
         g.created_at,
         p_now,
         p_error,
-        COALESCE(g.attempt_log, '[]'::jsonb) || pg_catalog.jsonb_build_array(
-            pg_catalog.jsonb_build_object('attempt', g.num_attempts, 'at', p_now, 'error', p_error)
-        )
+        @extschema@._attempt_log_append(g.attempt_log, g.num_attempts, p_now, p_error)
     FROM gone AS g
     RETURNING key INTO v_key;
     IF v_key IS NOT NULL THEN
@@ -2433,7 +2453,7 @@ BEGIN
     v_dequeue_at := COALESCE(p_dequeue_at, @extschema@.to_epoch(pg_catalog.now()));
     -- _channel_for_producer, inlined for a channel that exists: the guard
     -- shared, then the row.
-    PERFORM pg_catalog.pg_advisory_xact_lock_shared(1819111681, pg_catalog.hashtext(p_channel));
+    PERFORM @extschema@._channel_guard_shared(p_channel);
     SELECT c.* INTO v_channel
     FROM @extschema@.channel AS c
     WHERE c.name = p_channel;
@@ -2852,9 +2872,7 @@ BEGIN
         ) AS f;
         IF NOT v_due
             AND pg_catalog.cardinality(v_front) = 1
-            AND pg_catalog.pg_try_advisory_xact_lock_shared(
-                1819111681, pg_catalog.hashtext(v_front_name)
-            ) THEN
+            AND @extschema@._channel_guard_try_shared(v_front_name) THEN
             IF v_limit = 1 THEN
                 -- One statement: lock the channel's first deliverable
                 -- message (if the channel, read after the guard, is still
@@ -2888,12 +2906,8 @@ BEGIN
                     num_attempts = m.num_attempts + 1,
                     attempt_log = CASE
                         WHEN m.is_locked THEN
-                            COALESCE(m.attempt_log, '[]'::jsonb)
-                            || pg_catalog.jsonb_build_array(
-                                pg_catalog.jsonb_build_object(
-                                    'attempt', m.num_attempts, 'at', v_now,
-                                    'error', 'lock expired'
-                                )
+                            @extschema@._attempt_log_append(
+                                m.attempt_log, m.num_attempts, v_now, 'lock expired'
                             )
                         ELSE m.attempt_log
                     END
@@ -2915,97 +2929,91 @@ BEGIN
                     RETURN NEXT;
                     RETURN;
                 END IF;
-            END IF;
-            IF v_limit > 1 THEN
+            ELSE
                 SELECT c.* INTO v_channel
                 FROM @extschema@.channel AS c
                 WHERE c.id = v_front[1];
-            END IF;
-            IF v_limit > 1
-                AND FOUND
-                AND v_channel.max_concurrency IS NULL
-                AND v_channel.release_interval_ms = 0
-                AND NOT v_channel.is_paused
-                AND v_channel.next_at <= v_now THEN
-                -- A batch: lock the channel's first p_limit deliverable
-                -- messages (one range scan), then update them by primary
-                -- key in one statement.  An expired lock due for the dead
-                -- letters among them: the general way (which buries it;
-                -- the row locks taken here are this transaction's own).
-                SELECT
-                    pg_catalog.array_agg(q.id ORDER BY q.dequeue_at, q.id),
-                    pg_catalog.array_agg(q.dequeue_at ORDER BY q.dequeue_at, q.id),
-                    pg_catalog.array_agg(q.is_locked ORDER BY q.dequeue_at, q.id),
-                    COALESCE(
-                        pg_catalog.bool_or(q.is_locked AND q.num_attempts >= v_channel.max_attempts),
-                        FALSE
-                    )
-                INTO v_ids, v_old_at, v_old_locked, v_bury
-                FROM (
-                    SELECT q.id, q.dequeue_at, q.is_locked, q.num_attempts
-                    FROM @extschema@.message AS q
-                    WHERE q.channel_id = v_channel.id AND q.dequeue_at <= v_now
-                    ORDER BY q.dequeue_at, q.id
-                    LIMIT v_limit
-                    FOR UPDATE SKIP LOCKED
-                ) AS q;
-                IF v_ids IS NOT NULL AND NOT v_bury THEN
-                    RETURN QUERY
-                    WITH taken AS (
-                        UPDATE @extschema@.message AS m
-                        SET
-                            dequeue_at = v_now + p_lock_ms,
-                            is_locked = TRUE,
-                            num_attempts = m.num_attempts + 1,
-                            attempt_log = CASE
-                                WHEN m.is_locked THEN
-                                    COALESCE(m.attempt_log, '[]'::jsonb)
-                                    || pg_catalog.jsonb_build_array(
-                                        pg_catalog.jsonb_build_object(
-                                            'attempt', m.num_attempts, 'at', v_now,
-                                            'error', 'lock expired'
-                                        )
-                                    )
-                                ELSE m.attempt_log
-                            END
-                        WHERE m.id = ANY(v_ids)
-                        RETURNING m.id, m.content, m.state, m.num_attempts
-                    ),
-
-                    -- Back into v_ids' order (the rotation's): each row's
-                    -- position, then the columns as arrays in that order
-                    -- (no join: the planner, with hash joins off, would
-                    -- compare every pair).
-                    placed AS (
-                        SELECT
-                            t.content,
-                            t.state,
-                            t.num_attempts,
-                            pg_catalog.array_position(v_ids, t.id) AS pos
-                        FROM taken AS t
-                    ),
-
-                    sorted AS (
-                        SELECT
-                            pg_catalog.array_agg(p.content ORDER BY p.pos) AS contents,
-                            pg_catalog.array_agg(p.state ORDER BY p.pos) AS states,
-                            pg_catalog.array_agg(p.num_attempts ORDER BY p.pos) AS attempts
-                        FROM placed AS p
-                    )
-
+                IF FOUND
+                    AND v_channel.max_concurrency IS NULL
+                    AND v_channel.release_interval_ms = 0
+                    AND NOT v_channel.is_paused
+                    AND v_channel.next_at <= v_now THEN
+                    -- A batch: lock the channel's first p_limit deliverable
+                    -- messages (one range scan), then update them by primary
+                    -- key in one statement.  An expired lock due for the dead
+                    -- letters among them: the general way (which buries it;
+                    -- the row locks taken here are this transaction's own).
                     SELECT
-                        o.id, v_channel.name, o.content, o.state, o.num_attempts,
-                        o.dequeue_at, o.is_locked
-                    FROM sorted AS s
-                    CROSS JOIN LATERAL ROWS FROM (
-                        pg_catalog.unnest(v_ids),
-                        pg_catalog.unnest(s.contents),
-                        pg_catalog.unnest(s.states),
-                        pg_catalog.unnest(s.attempts),
-                        pg_catalog.unnest(v_old_at),
-                        pg_catalog.unnest(v_old_locked)
-                    ) AS o (id, content, state, num_attempts, dequeue_at, is_locked);
-                    RETURN;
+                        pg_catalog.array_agg(q.id ORDER BY q.dequeue_at, q.id),
+                        pg_catalog.array_agg(q.dequeue_at ORDER BY q.dequeue_at, q.id),
+                        pg_catalog.array_agg(q.is_locked ORDER BY q.dequeue_at, q.id),
+                        COALESCE(
+                            pg_catalog.bool_or(q.is_locked AND q.num_attempts >= v_channel.max_attempts),
+                            FALSE
+                        )
+                    INTO v_ids, v_old_at, v_old_locked, v_bury
+                    FROM (
+                        SELECT q.id, q.dequeue_at, q.is_locked, q.num_attempts
+                        FROM @extschema@.message AS q
+                        WHERE q.channel_id = v_channel.id AND q.dequeue_at <= v_now
+                        ORDER BY q.dequeue_at, q.id
+                        LIMIT v_limit
+                        FOR UPDATE SKIP LOCKED
+                    ) AS q;
+                    IF v_ids IS NOT NULL AND NOT v_bury THEN
+                        RETURN QUERY
+                        WITH taken AS (
+                            UPDATE @extschema@.message AS m
+                            SET
+                                dequeue_at = v_now + p_lock_ms,
+                                is_locked = TRUE,
+                                num_attempts = m.num_attempts + 1,
+                                attempt_log = CASE
+                                    WHEN m.is_locked THEN
+                                        @extschema@._attempt_log_append(
+                                            m.attempt_log, m.num_attempts, v_now, 'lock expired'
+                                        )
+                                    ELSE m.attempt_log
+                                END
+                            WHERE m.id = ANY(v_ids)
+                            RETURNING m.id, m.content, m.state, m.num_attempts
+                        ),
+
+                        -- Back into v_ids' order (the rotation's): each row's
+                        -- position, then the columns as arrays in that order
+                        -- (no join: the planner, with hash joins off, would
+                        -- compare every pair).
+                        placed AS (
+                            SELECT
+                                t.content,
+                                t.state,
+                                t.num_attempts,
+                                pg_catalog.array_position(v_ids, t.id) AS pos
+                            FROM taken AS t
+                        ),
+
+                        sorted AS (
+                            SELECT
+                                pg_catalog.array_agg(p.content ORDER BY p.pos) AS contents,
+                                pg_catalog.array_agg(p.state ORDER BY p.pos) AS states,
+                                pg_catalog.array_agg(p.num_attempts ORDER BY p.pos) AS attempts
+                            FROM placed AS p
+                        )
+
+                        SELECT
+                            o.id, v_channel.name, o.content, o.state, o.num_attempts,
+                            o.dequeue_at, o.is_locked
+                        FROM sorted AS s
+                        CROSS JOIN LATERAL ROWS FROM (
+                            pg_catalog.unnest(v_ids),
+                            pg_catalog.unnest(s.contents),
+                            pg_catalog.unnest(s.states),
+                            pg_catalog.unnest(s.attempts),
+                            pg_catalog.unnest(v_old_at),
+                            pg_catalog.unnest(v_old_locked)
+                        ) AS o (id, content, state, num_attempts, dequeue_at, is_locked);
+                        RETURN;
+                    END IF;
                 END IF;
             END IF;
         END IF;
@@ -3036,10 +3044,6 @@ REVOKE ALL ON FUNCTION @extschema@.message_dequeue(bigint, integer, text) FROM P
 -- Three statements in the common case: the message's channel (one
 -- primary-key probe each), the DELETE, and _channel_release (which writes
 -- nothing for an unconstrained channel).
--- "is_locked IS TRUE" rather than "is_locked" in the lookups by id: the
--- planner cannot match it to the partial index message_locked_ix, whose
--- id column is not leading; a generic plan made while few messages were
--- locked could otherwise scan that whole index for one id.
 CREATE FUNCTION @extschema@.message_complete(
     p_id bigint,
     p_num_attempts integer
@@ -3094,7 +3098,7 @@ BEGIN
         WHERE
             m.id = p_id
             AND m.num_attempts = p_num_attempts
-            AND m.is_locked IS TRUE
+            AND m.is_locked
         RETURNING m.* INTO v_gone;
         IF NOT FOUND THEN
             RETURN FALSE;
@@ -3112,7 +3116,7 @@ BEGIN
         WHERE
             m.id = p_id
             AND m.num_attempts = p_num_attempts
-            AND m.is_locked IS TRUE
+            AND m.is_locked
         RETURNING m.key INTO v_key;
         IF NOT FOUND THEN
             RETURN FALSE;
@@ -3208,7 +3212,7 @@ BEGIN
     WHERE
         m.id = p_id
         AND m.num_attempts = p_num_attempts
-        AND m.is_locked IS TRUE;
+        AND m.is_locked;
     IF NOT FOUND THEN
         RETURN FALSE;
     END IF;
@@ -3258,7 +3262,7 @@ BEGIN
     WHERE
         m.id = p_id
         AND m.num_attempts = p_num_attempts
-        AND m.is_locked IS TRUE;
+        AND m.is_locked;
     RETURN FOUND;
 END;
 $$;
@@ -3365,7 +3369,7 @@ BEGIN
                 m.id = ANY(p_ids)
                 AND m.id = t.id
                 AND m.num_attempts = t.num_attempts
-                AND m.is_locked IS TRUE
+                AND m.is_locked
             RETURNING m.id, m.channel_id, m.key
         )
 
@@ -3385,7 +3389,7 @@ BEGIN
                 m.id = ANY(p_ids)
                 AND m.id = t.id
                 AND m.num_attempts = t.num_attempts
-                AND m.is_locked IS TRUE
+                AND m.is_locked
             RETURNING m.id, m.channel_id, m.key, m.content, m.state, m.num_attempts, m.created_at
         ),
 
@@ -3506,7 +3510,7 @@ BEGIN
     WHERE
         m.id = p_id
         AND m.num_attempts = p_num_attempts
-        AND m.is_locked IS TRUE
+        AND m.is_locked
     FOR UPDATE;
     IF NOT FOUND THEN
         RETURN NULL;
@@ -3525,9 +3529,7 @@ BEGIN
     SET
         is_locked = FALSE,
         dequeue_at = v_dequeue_at,
-        attempt_log = COALESCE(m.attempt_log, '[]'::jsonb) || pg_catalog.jsonb_build_array(
-            pg_catalog.jsonb_build_object('attempt', m.num_attempts, 'at', v_now, 'error', p_error)
-        )
+        attempt_log = @extschema@._attempt_log_append(m.attempt_log, m.num_attempts, v_now, p_error)
     WHERE m.id = p_id;
     PERFORM @extschema@._channel_release(v_channel_id, 1, FALSE, v_now);
     PERFORM @extschema@._channel_wake(v_channel_id, v_channel.wait_at, v_dequeue_at);

@@ -109,11 +109,7 @@ BEGIN
                 num_attempts = m.num_attempts + 1,
                 attempt_log = CASE
                     WHEN m.is_locked THEN
-                        COALESCE(m.attempt_log, '[]'::jsonb) || pg_catalog.jsonb_build_array(
-                            pg_catalog.jsonb_build_object(
-                                'attempt', m.num_attempts, 'at', p_now, 'error', 'lock expired'
-                            )
-                        )
+                        @extschema@._attempt_log_append(m.attempt_log, m.num_attempts, p_now, 'lock expired')
                     ELSE m.attempt_log
                 END
             WHERE m.id = v_message.id

@@ -37,9 +37,7 @@ BEGIN
         g.created_at,
         p_now,
         p_error,
-        COALESCE(g.attempt_log, '[]'::jsonb) || pg_catalog.jsonb_build_array(
-            pg_catalog.jsonb_build_object('attempt', g.num_attempts, 'at', p_now, 'error', p_error)
-        )
+        @extschema@._attempt_log_append(g.attempt_log, g.num_attempts, p_now, p_error)
     FROM gone AS g
     RETURNING key INTO v_key;
     IF v_key IS NOT NULL THEN

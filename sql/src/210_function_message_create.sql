@@ -58,7 +58,7 @@ BEGIN
     v_dequeue_at := COALESCE(p_dequeue_at, @extschema@.to_epoch(pg_catalog.now()));
     -- _channel_for_producer, inlined for a channel that exists: the guard
     -- shared, then the row.
-    PERFORM pg_catalog.pg_advisory_xact_lock_shared(1819111681, pg_catalog.hashtext(p_channel));
+    PERFORM @extschema@._channel_guard_shared(p_channel);
     SELECT c.* INTO v_channel
     FROM @extschema@.channel AS c
     WHERE c.name = p_channel;

@@ -98,9 +98,7 @@ BEGIN
         ) AS f;
         IF NOT v_due
             AND pg_catalog.cardinality(v_front) = 1
-            AND pg_catalog.pg_try_advisory_xact_lock_shared(
-                1819111681, pg_catalog.hashtext(v_front_name)
-            ) THEN
+            AND @extschema@._channel_guard_try_shared(v_front_name) THEN
             IF v_limit = 1 THEN
                 -- One statement: lock the channel's first deliverable
                 -- message (if the channel, read after the guard, is still
@@ -134,12 +132,8 @@ BEGIN
                     num_attempts = m.num_attempts + 1,
                     attempt_log = CASE
                         WHEN m.is_locked THEN
-                            COALESCE(m.attempt_log, '[]'::jsonb)
-                            || pg_catalog.jsonb_build_array(
-                                pg_catalog.jsonb_build_object(
-                                    'attempt', m.num_attempts, 'at', v_now,
-                                    'error', 'lock expired'
-                                )
+                            @extschema@._attempt_log_append(
+                                m.attempt_log, m.num_attempts, v_now, 'lock expired'
                             )
                         ELSE m.attempt_log
                     END
@@ -161,97 +155,91 @@ BEGIN
                     RETURN NEXT;
                     RETURN;
                 END IF;
-            END IF;
-            IF v_limit > 1 THEN
+            ELSE
                 SELECT c.* INTO v_channel
                 FROM @extschema@.channel AS c
                 WHERE c.id = v_front[1];
-            END IF;
-            IF v_limit > 1
-                AND FOUND
-                AND v_channel.max_concurrency IS NULL
-                AND v_channel.release_interval_ms = 0
-                AND NOT v_channel.is_paused
-                AND v_channel.next_at <= v_now THEN
-                -- A batch: lock the channel's first p_limit deliverable
-                -- messages (one range scan), then update them by primary
-                -- key in one statement.  An expired lock due for the dead
-                -- letters among them: the general way (which buries it;
-                -- the row locks taken here are this transaction's own).
-                SELECT
-                    pg_catalog.array_agg(q.id ORDER BY q.dequeue_at, q.id),
-                    pg_catalog.array_agg(q.dequeue_at ORDER BY q.dequeue_at, q.id),
-                    pg_catalog.array_agg(q.is_locked ORDER BY q.dequeue_at, q.id),
-                    COALESCE(
-                        pg_catalog.bool_or(q.is_locked AND q.num_attempts >= v_channel.max_attempts),
-                        FALSE
-                    )
-                INTO v_ids, v_old_at, v_old_locked, v_bury
-                FROM (
-                    SELECT q.id, q.dequeue_at, q.is_locked, q.num_attempts
-                    FROM @extschema@.message AS q
-                    WHERE q.channel_id = v_channel.id AND q.dequeue_at <= v_now
-                    ORDER BY q.dequeue_at, q.id
-                    LIMIT v_limit
-                    FOR UPDATE SKIP LOCKED
-                ) AS q;
-                IF v_ids IS NOT NULL AND NOT v_bury THEN
-                    RETURN QUERY
-                    WITH taken AS (
-                        UPDATE @extschema@.message AS m
-                        SET
-                            dequeue_at = v_now + p_lock_ms,
-                            is_locked = TRUE,
-                            num_attempts = m.num_attempts + 1,
-                            attempt_log = CASE
-                                WHEN m.is_locked THEN
-                                    COALESCE(m.attempt_log, '[]'::jsonb)
-                                    || pg_catalog.jsonb_build_array(
-                                        pg_catalog.jsonb_build_object(
-                                            'attempt', m.num_attempts, 'at', v_now,
-                                            'error', 'lock expired'
-                                        )
-                                    )
-                                ELSE m.attempt_log
-                            END
-                        WHERE m.id = ANY(v_ids)
-                        RETURNING m.id, m.content, m.state, m.num_attempts
-                    ),
-
-                    -- Back into v_ids' order (the rotation's): each row's
-                    -- position, then the columns as arrays in that order
-                    -- (no join: the planner, with hash joins off, would
-                    -- compare every pair).
-                    placed AS (
-                        SELECT
-                            t.content,
-                            t.state,
-                            t.num_attempts,
-                            pg_catalog.array_position(v_ids, t.id) AS pos
-                        FROM taken AS t
-                    ),
-
-                    sorted AS (
-                        SELECT
-                            pg_catalog.array_agg(p.content ORDER BY p.pos) AS contents,
-                            pg_catalog.array_agg(p.state ORDER BY p.pos) AS states,
-                            pg_catalog.array_agg(p.num_attempts ORDER BY p.pos) AS attempts
-                        FROM placed AS p
-                    )
-
+                IF FOUND
+                    AND v_channel.max_concurrency IS NULL
+                    AND v_channel.release_interval_ms = 0
+                    AND NOT v_channel.is_paused
+                    AND v_channel.next_at <= v_now THEN
+                    -- A batch: lock the channel's first p_limit deliverable
+                    -- messages (one range scan), then update them by primary
+                    -- key in one statement.  An expired lock due for the dead
+                    -- letters among them: the general way (which buries it;
+                    -- the row locks taken here are this transaction's own).
                     SELECT
-                        o.id, v_channel.name, o.content, o.state, o.num_attempts,
-                        o.dequeue_at, o.is_locked
-                    FROM sorted AS s
-                    CROSS JOIN LATERAL ROWS FROM (
-                        pg_catalog.unnest(v_ids),
-                        pg_catalog.unnest(s.contents),
-                        pg_catalog.unnest(s.states),
-                        pg_catalog.unnest(s.attempts),
-                        pg_catalog.unnest(v_old_at),
-                        pg_catalog.unnest(v_old_locked)
-                    ) AS o (id, content, state, num_attempts, dequeue_at, is_locked);
-                    RETURN;
+                        pg_catalog.array_agg(q.id ORDER BY q.dequeue_at, q.id),
+                        pg_catalog.array_agg(q.dequeue_at ORDER BY q.dequeue_at, q.id),
+                        pg_catalog.array_agg(q.is_locked ORDER BY q.dequeue_at, q.id),
+                        COALESCE(
+                            pg_catalog.bool_or(q.is_locked AND q.num_attempts >= v_channel.max_attempts),
+                            FALSE
+                        )
+                    INTO v_ids, v_old_at, v_old_locked, v_bury
+                    FROM (
+                        SELECT q.id, q.dequeue_at, q.is_locked, q.num_attempts
+                        FROM @extschema@.message AS q
+                        WHERE q.channel_id = v_channel.id AND q.dequeue_at <= v_now
+                        ORDER BY q.dequeue_at, q.id
+                        LIMIT v_limit
+                        FOR UPDATE SKIP LOCKED
+                    ) AS q;
+                    IF v_ids IS NOT NULL AND NOT v_bury THEN
+                        RETURN QUERY
+                        WITH taken AS (
+                            UPDATE @extschema@.message AS m
+                            SET
+                                dequeue_at = v_now + p_lock_ms,
+                                is_locked = TRUE,
+                                num_attempts = m.num_attempts + 1,
+                                attempt_log = CASE
+                                    WHEN m.is_locked THEN
+                                        @extschema@._attempt_log_append(
+                                            m.attempt_log, m.num_attempts, v_now, 'lock expired'
+                                        )
+                                    ELSE m.attempt_log
+                                END
+                            WHERE m.id = ANY(v_ids)
+                            RETURNING m.id, m.content, m.state, m.num_attempts
+                        ),
+
+                        -- Back into v_ids' order (the rotation's): each row's
+                        -- position, then the columns as arrays in that order
+                        -- (no join: the planner, with hash joins off, would
+                        -- compare every pair).
+                        placed AS (
+                            SELECT
+                                t.content,
+                                t.state,
+                                t.num_attempts,
+                                pg_catalog.array_position(v_ids, t.id) AS pos
+                            FROM taken AS t
+                        ),
+
+                        sorted AS (
+                            SELECT
+                                pg_catalog.array_agg(p.content ORDER BY p.pos) AS contents,
+                                pg_catalog.array_agg(p.state ORDER BY p.pos) AS states,
+                                pg_catalog.array_agg(p.num_attempts ORDER BY p.pos) AS attempts
+                            FROM placed AS p
+                        )
+
+                        SELECT
+                            o.id, v_channel.name, o.content, o.state, o.num_attempts,
+                            o.dequeue_at, o.is_locked
+                        FROM sorted AS s
+                        CROSS JOIN LATERAL ROWS FROM (
+                            pg_catalog.unnest(v_ids),
+                            pg_catalog.unnest(s.contents),
+                            pg_catalog.unnest(s.states),
+                            pg_catalog.unnest(s.attempts),
+                            pg_catalog.unnest(v_old_at),
+                            pg_catalog.unnest(v_old_locked)
+                        ) AS o (id, content, state, num_attempts, dequeue_at, is_locked);
+                        RETURN;
+                    END IF;
                 END IF;
             END IF;
         END IF;

@@ -81,9 +81,7 @@ BEGIN
     SET
         is_locked = FALSE,
         dequeue_at = v_dequeue_at,
-        attempt_log = COALESCE(m.attempt_log, '[]'::jsonb) || pg_catalog.jsonb_build_array(
-            pg_catalog.jsonb_build_object('attempt', m.num_attempts, 'at', v_now, 'error', p_error)
-        )
+        attempt_log = @extschema@._attempt_log_append(m.attempt_log, m.num_attempts, v_now, p_error)
     WHERE m.id = p_id;
     PERFORM @extschema@._channel_release(v_channel_id, 1, FALSE, v_now);
     PERFORM @extschema@._channel_wake(v_channel_id, v_channel.wait_at, v_dequeue_at);
