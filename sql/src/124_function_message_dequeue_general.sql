@@ -283,22 +283,32 @@ BEGIN
             v_busy := ARRAY[v_only];
         ELSE
             -- The front of the rotation, and channels another consumer is
-            -- waking up right now (their wake-up is due but locked).
-            SELECT pg_catalog.array_agg(b.id ORDER BY b.next_at, b.turn) INTO v_busy
-            FROM (
-                SELECT c.id, c.next_at, c.turn
-                FROM @extschema@.channel AS c
-                WHERE c.next_at <= v_now + 1000
-                ORDER BY c.next_at, c.turn
-                LIMIT 8
-            ) AS b;
-            v_busy := COALESCE(v_busy, '{}') || ARRAY(
-                SELECT w.channel_id
-                FROM @extschema@.channel_wake AS w
-                WHERE w.wake_at <= v_now
-                ORDER BY w.wake_at, w.id
-                LIMIT 8
-            );
+            -- waking up right now (their wake-up is due but locked).  One
+            -- statement, so one snapshot: a consumer applying a wake-up moves
+            -- its channel from the wake-ups into the rotation when it
+            -- commits, and two statements could each miss it, one before
+            -- that commit, one after.
+            SELECT
+                COALESCE(
+                    (
+                        SELECT pg_catalog.array_agg(b.id ORDER BY b.next_at, b.turn)
+                        FROM (
+                            SELECT c.id, c.next_at, c.turn
+                            FROM @extschema@.channel AS c
+                            WHERE c.next_at <= v_now + 1000
+                            ORDER BY c.next_at, c.turn
+                            LIMIT 8
+                        ) AS b
+                    ),
+                    '{}'
+                ) || ARRAY(
+                    SELECT w.channel_id
+                    FROM @extschema@.channel_wake AS w
+                    WHERE w.wake_at <= v_now
+                    ORDER BY w.wake_at, w.id
+                    LIMIT 8
+                )
+            INTO v_busy;
         END IF;
         FOREACH v_busy_id IN ARRAY v_busy LOOP
             CONTINUE WHEN v_busy_id = ANY(v_seen);
