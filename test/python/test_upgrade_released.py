@@ -1,7 +1,8 @@
-"""Upgrade from the released 0.2.0 (not through 0.1.0) to the current version.
+"""Upgrade from each later released version (0.2.0, 0.3.0; not through 0.1.0)
+to the current version.
 
 test_upgrade.py starts from 0.1.0 and so runs every update script in turn;
-this module starts from 0.2.0 with the 0.2.0 features in use (retry policy,
+this module starts from each of FROM with the 0.2.0 features in use (retry policy,
 dead letters, dedup keys, schedules, history, a paused channel, locks), runs
 ALTER EXTENSION lonnymq UPDATE, and checks that the rows and tokens survive,
 that the queue works on, and that the schema is the fresh install's.
@@ -16,7 +17,7 @@ import pytest
 from test_upgrade import DEFAULT_VERSION
 from upgrade import schema, scenario
 
-FROM = "0.2.0"
+FROM = ("0.2.0", "0.3.0")  # every released version after 0.1.0
 
 LOAD = """
 SELECT lonnymq.channel_set('retry', p_max_attempts => 2, p_backoff_base_ms => 0, p_retain_history => TRUE,
@@ -30,15 +31,17 @@ SELECT lonnymq.channel_pause('paused');
 """
 
 
-@pytest.fixture(scope="module")
-def dbs(cluster):
+@pytest.fixture(scope="module", params=FROM)
+def dbs(cluster, request):
+    start = request.param
     uid = uuid.uuid4().hex[:8]
-    upgraded, fresh = f"up02_{uid}_upgraded", f"up02_{uid}_fresh"
+    tag = start.replace(".", "")
+    upgraded, fresh = f"up{tag}_{uid}_upgraded", f"up{tag}_{uid}_fresh"
     cluster.create_database(upgraded, extensions=())
     cluster.create_database(fresh, extensions=())
     try:
         with scenario.connect(cluster, upgraded) as conn:
-            conn.execute(f"CREATE EXTENSION lonnymq VERSION '{FROM}'")
+            conn.execute(f"CREATE EXTENSION lonnymq VERSION '{start}'")
             conn.execute(LOAD)
             # In every state: completed into history, failed into dead letters, locked.
             rows = conn.execute("SELECT id, num_attempts FROM lonnymq.message_dequeue(60000, 6, 'retry')").fetchall()
@@ -60,7 +63,7 @@ def dbs(cluster):
             version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'lonnymq'").fetchone()[0]
         with scenario.connect(cluster, fresh) as conn:
             conn.execute("CREATE EXTENSION lonnymq")
-        yield {"cluster": cluster, "upgraded": upgraded, "fresh": fresh, "version": version,
+        yield {"cluster": cluster, "upgraded": upgraded, "fresh": fresh, "version": version, "from": start,
                "before": before, "locked": locked, "held": held}
     finally:
         cluster.drop_database(upgraded)
@@ -80,10 +83,10 @@ def test_rows_survive_and_the_queue_works_on(dbs):
         assert conn.execute("SELECT channel_id, key, message_id FROM lonnymq.message_key "
                             "ORDER BY 1, 2").fetchall() == b["keys"]
         assert conn.execute("SELECT name, next_at FROM lonnymq.schedule").fetchall() == b["schedule"]
-        # Tokens handed out by 0.2.0 still complete, on both kinds of channel.
+        # Tokens handed out by the old version still complete, on both kinds of channel.
         for row in dbs["locked"] + dbs["held"]:
             assert conn.execute("SELECT lonnymq.message_complete(%s, %s)", row).fetchone()[0] is True
-        # A duplicate of a key 0.2.0 stored is still a duplicate.
+        # A duplicate of a key the old version stored is still a duplicate.
         existing = conn.execute("SELECT message_id FROM lonnymq.message_key WHERE key = 'key-6'").fetchone()[0]
         assert conn.execute("SELECT lonnymq.message_create('retry', 'again', NULL, 'key-6')").fetchone()[0] == existing
         # Everything ready is delivered: 20 plain, 2 limited, 2 retried.
@@ -99,5 +102,5 @@ def test_schema_is_the_fresh_install_schema(dbs):
     assert any("message_channel_ix" in line and "IS NOT NULL" in line for line in fresh), \
         "the fresh schema lacks the 0.3.0 index predicate"
     if up != fresh:
-        pytest.fail("the schema upgraded from 0.2.0 differs from a fresh install:\n"
-                    + schema.unified_diff(fresh, up, "fresh install", "upgraded from 0.2.0"), pytrace=False)
+        pytest.fail(f"the schema upgraded from {dbs['from']} differs from a fresh install:\n"
+                    + schema.unified_diff(fresh, up, "fresh install", f"upgraded from {dbs['from']}"), pytrace=False)
