@@ -16,7 +16,9 @@
 --      more from a busy unconstrained channel without taking its turn, so
 --      that many consumers of one channel never see it as empty
 --   5. write each visited channel once: its next turn, or where it goes when
---      it had nothing deliverable (_channel_nothing_ready)
+--      it had nothing deliverable (_channel_nothing_ready), or, for a
+--      single-message call without p_channel, waiting at once when it has
+--      nothing deliverable left after being served (one or two more probes)
 -- At most p_limit + 16 channels are visited.  Paused channels are not in the
 -- rotation and are skipped in step 4.  An expired lock on a message that
 -- has used up its channel's max_attempts sends it to the dead letters
@@ -51,6 +53,7 @@ DECLARE
     v_next bigint;
     v_locked integer;
     v_head bigint;
+    v_wait bigint;
     v_channel @extschema@.channel%ROWTYPE;
     v_gone integer;
     v_new integer;
@@ -116,12 +119,17 @@ BEGIN
     END IF;
 
     -- 1. Due wake-ups: a waiting channel got a message deliverable earlier
-    -- than it was waiting for.  It joins the rotation at the back (now), not
-    -- at the message's dequeue_at.
+    -- than it was waiting for.  It joins the rotation at the back as of the
+    -- wake-up's time (when that message became deliverable, never before it
+    -- was created), not at the message's dequeue_at: after the channels
+    -- served before then, ahead of those served since.  (So a due wake-up
+    -- ranks against the rotation by wake_at, as message_dequeue's
+    -- one-channel way ranks it.)
     IF NOT p_none_due THEN
         FOR v_wake IN
             SELECT
                 w.id AS wake_id,
+                w.wake_at,
                 c.id AS channel_id,
                 c.wait_at,
                 c.next_at,
@@ -139,8 +147,8 @@ BEGIN
         LOOP
             IF v_wake.wait_at IS NOT NULL THEN
                 v_next := GREATEST(
-                    v_now,
-                    COALESCE(v_wake.last_served_at + v_wake.release_interval_ms, v_now)
+                    v_wake.wake_at,
+                    COALESCE(v_wake.last_served_at + v_wake.release_interval_ms, v_wake.wake_at)
                 );
                 IF v_wake.num_locked >= v_wake.max_concurrency AND v_wake.next_at IS NOT NULL THEN
                     v_next := v_wake.next_at;
@@ -401,6 +409,7 @@ BEGIN
             v_locked := pg_catalog.int4larger(v_locked + v_fresh[i] - v_dead[i], 0);
         END IF;
         v_next := v_now + v_channels[i].release_interval_ms;
+        v_wait := NULL;
         IF v_locked >= v_channels[i].max_concurrency THEN
             SELECT m.dequeue_at INTO v_head
             FROM @extschema@.message AS m
@@ -408,12 +417,48 @@ BEGIN
             ORDER BY m.dequeue_at, m.id
             LIMIT 1;
             v_next := GREATEST(v_next, v_head);
+        ELSIF p_channel IS NULL AND v_limit = 1 THEN
+            -- Nothing deliverable left (the message just taken is locked, so
+            -- it lies ahead): the channel waits now, in this same write, for
+            -- its first message (at the latest, this lock's expiry), instead
+            -- of coming round again only to be found empty, which costs a
+            -- single-message consumer a whole call.  (A batch or a p_channel
+            -- call leaves that to the next visit.)  The probe is not SKIP
+            -- LOCKED: a message another consumer holds right now keeps the
+            -- channel in the rotation.  As in _channel_nothing_ready: only in
+            -- READ COMMITTED, and only with the channel guard held
+            -- exclusively (no producer in flight), after which a fresh probe
+            -- sees every committed message and every later producer sees
+            -- wait_at and leaves a wake-up.
+            SELECT m.dequeue_at INTO v_head
+            FROM @extschema@.message AS m
+            WHERE m.channel_id = v_channels[i].id
+            ORDER BY m.dequeue_at, m.id
+            LIMIT 1;
+            IF (v_head IS NULL OR v_head > v_now)
+                AND pg_catalog.current_setting('transaction_isolation') = 'read committed'
+                AND @extschema@._channel_guard_try_exclusive(v_channels[i].name) THEN
+                SELECT m.dequeue_at INTO v_head
+                FROM @extschema@.message AS m
+                WHERE m.channel_id = v_channels[i].id
+                ORDER BY m.dequeue_at, m.id
+                LIMIT 1;
+                IF v_head IS NULL THEN
+                    v_wait := 9223372036854775807;
+                ELSIF v_head > v_now THEN
+                    v_wait := v_head;
+                    v_next := GREATEST(v_next, v_head);
+                END IF;
+            END IF;
         END IF;
         UPDATE @extschema@.channel AS c
         SET
-            next_at = v_next,
-            turn = pg_catalog.nextval('@extschema@.channel_turn_seq'),
-            wait_at = NULL,
+            next_at = CASE WHEN v_wait = 9223372036854775807 THEN NULL ELSE v_next END,
+            turn = CASE
+                WHEN v_wait = 9223372036854775807 THEN NULL
+                ELSE pg_catalog.nextval('@extschema@.channel_turn_seq')
+            END,
+            wait_at = v_wait,
             last_served_at = v_now,
             num_locked = v_locked,
             num_removed = c.num_removed + CASE WHEN c.max_size IS NULL THEN 0 ELSE v_dead[i] END

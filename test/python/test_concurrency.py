@@ -143,3 +143,33 @@ def test_a_message_committed_while_its_channel_goes_idle_is_not_lost(db):
         _quick(db, "SELECT lonnymq.message_complete(%s, %s)", got[0][:2])
         # and the consumer that empties it again takes it out of the rotation
         _quick(db, "SELECT * FROM lonnymq.message_dequeue(60000, 1, 'race')")
+
+
+def test_a_message_another_consumer_holds_keeps_its_channel_in_the_rotation(db):
+    """A channel whose last message is served goes to wait at once (0.4.0),
+    but only when nothing deliverable is left: a message that another
+    consumer holds right now, in a transaction that may roll back, counts.
+    Otherwise it would sit undelivered until the served message's lock
+    expired (a minute here)."""
+    setup = db.connect()
+    setup.execute("SELECT lonnymq.message_create('x', 'x0'), lonnymq.message_create('x', 'x1'),"
+                  " lonnymq.message_create('x', 'x2')")
+    # x0 delivered and completed: x is in the rotation, its wake-up applied.
+    setup.execute("SELECT lonnymq.message_complete(d.id, d.num_attempts) FROM lonnymq.message_dequeue(60000) AS d")
+    holder = db.connect(autocommit=False)
+    # The only eligible channel: its fast path locks x1, uncommitted.
+    held = holder.execute("SELECT convert_from(content, 'UTF8') FROM lonnymq.message_dequeue(60000)").fetchall()
+    assert held == [("x1",)]
+    setup.execute("SELECT lonnymq.message_create('y', 'y1')")
+    # Two eligible channels: the general way serves x (x1 skipped: held).
+    other = db.connect()
+    got = other.execute("SELECT convert_from(content, 'UTF8') FROM lonnymq.message_dequeue(60000)").fetchall()
+    assert got == [("x2",)]
+    state = setup.execute("SELECT wait_at, next_at <= lonnymq.to_epoch(clock_timestamp()) FROM lonnymq.channel WHERE name = 'x'").fetchone()
+    assert state == (None, True), "x must stay in the rotation while x1 may come back"
+    holder.rollback()
+    delivered = set()
+    for _ in range(3):
+        rows = other.execute("SELECT convert_from(content, 'UTF8') FROM lonnymq.message_dequeue(60000)").fetchall()
+        delivered.update(r[0] for r in rows)
+    assert delivered == {"x1", "y1"}, "the rolled-back x1 is delivered at once, with y1"

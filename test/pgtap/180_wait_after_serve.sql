@@ -1,0 +1,51 @@
+\ir include/setup.psql
+-- Since 0.4.0 a single-message dequeue without p_channel that serves a
+-- channel's last deliverable message sends the channel to wait in the same
+-- write, instead of leaving it in the rotation to be visited, and found
+-- empty, by a later call.
+SELECT plan(11);
+
+SELECT lonnymq.message_create('A', 'a1');
+SELECT lonnymq.message_create('B', 'b1'), lonnymq.message_create('B', 'b2');
+SELECT is(pg_temp.lmq_take(), 'A:a1', 'A is served first');
+SELECT is(
+    (SELECT c.wait_at FROM lonnymq.channel AS c WHERE c.name = 'A'),
+    (SELECT m.dequeue_at FROM lonnymq.message AS m JOIN lonnymq.channel AS c ON c.id = m.channel_id WHERE c.name = 'A'),
+    'A, with nothing deliverable left, waits for its lock''s expiry'
+);
+SELECT ok(
+    (SELECT c.next_at > pg_temp.lmq_now() FROM lonnymq.channel AS c WHERE c.name = 'A'),
+    'and is not eligible before it'
+);
+SELECT is(pg_temp.lmq_take(), 'B:b1', 'B next');
+SELECT ok(
+    (SELECT c.wait_at IS NULL AND c.next_at <= pg_temp.lmq_now() FROM lonnymq.channel AS c WHERE c.name = 'B'),
+    'B, with a message left, stays in the rotation'
+);
+SELECT lonnymq.message_create('A', 'a2');
+SELECT is(
+    (SELECT count(*) FROM lonnymq.channel_wake AS w JOIN lonnymq.channel AS c ON c.id = w.channel_id WHERE c.name = 'A'),
+    1::bigint,
+    'a new message for the waiting channel leaves a wake-up'
+);
+SELECT is(pg_temp.lmq_take_all(3), ARRAY['B:b2', 'A:a2'],
+    'and is delivered, after the channel that was already in the rotation');
+
+-- A lock that expires while its channel waits: the wait ends at the expiry.
+SELECT lonnymq.message_create('C', 'c1');
+SELECT is(pg_temp.lmq_take(50), 'C:c1', 'C is served with a 50 ms lock');
+SELECT ok(
+    (SELECT c.wait_at IS NOT NULL AND c.next_at > pg_temp.lmq_now() FROM lonnymq.channel AS c WHERE c.name = 'C'),
+    'and waits'
+);
+SELECT pg_sleep(0.1);
+SELECT is(
+    (SELECT d.channel || ':' || convert_from(d.content, 'UTF8') || ':' || d.is_recovered
+     FROM lonnymq.message_dequeue(60000) AS d),
+    'C:c1:true',
+    'after the expiry the message is delivered again, recovered'
+);
+SELECT is(pg_temp.lmq_take(), NULL, 'and nothing else is');
+
+SELECT * FROM finish();
+ROLLBACK;
