@@ -2083,8 +2083,9 @@ BEGIN
     END IF;
 
     -- (_channel_wake's own first test, inlined: nothing to do for a channel
-    -- in the rotation, in READ COMMITTED.)
-    IF v_channel.wait_at IS NOT NULL
+    -- in the rotation, or one waiting for a time this message is not earlier
+    -- than, in READ COMMITTED.)
+    IF GREATEST(v_dequeue_at, v_now) < v_channel.wait_at
         OR pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
         PERFORM @extschema@._channel_wake(
             v_channel.id, v_channel.wait_at, GREATEST(v_dequeue_at, v_now)
@@ -2415,6 +2416,15 @@ DECLARE
     v_now bigint;
     v_limit integer := COALESCE(p_limit, 1);
     v_due boolean;
+    v_schedule_due boolean;
+    v_wakes bigint[];
+    v_wake_at bigint;
+    v_front_at bigint;
+    v_channel_id bigint;
+    v_wake_id bigint;
+    v_more boolean;
+    v_head bigint;
+    v_wait bigint;
     v_front bigint[];
     v_front_name text;
     v_channel @extschema@.channel%ROWTYPE;
@@ -2443,21 +2453,26 @@ BEGIN
                 WHERE s.next_at <= v_now
                 ORDER BY s.next_at
                 LIMIT 1
-            ) IS NOT NULL
-            OR (
-                SELECT w.wake_at
-                FROM @extschema@.channel_wake AS w
-                WHERE w.wake_at <= v_now
-                ORDER BY w.wake_at, w.id
-                LIMIT 1
             ) IS NOT NULL,
+            (
+                SELECT pg_catalog.array_agg(x.wake_at ORDER BY x.wake_at, x.id)
+                FROM (
+                    SELECT w.wake_at, w.id
+                    FROM @extschema@.channel_wake AS w
+                    WHERE w.wake_at <= v_now
+                    ORDER BY w.wake_at, w.id
+                    LIMIT 2
+                ) AS x
+            ),
             f.ids,
-            f.names[1]
-        INTO v_due, v_front, v_front_name
+            f.names[1],
+            f.front_at
+        INTO v_schedule_due, v_wakes, v_front, v_front_name, v_front_at
         FROM (
             SELECT
                 pg_catalog.array_agg(e.id ORDER BY e.next_at, e.turn) AS ids,
-                pg_catalog.array_agg(e.name ORDER BY e.next_at, e.turn) AS names
+                pg_catalog.array_agg(e.name ORDER BY e.next_at, e.turn) AS names,
+                pg_catalog.min(e.next_at) AS front_at
             FROM (
                 SELECT c.id, c.name, c.next_at, c.turn
                 FROM @extschema@.channel AS c
@@ -2466,6 +2481,8 @@ BEGIN
                 LIMIT 2
             ) AS e
         ) AS f;
+        v_wake_at := v_wakes[1];
+        v_due := v_schedule_due OR v_wake_at IS NOT NULL;
         IF NOT v_due
             AND pg_catalog.cardinality(v_front) = 1
             AND @extschema@._channel_guard_try_shared(v_front_name) THEN
@@ -2615,6 +2632,192 @@ BEGIN
         END IF;
     END IF;
 
+
+    -- One message without p_channel and no due schedule, from a channel
+    -- without limits: serve the channel that comes first, from its due
+    -- wake-up (when that is ahead of the rotation's front, or the rotation
+    -- is empty: a woken channel would join the rotation at the back and be
+    -- served at once) or from the front of the rotation.  Three statements,
+    -- and the channel row written once: lock the channel (and its wake-up)
+    -- and take its first deliverable message in one statement; then the
+    -- channel's next place, which the general way's step 5 would give it
+    -- (the back of the rotation, or waiting when nothing deliverable is
+    -- left).  When the channel that comes first has limits, nothing
+    -- deliverable or is held by another consumer, the general way decides.
+    IF p_channel IS NULL AND v_limit = 1 AND NOT v_schedule_due
+        AND (v_wake_at IS NOT NULL OR v_front_at IS NOT NULL) THEN
+        IF v_wake_at IS NOT NULL AND (v_front_at IS NULL OR v_wake_at < v_front_at) THEN
+            -- The first due wake-up nobody else holds, and its channel if
+            -- it is still waiting (the row lock makes a channel_set wait;
+            -- its EvalPlanQual re-check reads the newest version).
+            WITH wake AS (
+                SELECT w.id, w.channel_id
+                FROM @extschema@.channel_wake AS w
+                WHERE w.wake_at <= v_now
+                ORDER BY w.wake_at, w.id
+                LIMIT 1
+                FOR UPDATE SKIP LOCKED
+            ),
+
+            served AS (
+                SELECT c.id, c.name, c.max_attempts
+                FROM @extschema@.channel AS c
+                WHERE
+                    c.id = (SELECT k.channel_id FROM wake AS k)
+                    AND c.wait_at IS NOT NULL
+                    AND c.max_concurrency IS NULL
+                    AND c.release_interval_ms = 0
+                    AND NOT c.is_paused
+                FOR NO KEY UPDATE SKIP LOCKED
+            ),
+
+        head AS (
+            SELECT q.id, q.dequeue_at, q.is_locked
+            FROM @extschema@.message AS q
+            WHERE
+                q.channel_id = (SELECT o.id FROM served AS o)
+                AND q.dequeue_at <= v_now
+            ORDER BY q.dequeue_at, q.id
+            LIMIT 1
+            FOR UPDATE OF q SKIP LOCKED
+        )
+
+        UPDATE @extschema@.message AS m
+        SET
+            dequeue_at = v_now + p_lock_ms,
+            is_locked = TRUE,
+            num_attempts = m.num_attempts + 1,
+            attempt_log = CASE
+                WHEN m.is_locked THEN
+                    @extschema@._attempt_log_append(
+                        m.attempt_log, m.num_attempts, v_now, 'lock expired'
+                    )
+                ELSE m.attempt_log
+            END
+        WHERE
+            m.id = (SELECT h.id FROM head AS h)
+            -- An expired lock due for the dead letters: not here.
+            AND NOT (
+                m.is_locked AND m.num_attempts >= (SELECT o.max_attempts FROM served AS o)
+            ) IS TRUE
+        RETURNING
+            m.id, m.content, m.state, m.num_attempts,
+            (SELECT h.dequeue_at FROM head AS h),
+            (SELECT h.is_locked FROM head AS h),
+            (SELECT o.name FROM served AS o),
+            m.channel_id,
+            (SELECT k.id FROM wake AS k),
+            EXISTS (
+                SELECT 1
+                FROM @extschema@.message AS q
+                WHERE
+                    q.channel_id = m.channel_id
+                    AND q.dequeue_at <= v_now
+                    AND q.id <> m.id
+            )
+        INTO id, content, state, num_attempts, dequeue_at, is_recovered,
+            channel, v_channel_id, v_wake_id, v_more;
+        ELSE
+            -- The front of the rotation that no other consumer is serving.
+            WITH front AS (
+                SELECT c.id, c.name, c.max_attempts, c.max_concurrency, c.release_interval_ms
+                FROM @extschema@.channel AS c
+                WHERE c.next_at <= v_now
+                ORDER BY c.next_at, c.turn
+                LIMIT 1
+                FOR NO KEY UPDATE SKIP LOCKED
+            ),
+
+            served AS (
+                SELECT f.id, f.name, f.max_attempts
+                FROM front AS f
+                WHERE f.max_concurrency IS NULL AND f.release_interval_ms = 0
+            ),
+
+        head AS (
+            SELECT q.id, q.dequeue_at, q.is_locked
+            FROM @extschema@.message AS q
+            WHERE
+                q.channel_id = (SELECT o.id FROM served AS o)
+                AND q.dequeue_at <= v_now
+            ORDER BY q.dequeue_at, q.id
+            LIMIT 1
+            FOR UPDATE OF q SKIP LOCKED
+        )
+
+        UPDATE @extschema@.message AS m
+        SET
+            dequeue_at = v_now + p_lock_ms,
+            is_locked = TRUE,
+            num_attempts = m.num_attempts + 1,
+            attempt_log = CASE
+                WHEN m.is_locked THEN
+                    @extschema@._attempt_log_append(
+                        m.attempt_log, m.num_attempts, v_now, 'lock expired'
+                    )
+                ELSE m.attempt_log
+            END
+        WHERE
+            m.id = (SELECT h.id FROM head AS h)
+            -- An expired lock due for the dead letters: not here.
+            AND NOT (
+                m.is_locked AND m.num_attempts >= (SELECT o.max_attempts FROM served AS o)
+            ) IS TRUE
+        RETURNING
+            m.id, m.content, m.state, m.num_attempts,
+            (SELECT h.dequeue_at FROM head AS h),
+            (SELECT h.is_locked FROM head AS h),
+            (SELECT o.name FROM served AS o),
+            m.channel_id,
+            NULL::bigint,
+            EXISTS (
+                SELECT 1
+                FROM @extschema@.message AS q
+                WHERE
+                    q.channel_id = m.channel_id
+                    AND q.dequeue_at <= v_now
+                    AND q.id <> m.id
+            )
+        INTO id, content, state, num_attempts, dequeue_at, is_recovered,
+            channel, v_channel_id, v_wake_id, v_more;
+        END IF;
+        IF FOUND THEN
+            -- Nothing deliverable left: waiting, with the guard held
+            -- exclusively and a fresh probe, as in the general way's step 5.
+            -- A channel that was alone (no other eligible channel, no other
+            -- wake-up due) stays in the rotation instead: while it is the
+            -- only one, the fast path serves it without writing its row, and
+            -- its producers leave no wake-ups.
+            v_wait := NULL;
+            IF NOT v_more
+                AND NOT (COALESCE(pg_catalog.cardinality(v_front), 0) + COALESCE(pg_catalog.cardinality(v_wakes), 0) = 1)
+                AND pg_catalog.current_setting('transaction_isolation') = 'read committed'
+                AND @extschema@._channel_guard_try_exclusive(channel) THEN
+                SELECT m.dequeue_at INTO v_head
+                FROM @extschema@.message AS m
+                WHERE m.channel_id = v_channel_id
+                ORDER BY m.dequeue_at, m.id
+                LIMIT 1;
+                IF v_head > v_now THEN
+                    v_wait := v_head;
+                END IF;
+            END IF;
+            WITH applied AS (
+                DELETE FROM @extschema@.channel_wake AS w
+                WHERE w.id = v_wake_id
+            )
+
+            UPDATE @extschema@.channel AS c
+            SET
+                next_at = COALESCE(v_wait, v_now),
+                turn = pg_catalog.nextval('@extschema@.channel_turn_seq'),
+                wait_at = v_wait,
+                last_served_at = v_now
+            WHERE c.id = v_channel_id;
+            RETURN NEXT;
+            RETURN;
+        END IF;
+    END IF;
 
     RETURN QUERY
     SELECT g.id, g.channel, g.content, g.state, g.num_attempts, g.dequeue_at, g.is_recovered

@@ -92,8 +92,9 @@ BEGIN
     END IF;
 
     -- (_channel_wake's own first test, inlined: nothing to do for a channel
-    -- in the rotation, in READ COMMITTED.)
-    IF v_channel.wait_at IS NOT NULL
+    -- in the rotation, or one waiting for a time this message is not earlier
+    -- than, in READ COMMITTED.)
+    IF GREATEST(v_dequeue_at, v_now) < v_channel.wait_at
         OR pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
         PERFORM @extschema@._channel_wake(
             v_channel.id, v_channel.wait_at, GREATEST(v_dequeue_at, v_now)
