@@ -54,6 +54,9 @@ DECLARE
     v_more boolean;
     v_head bigint;
     v_wait bigint;
+    v_next bigint;
+    v_locked integer;
+    v_max_concurrency integer;
     v_front bigint[];
     v_front_name text;
     v_channel @extschema@.channel%ROWTYPE;
@@ -263,19 +266,24 @@ BEGIN
 
 
     -- One message without p_channel and no due schedule, from a channel
-    -- without limits: serve the channel that comes first, from its due
-    -- wake-up (when that is ahead of the rotation's front, or the rotation
-    -- is empty: a woken channel would join the rotation at the back and be
-    -- served at once) or from the front of the rotation.  Three statements,
+    -- without a release interval and below its max_concurrency: serve the
+    -- channel that comes first, from its due
+    -- wake-up (when that is not later than the rotation's front, or the
+    -- rotation is empty: a woken channel would join the rotation at the back
+    -- and be served at once; a wake-up and a turn in the same millisecond go
+    -- wake-up first, since a wake-up already due was applied before the
+    -- call served anything) or from the front of the rotation.  Three statements,
     -- and the channel row written once: lock the channel (and its wake-up)
     -- and take its first deliverable message in one statement; then the
     -- channel's next place, which the general way's step 5 would give it
     -- (the back of the rotation, or waiting when nothing deliverable is
-    -- left).  When the channel that comes first has limits, nothing
-    -- deliverable or is held by another consumer, the general way decides.
+    -- left, or, at max_concurrency now, its first lock's expiry).  When the
+    -- channel that comes first has a release interval, is at its
+    -- max_concurrency, has nothing deliverable or is held by another
+    -- consumer, the general way decides.
     IF p_channel IS NULL AND v_limit = 1 AND NOT v_schedule_due
         AND (v_wake_at IS NOT NULL OR v_front_at IS NOT NULL) THEN
-        IF v_wake_at IS NOT NULL AND (v_front_at IS NULL OR v_wake_at < v_front_at) THEN
+        IF v_wake_at IS NOT NULL AND (v_front_at IS NULL OR v_wake_at <= v_front_at) THEN
             -- The first due wake-up nobody else holds, and its channel if
             -- it is still waiting (the row lock makes a channel_set wait;
             -- its EvalPlanQual re-check reads the newest version).
@@ -289,12 +297,12 @@ BEGIN
             ),
 
             served AS (
-                SELECT c.id, c.name, c.max_attempts
+                SELECT c.id, c.name, c.max_attempts, c.max_concurrency, c.num_locked
                 FROM @extschema@.channel AS c
                 WHERE
                     c.id = (SELECT k.channel_id FROM wake AS k)
                     AND c.wait_at IS NOT NULL
-                    AND c.max_concurrency IS NULL
+                    AND (c.max_concurrency IS NULL OR c.num_locked < c.max_concurrency)
                     AND c.release_interval_ms = 0
                     AND NOT c.is_paused
                 FOR NO KEY UPDATE SKIP LOCKED
@@ -334,6 +342,8 @@ BEGIN
             (SELECT h.dequeue_at FROM head AS h),
             (SELECT h.is_locked FROM head AS h),
             (SELECT o.name FROM served AS o),
+            (SELECT o.max_concurrency FROM served AS o),
+            (SELECT o.num_locked FROM served AS o),
             m.channel_id,
             (SELECT k.id FROM wake AS k),
             EXISTS (
@@ -345,11 +355,11 @@ BEGIN
                     AND q.id <> m.id
             )
         INTO id, content, state, num_attempts, dequeue_at, is_recovered,
-            channel, v_channel_id, v_wake_id, v_more;
+            channel, v_max_concurrency, v_locked, v_channel_id, v_wake_id, v_more;
         ELSE
             -- The front of the rotation that no other consumer is serving.
             WITH front AS (
-                SELECT c.id, c.name, c.max_attempts, c.max_concurrency, c.release_interval_ms
+                SELECT c.id, c.name, c.max_attempts, c.max_concurrency, c.num_locked, c.release_interval_ms
                 FROM @extschema@.channel AS c
                 WHERE c.next_at <= v_now
                 ORDER BY c.next_at, c.turn
@@ -358,9 +368,11 @@ BEGIN
             ),
 
             served AS (
-                SELECT f.id, f.name, f.max_attempts
+                SELECT f.id, f.name, f.max_attempts, f.max_concurrency, f.num_locked
                 FROM front AS f
-                WHERE f.max_concurrency IS NULL AND f.release_interval_ms = 0
+                WHERE
+                    (f.max_concurrency IS NULL OR f.num_locked < f.max_concurrency)
+                    AND f.release_interval_ms = 0
             ),
 
         head AS (
@@ -397,6 +409,8 @@ BEGIN
             (SELECT h.dequeue_at FROM head AS h),
             (SELECT h.is_locked FROM head AS h),
             (SELECT o.name FROM served AS o),
+            (SELECT o.max_concurrency FROM served AS o),
+            (SELECT o.num_locked FROM served AS o),
             m.channel_id,
             NULL::bigint,
             EXISTS (
@@ -408,7 +422,7 @@ BEGIN
                     AND q.id <> m.id
             )
         INTO id, content, state, num_attempts, dequeue_at, is_recovered,
-            channel, v_channel_id, v_wake_id, v_more;
+            channel, v_max_concurrency, v_locked, v_channel_id, v_wake_id, v_more;
         END IF;
         IF FOUND THEN
             -- Nothing deliverable left: waiting, with the guard held
@@ -418,7 +432,20 @@ BEGIN
             -- only one, the fast path serves it without writing its row, and
             -- its producers leave no wake-ups.
             v_wait := NULL;
-            IF NOT v_more
+            v_next := v_now;
+            IF v_max_concurrency IS NOT NULL AND NOT is_recovered THEN
+                v_locked := v_locked + 1;
+            END IF;
+            IF v_locked >= v_max_concurrency THEN
+                -- Now at max_concurrency: wait for the first lock to expire
+                -- (or a complete to free a slot), as in step 5.
+                SELECT m.dequeue_at INTO v_head
+                FROM @extschema@.message AS m
+                WHERE m.channel_id = v_channel_id AND m.is_locked
+                ORDER BY m.dequeue_at, m.id
+                LIMIT 1;
+                v_next := GREATEST(v_now, v_head);
+            ELSIF NOT v_more
                 AND NOT (COALESCE(pg_catalog.cardinality(v_front), 0) + COALESCE(pg_catalog.cardinality(v_wakes), 0) = 1)
                 AND pg_catalog.current_setting('transaction_isolation') = 'read committed'
                 AND @extschema@._channel_guard_try_exclusive(channel) THEN
@@ -429,6 +456,7 @@ BEGIN
                 LIMIT 1;
                 IF v_head > v_now THEN
                     v_wait := v_head;
+                    v_next := v_head;
                 END IF;
             END IF;
             WITH applied AS (
@@ -438,10 +466,11 @@ BEGIN
 
             UPDATE @extschema@.channel AS c
             SET
-                next_at = COALESCE(v_wait, v_now),
+                next_at = v_next,
                 turn = pg_catalog.nextval('@extschema@.channel_turn_seq'),
                 wait_at = v_wait,
-                last_served_at = v_now
+                last_served_at = v_now,
+                num_locked = v_locked
             WHERE c.id = v_channel_id;
             RETURN NEXT;
             RETURN;

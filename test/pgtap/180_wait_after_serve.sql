@@ -3,7 +3,7 @@
 -- channel's last deliverable message sends the channel to wait in the same
 -- write, instead of leaving it in the rotation to be visited, and found
 -- empty, by a later call.
-SELECT plan(11);
+SELECT plan(17);
 
 SELECT lonnymq.message_create('A', 'a1');
 SELECT lonnymq.message_create('B', 'b1'), lonnymq.message_create('B', 'b2');
@@ -46,6 +46,23 @@ SELECT is(
     'after the expiry the message is delivered again, recovered'
 );
 SELECT is(pg_temp.lmq_take(), NULL, 'and nothing else is');
+
+-- A channel with max_concurrency served one message at a time: its count
+-- and its wait at the limit, as the general way keeps them.
+SELECT lonnymq.channel_set('M', p_max_concurrency => 2);
+SELECT lonnymq.message_create('M', convert_to('m' || g, 'UTF8')) FROM generate_series(1, 3) AS g;
+SELECT d.id AS m1, d.num_attempts AS m1tok FROM lonnymq.message_dequeue(60000) AS d \gset
+SELECT is(pg_temp.lmq_take(), 'M:m2', 'M gives its second message');
+SELECT is((SELECT num_locked FROM lonnymq.channel WHERE name = 'M'), 2, 'M counts 2 locked');
+SELECT ok(
+    (SELECT c.wait_at IS NULL AND c.next_at = (SELECT min(m.dequeue_at) FROM lonnymq.message AS m WHERE m.channel_id = c.id AND m.is_locked)
+     FROM lonnymq.channel AS c WHERE c.name = 'M'),
+    'and, at its max_concurrency, waits for its first lock''s expiry'
+);
+SELECT is(pg_temp.lmq_take(), NULL, 'so its third message waits');
+SELECT lonnymq.message_complete(:m1, :m1tok);
+SELECT is(pg_temp.lmq_take(), 'M:m3', 'a complete frees a slot: the third message is delivered');
+SELECT is((SELECT num_locked FROM lonnymq.channel WHERE name = 'M'), 2, 'M counts 2 locked again');
 
 SELECT * FROM finish();
 ROLLBACK;
