@@ -2679,54 +2679,54 @@ BEGIN
                 FOR NO KEY UPDATE SKIP LOCKED
             ),
 
-        head AS (
-            SELECT q.id, q.dequeue_at, q.is_locked
-            FROM @extschema@.message AS q
-            WHERE
-                q.channel_id = (SELECT o.id FROM served AS o)
-                AND q.dequeue_at <= v_now
-            ORDER BY q.dequeue_at, q.id
-            LIMIT 1
-            FOR UPDATE OF q SKIP LOCKED
-        )
-
-        UPDATE @extschema@.message AS m
-        SET
-            dequeue_at = v_now + p_lock_ms,
-            is_locked = TRUE,
-            num_attempts = m.num_attempts + 1,
-            attempt_log = CASE
-                WHEN m.is_locked THEN
-                    @extschema@._attempt_log_append(
-                        m.attempt_log, m.num_attempts, v_now, 'lock expired'
-                    )
-                ELSE m.attempt_log
-            END
-        WHERE
-            m.id = (SELECT h.id FROM head AS h)
-            -- An expired lock due for the dead letters: not here.
-            AND NOT (
-                m.is_locked AND m.num_attempts >= (SELECT o.max_attempts FROM served AS o)
-            ) IS TRUE
-        RETURNING
-            m.id, m.content, m.state, m.num_attempts,
-            (SELECT h.dequeue_at FROM head AS h),
-            (SELECT h.is_locked FROM head AS h),
-            (SELECT o.name FROM served AS o),
-            (SELECT o.max_concurrency FROM served AS o),
-            (SELECT o.num_locked FROM served AS o),
-            m.channel_id,
-            (SELECT k.id FROM wake AS k),
-            EXISTS (
-                SELECT 1
+            head AS (
+                SELECT q.id, q.dequeue_at, q.is_locked
                 FROM @extschema@.message AS q
                 WHERE
-                    q.channel_id = m.channel_id
+                    q.channel_id = (SELECT o.id FROM served AS o)
                     AND q.dequeue_at <= v_now
-                    AND q.id <> m.id
+                ORDER BY q.dequeue_at, q.id
+                LIMIT 1
+                FOR UPDATE OF q SKIP LOCKED
             )
-        INTO id, content, state, num_attempts, dequeue_at, is_recovered,
-            channel, v_max_concurrency, v_locked, v_channel_id, v_wake_id, v_more;
+
+            UPDATE @extschema@.message AS m
+            SET
+                dequeue_at = v_now + p_lock_ms,
+                is_locked = TRUE,
+                num_attempts = m.num_attempts + 1,
+                attempt_log = CASE
+                    WHEN m.is_locked THEN
+                        @extschema@._attempt_log_append(
+                            m.attempt_log, m.num_attempts, v_now, 'lock expired'
+                        )
+                    ELSE m.attempt_log
+                END
+            WHERE
+                m.id = (SELECT h.id FROM head AS h)
+                -- An expired lock due for the dead letters: not here.
+                AND NOT (
+                    m.is_locked AND m.num_attempts >= (SELECT o.max_attempts FROM served AS o)
+                ) IS TRUE
+            RETURNING
+                m.id, m.content, m.state, m.num_attempts,
+                (SELECT h.dequeue_at FROM head AS h),
+                (SELECT h.is_locked FROM head AS h),
+                (SELECT o.name FROM served AS o),
+                (SELECT o.max_concurrency FROM served AS o),
+                (SELECT o.num_locked FROM served AS o),
+                m.channel_id,
+                (SELECT k.id FROM wake AS k),
+                EXISTS (
+                    SELECT 1
+                    FROM @extschema@.message AS q
+                    WHERE
+                        q.channel_id = m.channel_id
+                        AND q.dequeue_at <= v_now
+                        AND q.id <> m.id
+                )
+            INTO id, content, state, num_attempts, dequeue_at, is_recovered,
+                channel, v_max_concurrency, v_locked, v_channel_id, v_wake_id, v_more;
         ELSE
             -- The front of the rotation that no other consumer is serving.
             WITH front AS (
@@ -2746,58 +2746,62 @@ BEGIN
                     AND f.release_interval_ms = 0
             ),
 
-        head AS (
-            SELECT q.id, q.dequeue_at, q.is_locked
-            FROM @extschema@.message AS q
-            WHERE
-                q.channel_id = (SELECT o.id FROM served AS o)
-                AND q.dequeue_at <= v_now
-            ORDER BY q.dequeue_at, q.id
-            LIMIT 1
-            FOR UPDATE OF q SKIP LOCKED
-        )
-
-        UPDATE @extschema@.message AS m
-        SET
-            dequeue_at = v_now + p_lock_ms,
-            is_locked = TRUE,
-            num_attempts = m.num_attempts + 1,
-            attempt_log = CASE
-                WHEN m.is_locked THEN
-                    @extschema@._attempt_log_append(
-                        m.attempt_log, m.num_attempts, v_now, 'lock expired'
-                    )
-                ELSE m.attempt_log
-            END
-        WHERE
-            m.id = (SELECT h.id FROM head AS h)
-            -- An expired lock due for the dead letters: not here.
-            AND NOT (
-                m.is_locked AND m.num_attempts >= (SELECT o.max_attempts FROM served AS o)
-            ) IS TRUE
-        RETURNING
-            m.id, m.content, m.state, m.num_attempts,
-            (SELECT h.dequeue_at FROM head AS h),
-            (SELECT h.is_locked FROM head AS h),
-            (SELECT o.name FROM served AS o),
-            (SELECT o.max_concurrency FROM served AS o),
-            (SELECT o.num_locked FROM served AS o),
-            m.channel_id,
-            NULL::bigint,
-            EXISTS (
-                SELECT 1
+            head AS (
+                SELECT q.id, q.dequeue_at, q.is_locked
                 FROM @extschema@.message AS q
                 WHERE
-                    q.channel_id = m.channel_id
+                    q.channel_id = (SELECT o.id FROM served AS o)
                     AND q.dequeue_at <= v_now
-                    AND q.id <> m.id
+                ORDER BY q.dequeue_at, q.id
+                LIMIT 1
+                FOR UPDATE OF q SKIP LOCKED
             )
-        INTO id, content, state, num_attempts, dequeue_at, is_recovered,
-            channel, v_max_concurrency, v_locked, v_channel_id, v_wake_id, v_more;
+
+            UPDATE @extschema@.message AS m
+            SET
+                dequeue_at = v_now + p_lock_ms,
+                is_locked = TRUE,
+                num_attempts = m.num_attempts + 1,
+                attempt_log = CASE
+                    WHEN m.is_locked THEN
+                        @extschema@._attempt_log_append(
+                            m.attempt_log, m.num_attempts, v_now, 'lock expired'
+                        )
+                    ELSE m.attempt_log
+                END
+            WHERE
+                m.id = (SELECT h.id FROM head AS h)
+                -- An expired lock due for the dead letters: not here.
+                AND NOT (
+                    m.is_locked AND m.num_attempts >= (SELECT o.max_attempts FROM served AS o)
+                ) IS TRUE
+            RETURNING
+                m.id, m.content, m.state, m.num_attempts,
+                (SELECT h.dequeue_at FROM head AS h),
+                (SELECT h.is_locked FROM head AS h),
+                (SELECT o.name FROM served AS o),
+                (SELECT o.max_concurrency FROM served AS o),
+                (SELECT o.num_locked FROM served AS o),
+                m.channel_id,
+                NULL::bigint,
+                EXISTS (
+                    SELECT 1
+                    FROM @extschema@.message AS q
+                    WHERE
+                        q.channel_id = m.channel_id
+                        AND q.dequeue_at <= v_now
+                        AND q.id <> m.id
+                )
+            INTO id, content, state, num_attempts, dequeue_at, is_recovered,
+                channel, v_max_concurrency, v_locked, v_channel_id, v_wake_id, v_more;
         END IF;
         IF FOUND THEN
-            -- Nothing deliverable left: waiting, with the guard held
-            -- exclusively and a fresh probe, as in the general way's step 5.
+            -- Its next place, as the general way's step 5 gives it: at
+            -- max_concurrency now, its first lock's expiry; with nothing
+            -- deliverable left, waiting, with the guard held exclusively and
+            -- a fresh probe.  (The same decisions as step 5, written here
+            -- again rather than called: a PL/pgSQL helper measured +6% on
+            -- this path's dequeue.)
             -- A channel that was alone (no other eligible channel, no other
             -- wake-up due) stays in the rotation instead: while it is the
             -- only one, the fast path serves it without writing its row, and
