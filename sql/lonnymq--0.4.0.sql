@@ -2880,7 +2880,6 @@ DECLARE
     v_wake_at bigint;
     v_front_at bigint;
     v_channel_id bigint;
-    v_wake_id bigint;
     v_more boolean;
     v_head bigint;
     v_wait bigint;
@@ -3175,7 +3174,6 @@ BEGIN
                 (SELECT o.max_concurrency FROM served AS o),
                 (SELECT o.num_locked FROM served AS o),
                 m.channel_id,
-                (SELECT k.id FROM wake AS k),
                 EXISTS (
                     SELECT 1
                     FROM @extschema@.message AS q
@@ -3185,7 +3183,7 @@ BEGIN
                         AND q.id <> m.id
                 )
             INTO id, content, state, num_attempts, dequeue_at, is_recovered,
-                channel, v_max_concurrency, v_locked, v_channel_id, v_wake_id, v_more;
+                channel, v_max_concurrency, v_locked, v_channel_id, v_more;
         ELSE
             -- The front of the rotation that no other consumer is serving.
             WITH front AS (
@@ -3242,7 +3240,6 @@ BEGIN
                 (SELECT o.max_concurrency FROM served AS o),
                 (SELECT o.num_locked FROM served AS o),
                 m.channel_id,
-                NULL::bigint,
                 EXISTS (
                     SELECT 1
                     FROM @extschema@.message AS q
@@ -3252,7 +3249,7 @@ BEGIN
                         AND q.id <> m.id
                 )
             INTO id, content, state, num_attempts, dequeue_at, is_recovered,
-                channel, v_max_concurrency, v_locked, v_channel_id, v_wake_id, v_more;
+                channel, v_max_concurrency, v_locked, v_channel_id, v_more;
         END IF;
         IF FOUND THEN
             -- Its next place, as the general way's step 5 gives it: at
@@ -3293,9 +3290,19 @@ BEGIN
                     v_next := v_head;
                 END IF;
             END IF;
+            -- The channel's pending wake-ups go with this write (those no
+            -- other transaction holds; SKIP LOCKED, so this never waits): in
+            -- the rotation it needs none, and waiting, its wait_at is its
+            -- first message.  Left behind, they would send later calls to a
+            -- channel that has been served another way.
             WITH applied AS (
                 DELETE FROM @extschema@.channel_wake AS w
-                WHERE w.id = v_wake_id
+                WHERE w.id = ANY(ARRAY(
+                    SELECT x.id
+                    FROM @extschema@.channel_wake AS x
+                    WHERE x.channel_id = v_channel_id
+                    FOR UPDATE SKIP LOCKED
+                ))
             )
 
             UPDATE @extschema@.channel AS c

@@ -3,7 +3,7 @@
 -- channel's last deliverable message sends the channel to wait in the same
 -- write, instead of leaving it in the rotation to be visited, and found
 -- empty, by a later call.
-SELECT plan(17);
+SELECT plan(21);
 
 SELECT lonnymq.message_create('A', 'a1');
 SELECT lonnymq.message_create('B', 'b1'), lonnymq.message_create('B', 'b2');
@@ -63,6 +63,31 @@ SELECT is(pg_temp.lmq_take(), NULL, 'so its third message waits');
 SELECT lonnymq.message_complete(:m1, :m1tok);
 SELECT is(pg_temp.lmq_take(), 'M:m3', 'a complete frees a slot: the third message is delivered');
 SELECT is((SELECT num_locked FROM lonnymq.channel WHERE name = 'M'), 2, 'M counts 2 locked again');
+
+
+-- A waiting channel that is served from the rotation takes its pending
+-- wake-ups with it (channel_set brings a waiting channel's turn forward
+-- without ending its wait; a producer then leaves a wake-up).
+SELECT lonnymq.message_create('W', 'w1');
+SELECT lonnymq.message_create('V', 'v1');
+SELECT lonnymq.message_complete(d.id, d.num_attempts) FROM lonnymq.message_dequeue(60000) AS d;
+SELECT lonnymq.message_complete(d.id, d.num_attempts) FROM lonnymq.message_dequeue(60000) AS d;
+SELECT lonnymq.channel_set('W');
+SELECT lonnymq.message_create('W', 'w2');
+SELECT lonnymq.message_create('V', 'v2');
+SELECT ok(
+    (SELECT c.wait_at IS NOT NULL AND c.next_at <= pg_temp.lmq_now()
+        AND EXISTS (SELECT 1 FROM lonnymq.channel_wake AS w WHERE w.channel_id = c.id)
+     FROM lonnymq.channel AS c WHERE c.name = 'W'),
+    'W is waiting, in the rotation, and has a wake-up'
+);
+SELECT is(pg_temp.lmq_take(), 'V:v2', 'V, the only channel when it was served, kept its place ahead of W');
+SELECT is(pg_temp.lmq_take(), 'W:w2', 'W is served from the front of the rotation');
+SELECT is(
+    (SELECT count(*) FROM lonnymq.channel_wake AS w JOIN lonnymq.channel AS c ON c.id = w.channel_id WHERE c.name = 'W'),
+    0::bigint,
+    'and its wake-up is gone with it'
+);
 
 SELECT * FROM finish();
 ROLLBACK;
