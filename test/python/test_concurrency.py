@@ -145,23 +145,31 @@ def test_a_message_committed_while_its_channel_goes_idle_is_not_lost(db):
         _quick(db, "SELECT * FROM lonnymq.message_dequeue(60000, 1, 'race')")
 
 
-def test_a_message_another_consumer_holds_keeps_its_channel_in_the_rotation(db):
+@pytest.mark.parametrize("holder_call", ["dequeue", "cancel"])
+def test_a_message_another_consumer_holds_keeps_its_channel_in_the_rotation(db, holder_call):
     """A channel whose last message is served goes to wait at once (0.4.0),
     but only when nothing deliverable is left: a message that another
-    consumer holds right now, in a transaction that may roll back, counts.
-    Otherwise it would sit undelivered until the served message's lock
-    expired (a minute here)."""
+    transaction holds right now, and may roll back, counts.  Otherwise it
+    would sit undelivered until the served message's lock expired (a minute
+    here).  The holder is a consumer (whose fast path also holds the channel
+    guard shared, so the channel cannot be made to wait anyway), or a
+    message_cancel (which holds only the message row): then only the probes
+    keep the channel in the rotation."""
     setup = db.connect()
     setup.execute("SELECT lonnymq.message_create('x', 'x0'), lonnymq.message_create('x', 'x1'),"
                   " lonnymq.message_create('x', 'x2')")
     # x0 delivered and completed: x is in the rotation, its wake-up applied.
     setup.execute("SELECT lonnymq.message_complete(d.id, d.num_attempts) FROM lonnymq.message_dequeue(60000) AS d")
     holder = db.connect(autocommit=False)
-    # The only eligible channel: its fast path locks x1, uncommitted.
-    held = holder.execute("SELECT convert_from(content, 'UTF8') FROM lonnymq.message_dequeue(60000)").fetchall()
-    assert held == [("x1",)]
+    if holder_call == "dequeue":
+        # The only eligible channel: its fast path locks x1, uncommitted.
+        held = holder.execute("SELECT convert_from(content, 'UTF8') FROM lonnymq.message_dequeue(60000)").fetchall()
+        assert held == [("x1",)]
+    else:
+        x1 = setup.execute("SELECT id FROM lonnymq.message WHERE content = 'x1'").fetchone()[0]
+        assert holder.execute("SELECT lonnymq.message_cancel(%s)", (x1,)).fetchone()[0] is True
     setup.execute("SELECT lonnymq.message_create('y', 'y1')")
-    # Two eligible channels: the general way serves x (x1 skipped: held).
+    # Two eligible channels: x is served first (x1 skipped: held).
     other = db.connect()
     got = other.execute("SELECT convert_from(content, 'UTF8') FROM lonnymq.message_dequeue(60000)").fetchall()
     assert got == [("x2",)]
