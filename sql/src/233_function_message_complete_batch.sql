@@ -82,8 +82,11 @@ BEGIN
     FROM @extschema@.channel AS c
     WHERE c.id = ANY(v_channel_ids);
 
-    -- One DELETE (one more probe per message).  Only channels that retain
-    -- history make it copy the rows.
+    -- One DELETE: one primary-key probe per (id, token) pair, the pairs
+    -- driving the join.  (Not "m.id = ANY(p_ids)" besides: the planner then
+    -- scanned the messages first and rescanned every pair for each of them,
+    -- n x n comparisons.)  Only channels that retain history make it copy
+    -- the rows.
     IF v_history_ids IS NULL THEN
         WITH gone AS (
             DELETE FROM @extschema@.message AS m
@@ -91,8 +94,7 @@ BEGIN
                 pg_catalog.unnest(p_ids), pg_catalog.unnest(p_num_attempts)
             ) AS t (id, num_attempts)
             WHERE
-                m.id = ANY(p_ids)
-                AND m.id = t.id
+                m.id = t.id
                 AND m.num_attempts = t.num_attempts
                 AND m.is_locked
             RETURNING m.id, m.channel_id, m.key
@@ -111,8 +113,7 @@ BEGIN
                 pg_catalog.unnest(p_ids), pg_catalog.unnest(p_num_attempts)
             ) AS t (id, num_attempts)
             WHERE
-                m.id = ANY(p_ids)
-                AND m.id = t.id
+                m.id = t.id
                 AND m.num_attempts = t.num_attempts
                 AND m.is_locked
             RETURNING m.id, m.channel_id, m.key, m.content, m.state, m.num_attempts, m.created_at
