@@ -2148,7 +2148,9 @@ DECLARE
     v_existing bigint;
     i integer;
 BEGIN
-    PERFORM @extschema@._check_channel_name(p_channel);
+    IF p_channel IS NULL OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 THEN
+        PERFORM @extschema@._check_channel_name(p_channel);
+    END IF;
     IF p_contents IS NULL THEN
         RAISE EXCEPTION 'lonnymq: p_contents must not be NULL'
             USING ERRCODE = '22004';
@@ -2284,7 +2286,11 @@ BEGIN
     FROM ROWS FROM (pg_catalog.unnest(p_dequeue_at), pg_catalog.unnest(v_keep)) AS r (dequeue_at, keep)
     WHERE r.keep;
     IF v_ready_at IS NOT NULL THEN
-        PERFORM @extschema@._channel_wake(v_channel.id, v_channel.wait_at, GREATEST(v_ready_at, v_now));
+        -- (_channel_wake's own first test, inlined as in message_create.)
+        IF GREATEST(v_ready_at, v_now) < v_channel.wait_at
+            OR pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
+            PERFORM @extschema@._channel_wake(v_channel.id, v_channel.wait_at, GREATEST(v_ready_at, v_now));
+        END IF;
         IF v_channel.notify AND v_ready_at <= v_now AND NOT v_channel.is_paused THEN
             PERFORM pg_catalog.pg_notify('lonnymq', p_channel);
         END IF;
@@ -2379,9 +2385,10 @@ REVOKE ALL ON FUNCTION @extschema@.message_cancel(bigint) FROM PUBLIC;
 -- index probes (the rotation's first two eligible channels with the due
 -- schedules and wake-ups, in one statement; the channel's first deliverable
 -- messages) and one UPDATE by primary key: of the one message, or of the
--- whole batch at once.  Like the general way's step 4, it holds the channel
--- guard shared, so that a channel_set giving the channel limits waits for
--- this call.
+-- whole batch at once; the probe of the messages and the UPDATE are one
+-- statement.  Like the general way's step 4, it holds the channel guard
+-- shared, so that a channel_set giving the channel limits waits for this
+-- call.
 --
 -- Every other case (p_channel, several eligible channels, limits, a due
 -- schedule or wake-up, nothing taken, an expired lock due for the dead
@@ -2427,13 +2434,10 @@ DECLARE
     v_next bigint;
     v_locked integer;
     v_max_concurrency integer;
-    v_front bigint[];
+    v_fronts @extschema@.channel[];
+    v_front_id bigint;
     v_front_name text;
     v_channel @extschema@.channel%ROWTYPE;
-    v_ids bigint[];
-    v_old_at bigint[];
-    v_old_locked boolean[];
-    v_bury boolean;
 BEGIN
     IF p_lock_ms IS NULL OR p_lock_ms NOT BETWEEN 1 AND 31536000000 THEN
         PERFORM @extschema@._check_lock_ms(p_lock_ms);
@@ -2449,44 +2453,33 @@ BEGIN
 
     IF p_channel IS NULL THEN
         SELECT
-            (
-                SELECT s.next_at
+            EXISTS (
+                SELECT 1
                 FROM @extschema@.schedule AS s
                 WHERE s.next_at <= v_now
-                ORDER BY s.next_at
-                LIMIT 1
-            ) IS NOT NULL,
-            (
-                SELECT pg_catalog.array_agg(x.wake_at ORDER BY x.wake_at, x.id)
-                FROM (
-                    SELECT w.wake_at, w.id
-                    FROM @extschema@.channel_wake AS w
-                    WHERE w.wake_at <= v_now
-                    ORDER BY w.wake_at, w.id
-                    LIMIT 2
-                ) AS x
             ),
-            f.ids,
-            f.names[1],
-            f.front_at
-        INTO v_schedule_due, v_wakes, v_front, v_front_name, v_front_at
-        FROM (
-            SELECT
-                pg_catalog.array_agg(e.id ORDER BY e.next_at, e.turn) AS ids,
-                pg_catalog.array_agg(e.name ORDER BY e.next_at, e.turn) AS names,
-                pg_catalog.min(e.next_at) AS front_at
-            FROM (
-                SELECT c.id, c.name, c.next_at, c.turn
+            ARRAY(
+                SELECT w.wake_at
+                FROM @extschema@.channel_wake AS w
+                WHERE w.wake_at <= v_now
+                ORDER BY w.wake_at, w.id
+                LIMIT 2
+            ),
+            ARRAY(
+                SELECT c
                 FROM @extschema@.channel AS c
                 WHERE c.next_at <= v_now
                 ORDER BY c.next_at, c.turn
                 LIMIT 2
-            ) AS e
-        ) AS f;
+            )
+        INTO v_schedule_due, v_wakes, v_fronts;
+        v_front_id := (v_fronts[1]).id;
+        v_front_name := (v_fronts[1]).name;
+        v_front_at := (v_fronts[1]).next_at;
         v_wake_at := v_wakes[1];
         v_due := v_schedule_due OR v_wake_at IS NOT NULL;
         IF NOT v_due
-            AND pg_catalog.cardinality(v_front) = 1
+            AND pg_catalog.cardinality(v_fronts) = 1
             AND @extschema@._channel_guard_try_shared(v_front_name) THEN
             IF v_limit = 1 THEN
                 -- One statement: lock the channel's first deliverable
@@ -2497,13 +2490,13 @@ BEGIN
                     SELECT q.id, q.dequeue_at, q.is_locked
                     FROM @extschema@.message AS q
                     WHERE
-                        q.channel_id = v_front[1]
+                        q.channel_id = v_front_id
                         AND q.dequeue_at <= v_now
                         AND EXISTS (
                             SELECT 1
                             FROM @extschema@.channel AS c
                             WHERE
-                                c.id = v_front[1]
+                                c.id = v_front_id
                                 AND c.max_concurrency IS NULL
                                 AND c.release_interval_ms = 0
                                 AND NOT c.is_paused
@@ -2531,7 +2524,7 @@ BEGIN
                     -- An expired lock due for the dead letters: not here.
                     AND NOT (
                         m.is_locked AND m.num_attempts >= (
-                            SELECT c.max_attempts FROM @extschema@.channel AS c WHERE c.id = v_front[1]
+                            SELECT c.max_attempts FROM @extschema@.channel AS c WHERE c.id = v_front_id
                         )
                     ) IS TRUE
                 RETURNING
@@ -2547,86 +2540,59 @@ BEGIN
             ELSE
                 SELECT c.* INTO v_channel
                 FROM @extschema@.channel AS c
-                WHERE c.id = v_front[1];
+                WHERE c.id = v_front_id;
                 IF FOUND
                     AND v_channel.max_concurrency IS NULL
                     AND v_channel.release_interval_ms = 0
                     AND NOT v_channel.is_paused
                     AND v_channel.next_at <= v_now THEN
-                    -- A batch: lock the channel's first p_limit deliverable
-                    -- messages (one range scan), then update them by primary
-                    -- key in one statement.  An expired lock due for the dead
-                    -- letters among them: the general way (which buries it;
-                    -- the row locks taken here are this transaction's own).
-                    SELECT
-                        pg_catalog.array_agg(q.id ORDER BY q.dequeue_at, q.id),
-                        pg_catalog.array_agg(q.dequeue_at ORDER BY q.dequeue_at, q.id),
-                        pg_catalog.array_agg(q.is_locked ORDER BY q.dequeue_at, q.id),
-                        COALESCE(
-                            pg_catalog.bool_or(q.is_locked AND q.num_attempts >= v_channel.max_attempts),
-                            FALSE
-                        )
-                    INTO v_ids, v_old_at, v_old_locked, v_bury
-                    FROM (
+                    -- A batch, in one statement: lock the channel's first
+                    -- p_limit deliverable messages (one range scan), update
+                    -- each by primary key (the locked rows drive the join),
+                    -- and return them in delivery order.  An expired lock due
+                    -- for the dead letters among them: nothing is updated and
+                    -- the general way takes over (it buries that one; the row
+                    -- locks taken here are this transaction's own).
+                    RETURN QUERY
+                    WITH head AS (
                         SELECT q.id, q.dequeue_at, q.is_locked, q.num_attempts
                         FROM @extschema@.message AS q
                         WHERE q.channel_id = v_channel.id AND q.dequeue_at <= v_now
                         ORDER BY q.dequeue_at, q.id
                         LIMIT v_limit
                         FOR UPDATE SKIP LOCKED
-                    ) AS q;
-                    IF v_ids IS NOT NULL AND NOT v_bury THEN
-                        RETURN QUERY
-                        WITH taken AS (
-                            UPDATE @extschema@.message AS m
-                            SET
-                                dequeue_at = v_now + p_lock_ms,
-                                is_locked = TRUE,
-                                num_attempts = m.num_attempts + 1,
-                                attempt_log = CASE
-                                    WHEN m.is_locked THEN
-                                        @extschema@._attempt_log_append(
-                                            m.attempt_log, m.num_attempts, v_now, 'lock expired'
-                                        )
-                                    ELSE m.attempt_log
-                                END
-                            WHERE m.id = ANY(v_ids)
-                            RETURNING m.id, m.content, m.state, m.num_attempts
-                        ),
+                    ),
 
-                        -- Back into v_ids' order (the rotation's): each row's
-                        -- position, then the columns as arrays in that order
-                        -- (no join: the planner, with hash joins off, would
-                        -- compare every pair).
-                        placed AS (
-                            SELECT
-                                t.content,
-                                t.state,
-                                t.num_attempts,
-                                pg_catalog.array_position(v_ids, t.id) AS pos
-                            FROM taken AS t
-                        ),
+                    taken AS (
+                        UPDATE @extschema@.message AS m
+                        SET
+                            dequeue_at = v_now + p_lock_ms,
+                            is_locked = TRUE,
+                            num_attempts = m.num_attempts + 1,
+                            attempt_log = CASE
+                                WHEN m.is_locked THEN
+                                    @extschema@._attempt_log_append(
+                                        m.attempt_log, m.num_attempts, v_now, 'lock expired'
+                                    )
+                                ELSE m.attempt_log
+                            END
+                        FROM head AS h
+                        WHERE
+                            m.id = h.id
+                            AND NOT EXISTS (
+                                SELECT 1
+                                FROM head AS b
+                                WHERE b.is_locked AND b.num_attempts >= v_channel.max_attempts
+                            )
+                        RETURNING m.id, m.content, m.state, m.num_attempts, h.dequeue_at AS old_at, h.is_locked AS old_locked
+                    )
 
-                        sorted AS (
-                            SELECT
-                                pg_catalog.array_agg(p.content ORDER BY p.pos) AS contents,
-                                pg_catalog.array_agg(p.state ORDER BY p.pos) AS states,
-                                pg_catalog.array_agg(p.num_attempts ORDER BY p.pos) AS attempts
-                            FROM placed AS p
-                        )
-
-                        SELECT
-                            o.id, v_channel.name, o.content, o.state, o.num_attempts,
-                            o.dequeue_at, o.is_locked
-                        FROM sorted AS s
-                        CROSS JOIN LATERAL ROWS FROM (
-                            pg_catalog.unnest(v_ids),
-                            pg_catalog.unnest(s.contents),
-                            pg_catalog.unnest(s.states),
-                            pg_catalog.unnest(s.attempts),
-                            pg_catalog.unnest(v_old_at),
-                            pg_catalog.unnest(v_old_locked)
-                        ) AS o (id, content, state, num_attempts, dequeue_at, is_locked);
+                    SELECT
+                        t.id, v_channel.name, t.content, t.state, t.num_attempts,
+                        t.old_at, t.old_locked
+                    FROM taken AS t
+                    ORDER BY t.old_at, t.id;
+                    IF FOUND THEN
                         RETURN;
                     END IF;
                 END IF;
@@ -2818,7 +2784,7 @@ BEGIN
                 LIMIT 1;
                 v_next := GREATEST(v_now, v_head);
             ELSIF NOT v_more
-                AND NOT (COALESCE(pg_catalog.cardinality(v_front), 0) + COALESCE(pg_catalog.cardinality(v_wakes), 0) = 1)
+                AND NOT (pg_catalog.cardinality(v_fronts) + pg_catalog.cardinality(v_wakes) = 1)
                 AND pg_catalog.current_setting('transaction_isolation') = 'read committed'
                 AND @extschema@._channel_guard_try_exclusive(channel) THEN
                 SELECT m.dequeue_at INTO v_head

@@ -42,7 +42,9 @@ DECLARE
     v_existing bigint;
     i integer;
 BEGIN
-    PERFORM @extschema@._check_channel_name(p_channel);
+    IF p_channel IS NULL OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 THEN
+        PERFORM @extschema@._check_channel_name(p_channel);
+    END IF;
     IF p_contents IS NULL THEN
         RAISE EXCEPTION 'lonnymq: p_contents must not be NULL'
             USING ERRCODE = '22004';
@@ -178,7 +180,11 @@ BEGIN
     FROM ROWS FROM (pg_catalog.unnest(p_dequeue_at), pg_catalog.unnest(v_keep)) AS r (dequeue_at, keep)
     WHERE r.keep;
     IF v_ready_at IS NOT NULL THEN
-        PERFORM @extschema@._channel_wake(v_channel.id, v_channel.wait_at, GREATEST(v_ready_at, v_now));
+        -- (_channel_wake's own first test, inlined as in message_create.)
+        IF GREATEST(v_ready_at, v_now) < v_channel.wait_at
+            OR pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
+            PERFORM @extschema@._channel_wake(v_channel.id, v_channel.wait_at, GREATEST(v_ready_at, v_now));
+        END IF;
         IF v_channel.notify AND v_ready_at <= v_now AND NOT v_channel.is_paused THEN
             PERFORM pg_catalog.pg_notify('lonnymq', p_channel);
         END IF;
