@@ -2434,6 +2434,9 @@ DECLARE
     v_next bigint;
     v_locked integer;
     v_max_concurrency integer;
+    v_was_wait bigint;
+    v_was_next bigint;
+    v_stays boolean;
     v_fronts @extschema@.channel[];
     v_front_id bigint;
     v_front_name text;
@@ -2633,7 +2636,7 @@ BEGIN
             ),
 
             served AS (
-                SELECT c.id, c.name, c.max_attempts, c.max_concurrency, c.num_locked
+                SELECT c.id, c.name, c.max_attempts, c.max_concurrency, c.num_locked, c.wait_at, c.next_at
                 FROM @extschema@.channel AS c
                 WHERE
                     c.id = (SELECT k.channel_id FROM wake AS k)
@@ -2680,6 +2683,8 @@ BEGIN
                 (SELECT o.name FROM served AS o),
                 (SELECT o.max_concurrency FROM served AS o),
                 (SELECT o.num_locked FROM served AS o),
+                (SELECT o.wait_at FROM served AS o),
+                (SELECT o.next_at FROM served AS o),
                 m.channel_id,
                 EXISTS (
                     SELECT 1
@@ -2690,7 +2695,7 @@ BEGIN
                         AND q.id <> m.id
                 )
             INTO id, content, state, num_attempts, dequeue_at, is_recovered,
-                channel, v_max_concurrency, v_locked, v_channel_id, v_more;
+                channel, v_max_concurrency, v_locked, v_was_wait, v_was_next, v_channel_id, v_more;
         ELSE
             -- The front of the rotation that no other consumer is serving.
             WITH front AS (
@@ -2797,6 +2802,26 @@ BEGIN
                     v_next := v_head;
                 END IF;
             END IF;
+            -- A channel woken from waiting that goes back to waiting (no
+            -- limit to count) keeps its row as it is when that is still
+            -- true: it was waiting from wait_at, no later than its new head,
+            -- with its turn (next_at, in the future) no later than that.
+            -- Producers then go on leaving wake-ups for messages before
+            -- wait_at, and at next_at a consumer finds what came after (or
+            -- nothing, and sends it to wait until its head then).  So a
+            -- channel that gets one message at a time, each taken before the
+            -- next arrives, is written about once per lock period, not once
+            -- per message.  (Not a channel with max_concurrency: its count
+            -- changed.  Its last_served_at stays older: only a release
+            -- interval reads it, and this way serves no channel with one.)
+            v_stays := COALESCE(
+                v_max_concurrency IS NULL
+                AND v_wait IS NOT NULL
+                AND v_was_next > v_now
+                AND v_was_next <= v_was_wait
+                AND v_was_wait <= v_wait,
+                FALSE
+            );
             -- The channel's pending wake-ups go with this write (those no
             -- other transaction holds; SKIP LOCKED, so this never waits): in
             -- the rotation it needs none, and waiting, its wait_at is its
@@ -2819,7 +2844,7 @@ BEGIN
                 wait_at = v_wait,
                 last_served_at = v_now,
                 num_locked = v_locked
-            WHERE c.id = v_channel_id;
+            WHERE c.id = v_channel_id AND NOT v_stays;
             RETURN NEXT;
             RETURN;
         END IF;

@@ -3,7 +3,7 @@
 -- channel's last deliverable message sends the channel to wait in the same
 -- write, instead of leaving it in the rotation to be visited, and found
 -- empty, by a later call.
-SELECT plan(21);
+SELECT plan(32);
 
 SELECT lonnymq.message_create('A', 'a1');
 SELECT lonnymq.message_create('B', 'b1'), lonnymq.message_create('B', 'b2');
@@ -88,6 +88,61 @@ SELECT is(
     0::bigint,
     'and its wake-up is gone with it'
 );
+
+-- Since 0.5.0 a channel woken from waiting and sent back to waiting keeps
+-- its row as it is when the row still holds: waiting from wait_at, no later
+-- than its new head, its turn (next_at) in the future and no later than
+-- wait_at.  K and J wait for their completed locks' expiry (I, served
+-- last and alone, stays in the rotation: paused, it is out of the way);
+-- both get a message.
+SELECT lonnymq.message_create('K', 'k1');
+SELECT lonnymq.message_create('J', 'j1');
+SELECT lonnymq.message_create('I', 'i1');
+SELECT d.channel || ':' || lonnymq.message_complete(d.id, d.num_attempts) AS done1
+FROM lonnymq.message_dequeue(60000) AS d \gset
+SELECT d.channel || ':' || lonnymq.message_complete(d.id, d.num_attempts) AS done2
+FROM lonnymq.message_dequeue(60000) AS d \gset
+SELECT d.channel || ':' || lonnymq.message_complete(d.id, d.num_attempts) AS done3
+FROM lonnymq.message_dequeue(60000) AS d \gset
+SELECT is(:'done1' || ' ' || :'done2' || ' ' || :'done3', 'K:true J:true I:true', 'K, J and I are served and completed');
+SELECT lonnymq.channel_pause('I');
+SELECT c.ctid::text AS k_ctid, c.wait_at AS k_wait, c.next_at AS k_next
+FROM lonnymq.channel AS c WHERE c.name = 'K' \gset
+SELECT ok(:k_wait > pg_temp.lmq_now() AND :k_next = :k_wait, 'K waits for its completed lock''s expiry');
+SELECT lonnymq.message_create('K', 'k2');
+SELECT lonnymq.message_create('J', 'j2');
+SELECT is(pg_temp.lmq_take(), 'K:k2', 'K, woken first, is served');
+SELECT is(
+    (SELECT c.ctid::text || ' ' || c.wait_at || ' ' || c.next_at FROM lonnymq.channel AS c WHERE c.name = 'K'),
+    :'k_ctid' || ' ' || :k_wait || ' ' || :k_next,
+    'and, with nothing deliverable left, keeps its row: not written'
+);
+SELECT is(
+    (SELECT count(*) FROM lonnymq.channel_wake AS w JOIN lonnymq.channel AS c ON c.id = w.channel_id WHERE c.name = 'K'),
+    0::bigint,
+    'its wake-up is gone'
+);
+SELECT lonnymq.message_create('K', 'k3');
+SELECT is(
+    (SELECT count(*) FROM lonnymq.channel_wake AS w JOIN lonnymq.channel AS c ON c.id = w.channel_id WHERE c.name = 'K'),
+    1::bigint,
+    'a message before its wait_at leaves a wake-up'
+);
+SELECT is(pg_temp.lmq_take(), 'J:j2', 'J, woken second, is served');
+SELECT is(pg_temp.lmq_take(), 'K:k3', 'then K''s new message is delivered');
+-- A lock shorter than the wait: the row is written, and the wait ends at
+-- the new lock's expiry (kept, recovery would wait for the old one).
+SELECT lonnymq.channel_pause('K');
+SELECT c.wait_at AS j_wait FROM lonnymq.channel AS c WHERE c.name = 'J' \gset
+SELECT lonnymq.message_create('J', 'j3');
+SELECT lonnymq.message_create('P', 'p1');
+SELECT is(pg_temp.lmq_take(50), 'J:j3', 'J is served with a 50 ms lock');
+SELECT ok(
+    (SELECT c.wait_at < :j_wait AND c.next_at = c.wait_at FROM lonnymq.channel AS c WHERE c.name = 'J'),
+    'its row is written: it waits for the 50 ms lock'
+);
+SELECT pg_sleep(0.1);
+SELECT is(pg_temp.lmq_take_all(3), ARRAY['P:p1', 'J:j3'], 'which is recovered at its expiry');
 
 SELECT * FROM finish();
 ROLLBACK;
