@@ -877,7 +877,7 @@ REVOKE ALL ON FUNCTION @extschema@._channel_for_producer(text, bigint) FROM PUBL
 -- a consumer has found the channel with nothing deliverable before
 -- p_wait_at, and this message is earlier, leave a wake-up unless an earlier
 -- one is already pending.  Inserting never blocks: the channel row is not
--- written.
+-- written.  message_create runs a copy inline: change both.
 CREATE FUNCTION @extschema@._channel_wake(
     p_channel_id bigint,
     p_wait_at bigint,
@@ -921,7 +921,8 @@ REVOKE ALL ON FUNCTION @extschema@._channel_wake(bigint, bigint, bigint) FROM PU
 -- lock and writes nothing.  (It is evaluated after the caller's change, with
 -- a fresh snapshot, so a limit that channel_set committed meanwhile is seen.)
 -- PL/pgSQL rather than SQL so that its plan is cached: a SQL function called
--- from PL/pgSQL is planned again on every call.
+-- from PL/pgSQL is planned again on every call.  message_complete runs a copy
+-- of this UPDATE inline (p_count 1, p_removed TRUE): change both.
 CREATE FUNCTION @extschema@._channel_release(
     p_channel_id bigint,
     p_count integer,
@@ -2541,13 +2542,20 @@ BEGIN
         VALUES (v_id, v_channel.id, v_dequeue_at, v_now, p_content, p_key);
     END IF;
 
-    -- (_channel_wake's own first test, inlined: nothing to do for a channel
-    -- in the rotation, or one waiting for a time this message is not earlier
-    -- than, in READ COMMITTED.)
+    -- _channel_wake, inlined (a PL/pgSQL call costs more than its two
+    -- statements here): nothing to do for a channel in the rotation, or one
+    -- waiting for a time this message is not earlier than, in READ
+    -- COMMITTED; else a wake-up, unless one as early is pending.
     IF GREATEST(v_dequeue_at, v_now) < v_channel.wait_at
         OR pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
-        PERFORM @extschema@._channel_wake(
-            v_channel.id, v_channel.wait_at, GREATEST(v_dequeue_at, v_now)
+        INSERT INTO @extschema@.channel_wake (channel_id, wake_at)
+        SELECT v_channel.id, GREATEST(v_dequeue_at, v_now)
+        WHERE NOT EXISTS (
+            SELECT 1
+            FROM @extschema@.channel_wake AS w
+            WHERE
+                w.channel_id = v_channel.id
+                AND w.wake_at <= GREATEST(v_dequeue_at, v_now)
         );
     END IF;
     IF v_channel.notify AND v_dequeue_at <= v_now AND NOT v_channel.is_paused THEN
@@ -3331,8 +3339,8 @@ REVOKE ALL ON FUNCTION @extschema@.message_dequeue(bigint, integer, text) FROM P
 -- stays claimed for the channel's dedup window.
 --
 -- Three statements in the common case: the message's channel (one
--- primary-key probe each), the DELETE, and _channel_release (which writes
--- nothing for an unconstrained channel).
+-- primary-key probe each), the DELETE, and the channel's counters (which
+-- write nothing for an unconstrained channel).
 CREATE FUNCTION @extschema@.message_complete(
     p_id bigint,
     p_num_attempts integer
@@ -3411,10 +3419,38 @@ BEGIN
             RETURN FALSE;
         END IF;
     END IF;
-    -- A statement of its own, after the DELETE, even for a channel that had
-    -- no limits at the lookup: a limit that channel_set committed meanwhile
-    -- (it waits for this message's row lock) is seen, and counted.
-    PERFORM @extschema@._channel_release(v_channel.id, 1, TRUE, v_now);
+    -- _channel_release(channel, 1, TRUE, now), inlined (a PL/pgSQL call
+    -- costs more than its statement): a statement of its own, after the
+    -- DELETE, even for a channel that had no limits at the lookup, so that a
+    -- limit that channel_set committed meanwhile (it waits for this message's
+    -- row lock) is seen, and counted.  For a channel without limits it
+    -- matches no row, takes no lock and writes nothing.
+    UPDATE @extschema@.channel AS c
+    SET
+        num_locked = CASE
+            WHEN c.max_concurrency IS NULL THEN c.num_locked
+            ELSE pg_catalog.int4larger(c.num_locked - 1, 0)
+        END,
+        num_removed = c.num_removed + CASE WHEN c.max_size IS NOT NULL THEN 1 ELSE 0 END,
+        next_at = CASE
+            WHEN c.num_locked >= c.max_concurrency AND c.next_at IS NOT NULL
+                THEN LEAST(
+                    c.next_at,
+                    GREATEST(
+                        v_now,
+                        COALESCE(c.last_served_at + c.release_interval_ms, v_now)
+                    )
+                )
+            ELSE c.next_at
+        END,
+        turn = CASE
+            WHEN c.num_locked >= c.max_concurrency AND c.next_at IS NOT NULL
+                THEN pg_catalog.nextval('@extschema@.channel_turn_seq')
+            ELSE c.turn
+        END
+    WHERE
+        c.id = v_channel.id
+        AND (c.max_concurrency IS NOT NULL OR c.max_size IS NOT NULL);
     IF v_key IS NOT NULL THEN
         PERFORM @extschema@._message_key_release(
             v_channel.id, v_key, p_id, v_channel.dedup_window_ms, v_now

@@ -91,13 +91,20 @@ BEGIN
         VALUES (v_id, v_channel.id, v_dequeue_at, v_now, p_content, p_key);
     END IF;
 
-    -- (_channel_wake's own first test, inlined: nothing to do for a channel
-    -- in the rotation, or one waiting for a time this message is not earlier
-    -- than, in READ COMMITTED.)
+    -- _channel_wake, inlined (a PL/pgSQL call costs more than its two
+    -- statements here): nothing to do for a channel in the rotation, or one
+    -- waiting for a time this message is not earlier than, in READ
+    -- COMMITTED; else a wake-up, unless one as early is pending.
     IF GREATEST(v_dequeue_at, v_now) < v_channel.wait_at
         OR pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
-        PERFORM @extschema@._channel_wake(
-            v_channel.id, v_channel.wait_at, GREATEST(v_dequeue_at, v_now)
+        INSERT INTO @extschema@.channel_wake (channel_id, wake_at)
+        SELECT v_channel.id, GREATEST(v_dequeue_at, v_now)
+        WHERE NOT EXISTS (
+            SELECT 1
+            FROM @extschema@.channel_wake AS w
+            WHERE
+                w.channel_id = v_channel.id
+                AND w.wake_at <= GREATEST(v_dequeue_at, v_now)
         );
     END IF;
     IF v_channel.notify AND v_dequeue_at <= v_now AND NOT v_channel.is_paused THEN

@@ -6,8 +6,8 @@
 -- stays claimed for the channel's dedup window.
 --
 -- Three statements in the common case: the message's channel (one
--- primary-key probe each), the DELETE, and _channel_release (which writes
--- nothing for an unconstrained channel).
+-- primary-key probe each), the DELETE, and the channel's counters (which
+-- write nothing for an unconstrained channel).
 CREATE FUNCTION @extschema@.message_complete(
     p_id bigint,
     p_num_attempts integer
@@ -86,10 +86,38 @@ BEGIN
             RETURN FALSE;
         END IF;
     END IF;
-    -- A statement of its own, after the DELETE, even for a channel that had
-    -- no limits at the lookup: a limit that channel_set committed meanwhile
-    -- (it waits for this message's row lock) is seen, and counted.
-    PERFORM @extschema@._channel_release(v_channel.id, 1, TRUE, v_now);
+    -- _channel_release(channel, 1, TRUE, now), inlined (a PL/pgSQL call
+    -- costs more than its statement): a statement of its own, after the
+    -- DELETE, even for a channel that had no limits at the lookup, so that a
+    -- limit that channel_set committed meanwhile (it waits for this message's
+    -- row lock) is seen, and counted.  For a channel without limits it
+    -- matches no row, takes no lock and writes nothing.
+    UPDATE @extschema@.channel AS c
+    SET
+        num_locked = CASE
+            WHEN c.max_concurrency IS NULL THEN c.num_locked
+            ELSE pg_catalog.int4larger(c.num_locked - 1, 0)
+        END,
+        num_removed = c.num_removed + CASE WHEN c.max_size IS NOT NULL THEN 1 ELSE 0 END,
+        next_at = CASE
+            WHEN c.num_locked >= c.max_concurrency AND c.next_at IS NOT NULL
+                THEN LEAST(
+                    c.next_at,
+                    GREATEST(
+                        v_now,
+                        COALESCE(c.last_served_at + c.release_interval_ms, v_now)
+                    )
+                )
+            ELSE c.next_at
+        END,
+        turn = CASE
+            WHEN c.num_locked >= c.max_concurrency AND c.next_at IS NOT NULL
+                THEN pg_catalog.nextval('@extschema@.channel_turn_seq')
+            ELSE c.turn
+        END
+    WHERE
+        c.id = v_channel.id
+        AND (c.max_concurrency IS NOT NULL OR c.max_size IS NOT NULL);
     IF v_key IS NOT NULL THEN
         PERFORM @extschema@._message_key_release(
             v_channel.id, v_key, p_id, v_channel.dedup_window_ms, v_now
