@@ -2904,6 +2904,10 @@ DECLARE
     v_was_wait bigint;
     v_was_next bigint;
     v_stays boolean;
+    v_tried bigint[];
+    v_tried_id bigint;
+    v_plain boolean;
+    v_head_id bigint;
     v_fronts @extschema@.channel[];
     v_front_id bigint;
     v_front_name text;
@@ -3083,9 +3087,11 @@ BEGIN
     -- and take its first deliverable message in one statement; then the
     -- channel's next place, which the general way's step 5 would give it
     -- (the back of the rotation, or waiting when nothing deliverable is
-    -- left, or, at max_concurrency now, its first lock's expiry).  When the
-    -- channel that comes first has a release interval, is at its
-    -- max_concurrency, has nothing deliverable or is held by another
+    -- left, or, at max_concurrency now, its first lock's expiry).  A front
+    -- of the rotation without limits and with nothing deliverable is put in
+    -- its place and the next front tried (three at most).  When the channel
+    -- that comes first has a release interval, is at its max_concurrency, or
+    -- (a woken channel) has nothing deliverable or is held by another
     -- consumer, the general way decides.
     IF p_channel IS NULL AND v_limit = 1 AND NOT v_schedule_due
         AND (v_wake_at IS NOT NULL OR v_front_at IS NOT NULL) THEN
@@ -3165,72 +3171,93 @@ BEGIN
                 channel, v_max_concurrency, v_locked, v_was_wait, v_was_next, v_channel_id, v_more;
         ELSE
             -- The front of the rotation that no other consumer is serving.
-            WITH front AS (
-                SELECT c.id, c.name, c.max_attempts, c.max_concurrency, c.num_locked, c.release_interval_ms
-                FROM @extschema@.channel AS c
-                WHERE c.next_at <= v_now
-                ORDER BY c.next_at, c.turn
-                LIMIT 1
-                FOR NO KEY UPDATE SKIP LOCKED
-            ),
+            -- A front without limits that has nothing deliverable (its last
+            -- messages were taken since it came round, or are held by other
+            -- consumers) is put in its place as the general way would
+            -- (_channel_nothing_ready: waiting, out of the rotation, or its
+            -- back), and the next front is tried: three fronts at most.
+            v_tried := '{}';
+            FOR v_try IN 1..3 LOOP
+                WITH front AS (
+                    SELECT c.id, c.name, c.max_attempts, c.max_concurrency, c.num_locked, c.release_interval_ms
+                    FROM @extschema@.channel AS c
+                    WHERE c.next_at <= v_now AND c.id <> ALL(v_tried)
+                    ORDER BY c.next_at, c.turn
+                    LIMIT 1
+                    FOR NO KEY UPDATE SKIP LOCKED
+                ),
 
-            served AS (
-                SELECT f.id, f.name, f.max_attempts, f.max_concurrency, f.num_locked
-                FROM front AS f
-                WHERE
-                    (f.max_concurrency IS NULL OR f.num_locked < f.max_concurrency)
-                    AND f.release_interval_ms = 0
-            ),
+                served AS (
+                    SELECT f.id, f.name, f.max_attempts, f.max_concurrency, f.num_locked
+                    FROM front AS f
+                    WHERE
+                        (f.max_concurrency IS NULL OR f.num_locked < f.max_concurrency)
+                        AND f.release_interval_ms = 0
+                ),
 
-            head AS (
-                SELECT q.id, q.dequeue_at, q.is_locked
-                FROM @extschema@.message AS q
-                WHERE
-                    q.channel_id = (SELECT o.id FROM served AS o)
-                    AND q.dequeue_at <= v_now
-                ORDER BY q.dequeue_at, q.id
-                LIMIT 1
-                FOR UPDATE OF q SKIP LOCKED
-            )
-
-            UPDATE @extschema@.message AS m
-            SET
-                dequeue_at = v_now + p_lock_ms,
-                is_locked = TRUE,
-                num_attempts = m.num_attempts + 1,
-                attempt_log = CASE
-                    WHEN m.is_locked THEN
-                        @extschema@._attempt_log_append(
-                            m.attempt_log, m.num_attempts, v_now, 'lock expired'
-                        )
-                    ELSE m.attempt_log
-                END
-            WHERE
-                m.id = (SELECT h.id FROM head AS h)
-                -- An expired lock due for the dead letters: not here.
-                AND NOT (
-                    m.is_locked AND m.num_attempts >= (SELECT o.max_attempts FROM served AS o)
-                ) IS TRUE
-            RETURNING
-                m.id, m.content, m.state, m.num_attempts,
-                (SELECT h.dequeue_at FROM head AS h),
-                (SELECT h.is_locked FROM head AS h),
-                (SELECT o.name FROM served AS o),
-                (SELECT o.max_concurrency FROM served AS o),
-                (SELECT o.num_locked FROM served AS o),
-                m.channel_id,
-                EXISTS (
-                    SELECT 1
+                head AS (
+                    SELECT q.id, q.dequeue_at, q.is_locked
                     FROM @extschema@.message AS q
                     WHERE
-                        q.channel_id = m.channel_id
+                        q.channel_id = (SELECT o.id FROM served AS o)
                         AND q.dequeue_at <= v_now
-                        AND q.id <> m.id
+                    ORDER BY q.dequeue_at, q.id
+                    LIMIT 1
+                    FOR UPDATE OF q SKIP LOCKED
+                ),
+
+                taken AS (
+                    UPDATE @extschema@.message AS m
+                    SET
+                        dequeue_at = v_now + p_lock_ms,
+                        is_locked = TRUE,
+                        num_attempts = m.num_attempts + 1,
+                        attempt_log = CASE
+                            WHEN m.is_locked THEN
+                                @extschema@._attempt_log_append(
+                                    m.attempt_log, m.num_attempts, v_now, 'lock expired'
+                                )
+                            ELSE m.attempt_log
+                        END
+                    WHERE
+                        m.id = (SELECT h.id FROM head AS h)
+                        -- An expired lock due for the dead letters: not here.
+                        AND NOT (
+                            m.is_locked AND m.num_attempts >= (SELECT o.max_attempts FROM served AS o)
+                        ) IS TRUE
+                    RETURNING
+                        m.id, m.content, m.state, m.num_attempts, m.channel_id,
+                        EXISTS (
+                            SELECT 1
+                            FROM @extschema@.message AS q
+                            WHERE
+                                q.channel_id = m.channel_id
+                                AND q.dequeue_at <= v_now
+                                AND q.id <> m.id
+                        ) AS more
                 )
-            INTO id, content, state, num_attempts, dequeue_at, is_recovered,
-                channel, v_max_concurrency, v_locked, v_channel_id, v_more;
+
+                SELECT
+                    f.id, (SELECT o.id FROM served AS o) IS NOT NULL, h.id,
+                    t.id, t.content, t.state, t.num_attempts, h.dequeue_at, h.is_locked,
+                    f.name, f.max_concurrency, f.num_locked, t.channel_id, t.more
+                INTO v_tried_id, v_plain, v_head_id,
+                    id, content, state, num_attempts, dequeue_at, is_recovered,
+                    channel, v_max_concurrency, v_locked, v_channel_id, v_more
+                FROM front AS f
+                LEFT JOIN head AS h ON TRUE
+                LEFT JOIN taken AS t ON TRUE;
+                -- Served; or no front; or a front with limits, or whose
+                -- first message is due for the dead letters: the general way.
+                EXIT WHEN NOT FOUND OR id IS NOT NULL OR v_head_id IS NOT NULL OR NOT v_plain;
+                SELECT c.* INTO v_channel
+                FROM @extschema@.channel AS c
+                WHERE c.id = v_tried_id;
+                PERFORM @extschema@._channel_nothing_ready(v_channel, v_now);
+                v_tried := v_tried || v_tried_id;
+            END LOOP;
         END IF;
-        IF FOUND THEN
+        IF id IS NOT NULL THEN
             -- Its next place, as the general way's step 5 gives it: at
             -- max_concurrency now, its first lock's expiry; with nothing
             -- deliverable left, waiting, with the guard held exclusively and

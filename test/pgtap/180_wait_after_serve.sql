@@ -3,7 +3,7 @@
 -- channel's last deliverable message sends the channel to wait in the same
 -- write, instead of leaving it in the rotation to be visited, and found
 -- empty, by a later call.
-SELECT plan(32);
+SELECT plan(35);
 
 SELECT lonnymq.message_create('A', 'a1');
 SELECT lonnymq.message_create('B', 'b1'), lonnymq.message_create('B', 'b2');
@@ -73,6 +73,9 @@ SELECT lonnymq.message_create('V', 'v1');
 SELECT lonnymq.message_complete(d.id, d.num_attempts) FROM lonnymq.message_dequeue(60000) AS d;
 SELECT lonnymq.message_complete(d.id, d.num_attempts) FROM lonnymq.message_dequeue(60000) AS d;
 SELECT lonnymq.channel_set('W');
+-- (A millisecond apart at least: V's turn must be earlier than W's
+-- wake-up, which a same-millisecond tie would put first.)
+SELECT pg_sleep(0.005);
 SELECT lonnymq.message_create('W', 'w2');
 SELECT lonnymq.message_create('V', 'v2');
 SELECT ok(
@@ -143,6 +146,36 @@ SELECT ok(
 );
 SELECT pg_sleep(0.1);
 SELECT is(pg_temp.lmq_take_all(3), ARRAY['P:p1', 'J:j3'], 'which is recovered at its expiry');
+
+-- Since 0.5.0 a front of the rotation with nothing deliverable is put in
+-- its place and the next front is served, without the general way.  U and V
+-- are in the rotation (each had a second message when served); U's second
+-- message is cancelled.
+SELECT lonnymq.message_create('U', 'u1') AS u1 \gset
+SELECT lonnymq.message_create('U', 'u2') AS u2 \gset
+SELECT lonnymq.message_create('V', 'v1'), lonnymq.message_create('V', 'v2');
+SELECT d.channel || ':' || lonnymq.message_complete(d.id, d.num_attempts) AS done1
+FROM lonnymq.message_dequeue(60000) AS d \gset
+SELECT d.channel || ':' || lonnymq.message_complete(d.id, d.num_attempts) AS done2
+FROM lonnymq.message_dequeue(60000) AS d \gset
+SELECT lonnymq.message_cancel(:u2);
+SET LOCAL track_functions = 'pl';
+SELECT pg_stat_get_xact_function_calls(
+    'lonnymq._message_dequeue_general(bigint, integer, text, bigint, boolean)'::regprocedure
+) AS general_before \gset
+SELECT is(:'done1' || ' ' || :'done2' || ' ' || pg_temp.lmq_take(), 'U:true V:true V:v2',
+    'U, first in the rotation but empty, is passed over for V');
+SELECT is(
+    COALESCE(pg_stat_get_xact_function_calls(
+        'lonnymq._message_dequeue_general(bigint, integer, text, bigint, boolean)'::regprocedure
+    ), 0) - COALESCE(:'general_before'::bigint, 0),
+    0::bigint,
+    'without the general way'
+);
+SELECT ok(
+    (SELECT c.next_at IS NULL AND c.wait_at = 9223372036854775807 FROM lonnymq.channel AS c WHERE c.name = 'U'),
+    'and U, empty, is out of the rotation'
+);
 
 SELECT * FROM finish();
 ROLLBACK;
