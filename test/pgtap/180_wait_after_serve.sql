@@ -166,9 +166,9 @@ SELECT pg_stat_get_xact_function_calls(
 SELECT is(:'done1' || ' ' || :'done2' || ' ' || pg_temp.lmq_take(), 'U:true V:true V:v2',
     'U, first in the rotation but empty, is passed over for V');
 SELECT is(
-    COALESCE(pg_stat_get_xact_function_calls(
+    coalesce(pg_stat_get_xact_function_calls(
         'lonnymq._message_dequeue_general(bigint, integer, text, bigint, boolean)'::regprocedure
-    ), 0) - COALESCE(:'general_before'::bigint, 0),
+    ), 0) - coalesce(:'general_before'::bigint, 0),
     0::bigint,
     'without the general way'
 );
