@@ -198,9 +198,9 @@ SCENARIO_NOTES = {
                  "`message_complete` of what it got. All in one unconstrained channel.",
     "channels": "As 1, but each client creates into the 64 channels in turn; dequeue takes from any channel. "
                 "Without limits, and with `channel_set(…, p_max_concurrency => 2)` on every channel.",
-    "batch": "Each client loops: create N messages in one statement "
-             "(`SELECT message_create(…) FROM generate_series(1, N)`, until `message_create_batch` exists), "
-             "`message_dequeue(…, p_limit => N)`, and N `message_complete` in one statement. "
+    "batch": "Each client loops: `message_create_batch` of N messages, "
+             "`message_dequeue(…, p_limit => N)`, and `message_complete_batch` of what it got: "
+             "three statements, three transactions. "
              "Create / complete columns are per statement (N messages).",
     "backlog": "The lifecycle loop of 1, on top of a standing backlog: ready messages dated a minute ago "
                "(FIFO: the clients consume the backlog's head and append to its tail, so its size stays "
