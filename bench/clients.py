@@ -40,7 +40,8 @@ class Workload:
     """What one run's clients do.
 
     kind:      "lifecycle" (lonnymq create + dequeue + complete, batch 1),
-               "batch" (lonnymq, batches of `batch`), "amo" / "alo" (baselines)
+               "batch" (lonnymq, batches of `batch`), "amo" / "alo" (baselines),
+               "floor" (three minimal PL/pgSQL queue calls, a reference)
     channels:  channels a lifecycle/batch client creates into, round-robin
     batch:     messages per create / dequeue / complete batch
     """
@@ -147,6 +148,63 @@ SQL_BASE_LOCK = (
     "ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 1"
 )
 SQL_BASE_DELETE = f"DELETE FROM {BASELINE_TABLE} WHERE id = %s"
+
+# The floor: what three PL/pgSQL calls (create, dequeue, complete) cost with
+# nothing but the minimum of a queue whose locks expire, on a table shaped
+# like lonnymq.message: no channels, rotation, wake-ups, schedules, guard,
+# dead letters or keys.  A reference for what the API's shape costs
+# (bench/README.md), measured in the same run.  One string: the function
+# bodies hold semicolons.
+FLOOR_SCHEMA = "bench_floor"
+FLOOR_DDL = f"""
+DROP SCHEMA IF EXISTS {FLOOR_SCHEMA} CASCADE;
+CREATE SCHEMA {FLOOR_SCHEMA};
+CREATE TABLE {FLOOR_SCHEMA}.m (
+    id bigserial PRIMARY KEY,
+    channel_id bigint NOT NULL,
+    dequeue_at bigint NOT NULL,
+    is_locked boolean NOT NULL DEFAULT false,
+    num_attempts integer NOT NULL DEFAULT 0,
+    created_at bigint NOT NULL,
+    content bytea NOT NULL
+) WITH (fillfactor = 70);
+CREATE INDEX ON {FLOOR_SCHEMA}.m (channel_id, dequeue_at, id);
+CREATE FUNCTION {FLOOR_SCHEMA}.create(p_content bytea) RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE v_id bigint;
+BEGIN
+    INSERT INTO {FLOOR_SCHEMA}.m (channel_id, dequeue_at, created_at, content)
+    VALUES (1, (extract(epoch FROM now()) * 1000)::bigint,
+            (extract(epoch FROM clock_timestamp()) * 1000)::bigint, p_content)
+    RETURNING id INTO v_id;
+    RETURN v_id;
+END $$;
+CREATE FUNCTION {FLOOR_SCHEMA}.dequeue(p_lock_ms bigint, OUT id bigint, OUT num_attempts integer, OUT content bytea)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
+DECLARE v_now bigint := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
+BEGIN
+    UPDATE {FLOOR_SCHEMA}.m AS m
+    SET dequeue_at = v_now + p_lock_ms, is_locked = true, num_attempts = m.num_attempts + 1
+    WHERE m.id = (
+        SELECT q.id FROM {FLOOR_SCHEMA}.m AS q
+        WHERE q.channel_id = 1 AND q.dequeue_at <= v_now
+        ORDER BY q.dequeue_at, q.id LIMIT 1 FOR UPDATE SKIP LOCKED
+    )
+    RETURNING m.id, m.num_attempts, m.content INTO id, num_attempts, content;
+END $$;
+CREATE FUNCTION {FLOOR_SCHEMA}.complete(p_id bigint, p_num_attempts integer) RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    DELETE FROM {FLOOR_SCHEMA}.m AS m WHERE m.id = p_id AND m.num_attempts = p_num_attempts AND m.is_locked;
+    RETURN FOUND;
+END $$;
+"""
+SQL_FLOOR_CREATE = f"SELECT {FLOOR_SCHEMA}.create({CONTENT_NOW})"
+SQL_FLOOR_DEQUEUE = (
+    f"SELECT d.id, d.num_attempts, d.content, {NOW_US} FROM {FLOOR_SCHEMA}.dequeue(%s) AS d WHERE d.id IS NOT NULL"
+)
+SQL_FLOOR_COMPLETE = f"SELECT {FLOOR_SCHEMA}.complete(%s, %s)"
 
 
 # --------------------------------------------------------------------- the loop
@@ -352,8 +410,48 @@ def _loop_alo(cur, conn, index, wl: Workload, window, end, stats, progress):
         progress[index] = total
 
 
+def _loop_floor(cur, conn, index, wl: Workload, window, end, stats, progress):
+    clock = time.perf_counter
+    total = 0
+    while True:
+        now = time.monotonic()
+        if now >= end:
+            break
+        measuring = now >= window
+        try:
+            t0 = clock()
+            cur.execute(SQL_FLOOR_CREATE)
+            t1 = clock()
+            cur.execute(SQL_FLOOR_DEQUEUE, (LOCK_MS,))
+            rows = cur.fetchall()
+            t2 = clock()
+            ok = False
+            if rows:
+                cur.execute(SQL_FLOOR_COMPLETE, (rows[0][0], rows[0][1]))
+                ok = bool(cur.fetchone()[0])
+            t3 = clock()
+        except psycopg.Error as exc:
+            if measuring:
+                _error(stats, conn, exc)
+            continue
+        if rows and ok:
+            total += 1
+        if measuring and time.monotonic() < end:
+            stats.call("create", t1 - t0)
+            stats.call("dequeue", t2 - t1)
+            if rows:
+                stats.call("complete", t3 - t2)
+                if ok:
+                    stats.consumed += 1
+                    _consumed(stats, rows, 2, 3, True)
+            else:
+                stats.empty += 1
+        progress[index] = total
+
+
 _LOOPS = {
     "lifecycle": _loop_lifecycle,
+    "floor": _loop_floor,
     "batch": _loop_batch,
     "amo": _loop_amo,
     "alo": _loop_alo,

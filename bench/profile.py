@@ -90,7 +90,8 @@ def server_call_times(conn, pgss: bool) -> dict:
 
 
 def table_stats(conn, baseline: bool) -> dict:
-    where = "relname = 'bench_queue' AND schemaname = current_schema()" if baseline else "schemaname = 'lonnymq'"
+    where = ("(relname = 'bench_queue' AND schemaname = current_schema() OR schemaname = 'bench_floor')"
+             if baseline else "schemaname = 'lonnymq'")
     rows = conn.execute(
         f"""
         SELECT relname, n_live_tup, n_dead_tup, n_tup_upd, n_tup_hot_upd,

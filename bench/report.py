@@ -120,6 +120,12 @@ def targets(data: dict) -> list[dict]:
               f"Lifecycle, {title}, {n} clients vs one channel")
     ratio("batch_100", "baseline_amo", ref, "≥ 5 ×", lambda r: r >= 5,
           f"Batched by 100, {n} clients vs at-most-once baseline (unbatched)")
+    # References, not targets: what three minimal PL/pgSQL calls reach, and
+    # how far lonnymq's one channel is from them.
+    ratio("baseline_floor", "baseline_amo", ref, "none: a reference", lambda r: None,
+          f"Floor (three minimal PL/pgSQL calls), {n} clients vs at-most-once baseline")
+    ratio("lifecycle_1ch", "baseline_floor", rate("baseline_floor"), "none: a reference", lambda r: None,
+          f"Lifecycle, one channel, {n} clients vs the floor")
 
     backlogs = sorted({r["backlog"] for r in data["runs"] if r["variant"].startswith("backlog_")
                        and not r["variant"].endswith("_future") and r["backlog"]})
@@ -193,7 +199,11 @@ SCENARIO_NOTES = {
                 "consume. At-most-once consumes with one `DELETE … WHERE id = (SELECT id … ORDER BY id FOR UPDATE "
                 "SKIP LOCKED LIMIT 1) RETURNING`; at-least-once locks the row with the same SELECT, deletes it "
                 "and commits, in one transaction. The at-most-once run is repeated at the end; ratios use the "
-                "mean of both.",
+                "mean of both. The floor is not a queue to choose but a reference: three PL/pgSQL functions "
+                "(`SECURITY DEFINER`, `SET search_path`) called as lonnymq's are (create; dequeue with a lock "
+                "that expires; complete with the token), doing nothing else, on a table shaped like "
+                "`lonnymq.message`: what the API's shape costs before any of lonnymq's features "
+                "(bench/README.md).",
     "lifecycle": "Each client loops: `message_create` (autocommit), `message_dequeue(lock 60 s, limit 1)`, "
                  "`message_complete` of what it got. All in one unconstrained channel.",
     "channels": "As 1, but each client creates into the 64 channels in turn; dequeue takes from any channel. "

@@ -354,7 +354,7 @@ def head_fingerprint(target: "Target") -> str | None:
 
 def prepare(conn, v: Variant) -> None:
     if v.baseline:
-        reset_baseline(conn)
+        reset_baseline(conn, floor=v.workload.kind == "floor")
         return
     reset_lonnymq(conn)
     if v.setup:
@@ -517,7 +517,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 # The variants whose throughput ratios are targets, in the order each round runs them.
-ROUND_KEYS = ("baseline_amo", "lifecycle_1ch", "lifecycle_64ch", "lifecycle_64ch_mc2", "batch_100")
+ROUND_KEYS = ("baseline_amo", "baseline_floor", "lifecycle_1ch", "lifecycle_64ch", "lifecycle_64ch_mc2", "batch_100")
 ROUND_CLIENTS = 8
 
 

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from bench.clients import BASELINE_DDL, BASELINE_TABLE, Workload
+from bench.clients import BASELINE_DDL, BASELINE_TABLE, FLOOR_DDL, FLOOR_SCHEMA, Workload
 
 READY_CHANNEL = "bench"
 DAY_MS = 86_400_000
@@ -50,20 +50,26 @@ GROUPS = {
 def reset_lonnymq(conn) -> None:
     """A fresh, empty lonnymq (and no baseline table)."""
     conn.execute(f"DROP TABLE IF EXISTS {BASELINE_TABLE}")
+    conn.execute(f"DROP SCHEMA IF EXISTS {FLOOR_SCHEMA} CASCADE")
     conn.execute("DROP EXTENSION IF EXISTS lonnymq CASCADE")
     conn.execute("CREATE EXTENSION lonnymq")
 
 
-def reset_baseline(conn) -> None:
+def reset_baseline(conn, floor: bool = False) -> None:
     conn.execute("DROP EXTENSION IF EXISTS lonnymq CASCADE")
+    conn.execute(f"DROP SCHEMA IF EXISTS {FLOOR_SCHEMA} CASCADE")
     for stmt in BASELINE_DDL.strip().split(";"):
         if stmt.strip():
             conn.execute(stmt)
+    if floor:
+        conn.execute(FLOOR_DDL)
 
 
 def vacuum_queue(conn, baseline: bool) -> None:
     if baseline:
         conn.execute(f"VACUUM ANALYZE {BASELINE_TABLE}")
+        if conn.execute("SELECT to_regclass(%s) IS NOT NULL", (f"{FLOOR_SCHEMA}.m",)).fetchone()[0]:
+            conn.execute(f"VACUUM ANALYZE {FLOOR_SCHEMA}.m")
     else:
         for t in ("message", "channel", "channel_wake", "channel_quota"):
             conn.execute(f"VACUUM ANALYZE lonnymq.{t}")
@@ -195,6 +201,9 @@ def catalogue(backlogs: list[int], saturated_channels: int) -> list[Variant]:
                 Workload("amo"), baseline=True),
         Variant("baseline_alo", "baseline", "at-least-once: SELECT … FOR UPDATE SKIP LOCKED, DELETE, COMMIT",
                 Workload("alo"), baseline=True),
+        Variant("baseline_floor", "baseline",
+                "floor: three minimal PL/pgSQL calls (INSERT; UPDATE … SKIP LOCKED with a lock expiry; DELETE)",
+                Workload("floor"), baseline=True),
         Variant("lifecycle_1ch", "lifecycle", "one channel", Workload("lifecycle"), setup_lifecycle),
         Variant("lifecycle_64ch", "channels", "64 channels, no limits",
                 Workload("lifecycle", channels=ch64), setup_lifecycle),
@@ -237,7 +246,7 @@ def _short(n: int) -> str:
 
 ALIASES = {
     "all": None,
-    "baselines": ["baseline_amo", "baseline_alo", "baseline_amo_end"],
+    "baselines": ["baseline_amo", "baseline_alo", "baseline_floor", "baseline_amo_end"],
 }
 
 
