@@ -19,6 +19,7 @@ message_create_batch and message_complete_batch.
 
 from __future__ import annotations
 
+import functools
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -207,6 +208,20 @@ SQL_FLOOR_DEQUEUE = (
 SQL_FLOOR_COMPLETE = f"SELECT {FLOOR_SCHEMA}.complete(%s, %s)"
 
 
+def floor_create(cur, channel: str) -> None:  # one table, no channels
+    cur.execute(SQL_FLOOR_CREATE)
+
+
+def floor_dequeue(cur, limit: int) -> list[tuple]:  # always one
+    cur.execute(SQL_FLOOR_DEQUEUE, (LOCK_MS,))
+    return cur.fetchall()
+
+
+def floor_complete(cur, mid: int, token: int) -> bool:
+    cur.execute(SQL_FLOOR_COMPLETE, (mid, token))
+    return bool(cur.fetchone()[0])
+
+
 # --------------------------------------------------------------------- the loop
 
 def client_main(
@@ -262,7 +277,11 @@ def _consumed(stats: _Stats, rows, created_idx: int, now_idx: int, from_content:
             stats.latency_us.append(row[now_idx] - created)
 
 
-def _loop_lifecycle(cur, conn, index, wl: Workload, window, end, stats, progress):
+def _loop_lifecycle(cur, conn, index, wl: Workload, window, end, stats, progress,
+                    calls=(create_one, dequeue, complete_one)):
+    """Create one, dequeue one, complete it; `calls` are the three calls (the
+    floor passes its own)."""
+    create, take, complete = calls
     clock = time.perf_counter
     channels = wl.channels
     i = index
@@ -276,13 +295,13 @@ def _loop_lifecycle(cur, conn, index, wl: Workload, window, end, stats, progress
             channel = channels[i % len(channels)]
             i += 1
             t0 = clock()
-            create_one(cur, channel)
+            create(cur, channel)
             t1 = clock()
-            rows = dequeue(cur, 1)
+            rows = take(cur, 1)
             t2 = clock()
             ok = False
             if rows:
-                ok = complete_one(cur, rows[0][0], rows[0][1])
+                ok = complete(cur, rows[0][0], rows[0][1])
             t3 = clock()
         except psycopg.Error as exc:
             if measuring:
@@ -410,48 +429,9 @@ def _loop_alo(cur, conn, index, wl: Workload, window, end, stats, progress):
         progress[index] = total
 
 
-def _loop_floor(cur, conn, index, wl: Workload, window, end, stats, progress):
-    clock = time.perf_counter
-    total = 0
-    while True:
-        now = time.monotonic()
-        if now >= end:
-            break
-        measuring = now >= window
-        try:
-            t0 = clock()
-            cur.execute(SQL_FLOOR_CREATE)
-            t1 = clock()
-            cur.execute(SQL_FLOOR_DEQUEUE, (LOCK_MS,))
-            rows = cur.fetchall()
-            t2 = clock()
-            ok = False
-            if rows:
-                cur.execute(SQL_FLOOR_COMPLETE, (rows[0][0], rows[0][1]))
-                ok = bool(cur.fetchone()[0])
-            t3 = clock()
-        except psycopg.Error as exc:
-            if measuring:
-                _error(stats, conn, exc)
-            continue
-        if rows and ok:
-            total += 1
-        if measuring and time.monotonic() < end:
-            stats.call("create", t1 - t0)
-            stats.call("dequeue", t2 - t1)
-            if rows:
-                stats.call("complete", t3 - t2)
-                if ok:
-                    stats.consumed += 1
-                    _consumed(stats, rows, 2, 3, True)
-            else:
-                stats.empty += 1
-        progress[index] = total
-
-
 _LOOPS = {
     "lifecycle": _loop_lifecycle,
-    "floor": _loop_floor,
+    "floor": functools.partial(_loop_lifecycle, calls=(floor_create, floor_dequeue, floor_complete)),
     "batch": _loop_batch,
     "amo": _loop_amo,
     "alo": _loop_alo,
