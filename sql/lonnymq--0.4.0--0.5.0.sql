@@ -436,15 +436,14 @@ BEGIN
         AND pg_catalog.current_setting('transaction_isolation') = 'read committed' THEN
         RETURN;
     END IF;
-    PERFORM 1
-    FROM @extschema@.channel_wake AS w
-    WHERE w.channel_id = p_channel_id AND w.wake_at <= p_ready_at
-    LIMIT 1;
-    IF FOUND THEN
-        RETURN;
-    END IF;
+    -- One statement: the wake-up, unless one as early is pending.
     INSERT INTO @extschema@.channel_wake (channel_id, wake_at)
-    VALUES (p_channel_id, p_ready_at);
+    SELECT p_channel_id, p_ready_at
+    WHERE NOT EXISTS (
+        SELECT 1
+        FROM @extschema@.channel_wake AS w
+        WHERE w.channel_id = p_channel_id AND w.wake_at <= p_ready_at
+    );
 END;
 $$;
 
@@ -2083,8 +2082,8 @@ BEGIN
         VALUES (v_id, v_channel.id, v_dequeue_at, v_now, p_content, p_key);
     END IF;
 
-    -- _channel_wake, inlined (a PL/pgSQL call costs more than its two
-    -- statements here): nothing to do for a channel in the rotation, or one
+    -- _channel_wake, inlined (a PL/pgSQL call costs more than its one
+    -- statement): nothing to do for a channel in the rotation, or one
     -- waiting for a time this message is not earlier than, in READ
     -- COMMITTED; else a wake-up, unless one as early is pending.
     IF GREATEST(v_dequeue_at, v_now) < v_channel.wait_at

@@ -21,15 +21,14 @@ BEGIN
         AND pg_catalog.current_setting('transaction_isolation') = 'read committed' THEN
         RETURN;
     END IF;
-    PERFORM 1
-    FROM @extschema@.channel_wake AS w
-    WHERE w.channel_id = p_channel_id AND w.wake_at <= p_ready_at
-    LIMIT 1;
-    IF FOUND THEN
-        RETURN;
-    END IF;
+    -- One statement: the wake-up, unless one as early is pending.
     INSERT INTO @extschema@.channel_wake (channel_id, wake_at)
-    VALUES (p_channel_id, p_ready_at);
+    SELECT p_channel_id, p_ready_at
+    WHERE NOT EXISTS (
+        SELECT 1
+        FROM @extschema@.channel_wake AS w
+        WHERE w.channel_id = p_channel_id AND w.wake_at <= p_ready_at
+    );
 END;
 $$;
 

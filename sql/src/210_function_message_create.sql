@@ -91,8 +91,8 @@ BEGIN
         VALUES (v_id, v_channel.id, v_dequeue_at, v_now, p_content, p_key);
     END IF;
 
-    -- _channel_wake, inlined (a PL/pgSQL call costs more than its two
-    -- statements here): nothing to do for a channel in the rotation, or one
+    -- _channel_wake, inlined (a PL/pgSQL call costs more than its one
+    -- statement): nothing to do for a channel in the rotation, or one
     -- waiting for a time this message is not earlier than, in READ
     -- COMMITTED; else a wake-up, unless one as early is pending.
     IF GREATEST(v_dequeue_at, v_now) < v_channel.wait_at
