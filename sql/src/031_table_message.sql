@@ -7,6 +7,13 @@
 -- key: the producer's deduplication key (message_key holds the claim);
 -- attempt_log: one JSON object per failed attempt (message_fail, an expired
 -- lock), carried into dead_letter.
+-- is_counted: the lock (while is_locked) counts towards its channel's
+-- max_concurrency, and so has an entry in message_locked_ix.  Set when the
+-- lock is taken in a channel with max_concurrency, and by channel_set on
+-- the channel's locks when it gives the channel that limit: every lock of a
+-- channel with max_concurrency is counted.  Locks in other channels are
+-- not, so a dequeue writes two index entries, not three.  Meaningless
+-- while the message is not locked.  (The last column: added in 0.6.0.)
 CREATE TABLE @extschema@.message (
     id bigint NOT NULL DEFAULT pg_catalog.nextval('@extschema@.message_id_seq'),
     channel_id bigint NOT NULL,
@@ -18,6 +25,7 @@ CREATE TABLE @extschema@.message (
     state bytea,
     key text,
     attempt_log jsonb,
+    is_counted boolean NOT NULL DEFAULT FALSE,
     CONSTRAINT message_pkey PRIMARY KEY (id)
 ) WITH (
     fillfactor = 70,

@@ -1,6 +1,9 @@
--- Locked messages by expiry, per channel.  Used only for channels at their
--- max_concurrency: they may deliver nothing but their own expired locks, and
--- this index finds those without walking the channel's ready backlog.
+-- Counted locks by expiry, per channel: the locked messages of channels
+-- with max_concurrency (see message.is_counted).  Used only for channels at
+-- their max_concurrency: they may deliver nothing but their own expired
+-- locks, and this index finds those without walking the channel's ready
+-- backlog.  Locks in channels without that limit are not in it, which saves
+-- every dequeue from them an index entry.
 --
 -- The predicate is true of every row (the column is NOT NULL); it is there
 -- for the planner: the index can serve only a query that constrains its
@@ -11,4 +14,4 @@
 -- has grown.
 CREATE INDEX message_locked_ix
 ON @extschema@.message (channel_id, dequeue_at, id)
-WHERE is_locked AND channel_id IS NOT NULL;
+WHERE is_locked AND is_counted AND channel_id IS NOT NULL;

@@ -1,7 +1,7 @@
--- Per-channel figures for monitoring.  Cost: for each channel, one pass
--- over its entries in message_channel_ix and in message_locked_ix (index
--- ranges, never a scan of the message table), one probe for the head and
--- one range of dead_letter_channel_ix.  Counts are exact as of the
+-- Per-channel figures for monitoring.  Cost: for each channel, two passes
+-- over its entries in message_channel_ix (index ranges, never a scan of the
+-- message table; the second reads the rows, for is_locked), one probe for
+-- the head and one range of dead_letter_channel_ix.  Counts are exact as of the
 -- statement's snapshot:
 --   ready:     deliverable now (dequeue_at <= now, not locked)
 --   scheduled: not locked, deliverable later (future dequeue_at, deferred)

@@ -28,7 +28,7 @@ BEGIN
     IF p_channel.num_locked >= p_channel.max_concurrency THEN
         SELECT m.dequeue_at INTO v_head
         FROM @extschema@.message AS m
-        WHERE m.channel_id = p_channel.id AND m.is_locked
+        WHERE m.channel_id = p_channel.id AND m.is_locked AND m.is_counted
         ORDER BY m.dequeue_at, m.id
         LIMIT 1;
         -- Nothing locked at all although the counter says the channel is

@@ -2,8 +2,9 @@
 -- (dequeue_at, id) order, skipping rows other transactions hold, with one
 -- index range scan.  p_expired_only: only expired locks (for a channel at its
 -- max_concurrency), found through message_locked_ix so that a ready backlog
--- is never walked.  Returns each message as it was before the lock, with
--- was_locked = an expired lock recovered.
+-- is never walked.  p_counted: the channel has max_concurrency, so the new
+-- locks are counted (message.is_counted).  Returns each message as it was
+-- before the lock, with was_locked = an expired lock recovered.
 --
 -- An expired lock is a failed attempt: it is logged ("lock expired") and,
 -- when the message has had p_max_attempts deliveries already, the message
@@ -29,7 +30,8 @@ CREATE FUNCTION @extschema@._message_take(
     p_max_attempts integer,
     p_bury boolean,
     p_channel text,
-    p_window_ms bigint
+    p_window_ms bigint,
+    p_counted boolean
 )
 RETURNS TABLE (
     id bigint,
@@ -60,7 +62,8 @@ BEGIN
     LOOP
         v_pass := 0;
         -- Two queries: the expired-only one names is_locked so that its
-        -- generic plan can use the partial index message_locked_ix.
+        -- generic plan can use the partial index message_locked_ix (a channel
+        -- at max_concurrency counts every lock).
         IF v_expired_only THEN
             OPEN v_cursor FOR
             SELECT m.id, m.dequeue_at, m.is_locked, m.num_attempts
@@ -68,6 +71,7 @@ BEGIN
             WHERE
                 m.channel_id = p_channel_id
                 AND m.is_locked
+                AND m.is_counted
                 AND m.dequeue_at <= p_now
             ORDER BY m.dequeue_at, m.id
             LIMIT v_want
@@ -106,6 +110,7 @@ BEGIN
             SET
                 dequeue_at = p_now + p_lock_ms,
                 is_locked = TRUE,
+                is_counted = p_counted,
                 num_attempts = m.num_attempts + 1,
                 attempt_log = CASE
                     WHEN m.is_locked THEN
@@ -127,10 +132,10 @@ END;
 $$;
 
 COMMENT ON FUNCTION @extschema@._message_take(
-    bigint, bigint, bigint, integer, boolean, integer, boolean, text, bigint
+    bigint, bigint, bigint, integer, boolean, integer, boolean, text, bigint, boolean
 ) IS
 'Internal: lock up to p_limit deliverable messages of a channel with one index range scan, SKIP LOCKED; expired locks past max_attempts go to the dead letters.';
 
 REVOKE ALL ON FUNCTION @extschema@._message_take(
-    bigint, bigint, bigint, integer, boolean, integer, boolean, text, bigint
+    bigint, bigint, bigint, integer, boolean, integer, boolean, text, bigint, boolean
 ) FROM PUBLIC;

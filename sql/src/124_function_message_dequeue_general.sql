@@ -247,7 +247,8 @@ BEGIN
                 FROM @extschema@._message_take(
                     v_channels[i].id, v_now, p_lock_ms, v_want,
                     COALESCE(v_channels[i].num_locked >= v_channels[i].max_concurrency, FALSE),
-                    v_channels[i].max_attempts, TRUE, v_channels[i].name, v_channels[i].dedup_window_ms
+                    v_channels[i].max_attempts, TRUE, v_channels[i].name, v_channels[i].dedup_window_ms,
+                    v_channels[i].max_concurrency IS NOT NULL
                 ) AS t;
                 v_dead[i] := v_dead[i] + v_gone;
                 v_fresh[i] := v_fresh[i] + v_new;
@@ -355,7 +356,7 @@ BEGIN
                 -- Dead letters only where no counter needs the row another
                 -- consumer holds (max_size counts removals).
                 v_channel.max_attempts, v_channel.max_size IS NULL, v_channel.name,
-                v_channel.dedup_window_ms
+                v_channel.dedup_window_ms, v_channel.max_concurrency IS NOT NULL
             ) AS t;
             IF v_got > 0 THEN
                 v_remaining := v_remaining - v_got;
@@ -413,7 +414,7 @@ BEGIN
         IF v_locked >= v_channels[i].max_concurrency THEN
             SELECT m.dequeue_at INTO v_head
             FROM @extschema@.message AS m
-            WHERE m.channel_id = v_channels[i].id AND m.is_locked
+            WHERE m.channel_id = v_channels[i].id AND m.is_locked AND m.is_counted
             ORDER BY m.dequeue_at, m.id
             LIMIT 1;
             v_next := GREATEST(v_next, v_head);

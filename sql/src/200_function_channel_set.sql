@@ -9,6 +9,10 @@
 -- channel's locked messages waits for completes, defers and heartbeats in
 -- flight.  Only then are the counts taken, each
 -- with a fresh snapshot, so no in-flight change is missed or counted twice.
+-- (Without limits before or after, nothing is counted and nothing waited
+-- for.)  Giving a channel max_concurrency marks its locks counted
+-- (message.is_counted), which walks the channel's messages once; every
+-- other call finds its locks through message_locked_ix.
 CREATE FUNCTION @extschema@.channel_set(
     p_channel text,
     p_max_concurrency integer DEFAULT NULL,
@@ -87,15 +91,34 @@ BEGIN
     v_channel := @extschema@._channel_lock(p_channel, v_now);
 
     PERFORM @extschema@._channel_guard_exclusive(p_channel);
-    PERFORM 1
-    FROM @extschema@.message AS m
-    WHERE m.channel_id = v_channel.id AND m.is_locked
-    FOR SHARE;
+    IF v_channel.max_concurrency IS NOT NULL THEN
+        -- Its locks are counted (message.is_counted): message_locked_ix.
+        PERFORM 1
+        FROM @extschema@.message AS m
+        WHERE m.channel_id = v_channel.id AND m.is_locked AND m.is_counted
+        FOR SHARE;
+    ELSIF p_max_concurrency IS NOT NULL THEN
+        -- It gets max_concurrency: its locks are counted from now on.  They
+        -- are not indexed apart: this walks the channel's messages, twice.
+        -- No new lock can be taken meanwhile (the channel row and guard).
+        PERFORM 1
+        FROM @extschema@.message AS m
+        WHERE m.channel_id = v_channel.id AND m.is_locked
+        FOR SHARE;
+        UPDATE @extschema@.message AS m
+        SET is_counted = TRUE
+        WHERE m.channel_id = v_channel.id AND m.is_locked AND NOT m.is_counted;
+    ELSIF p_max_size IS NOT NULL THEN
+        PERFORM 1
+        FROM @extschema@.message AS m
+        WHERE m.channel_id = v_channel.id AND m.is_locked
+        FOR SHARE;
+    END IF;
 
     IF p_max_concurrency IS NOT NULL THEN
         SELECT pg_catalog.count(*) INTO v_locked
         FROM @extschema@.message AS m
-        WHERE m.channel_id = v_channel.id AND m.is_locked;
+        WHERE m.channel_id = v_channel.id AND m.is_locked AND m.is_counted;
     END IF;
 
     IF p_max_size IS NOT NULL THEN

@@ -141,6 +141,7 @@ BEGIN
                 SET
                     dequeue_at = v_now + p_lock_ms,
                     is_locked = TRUE,
+                    is_counted = FALSE,
                     num_attempts = m.num_attempts + 1,
                     attempt_log = CASE
                         WHEN m.is_locked THEN
@@ -198,6 +199,7 @@ BEGIN
                         SET
                             dequeue_at = v_now + p_lock_ms,
                             is_locked = TRUE,
+                            is_counted = FALSE,
                             num_attempts = m.num_attempts + 1,
                             attempt_log = CASE
                                 WHEN m.is_locked THEN
@@ -291,6 +293,7 @@ BEGIN
             SET
                 dequeue_at = v_now + p_lock_ms,
                 is_locked = TRUE,
+                is_counted = (SELECT o.max_concurrency IS NOT NULL FROM served AS o),
                 num_attempts = m.num_attempts + 1,
                 attempt_log = CASE
                     WHEN m.is_locked THEN
@@ -367,6 +370,7 @@ BEGIN
                     SET
                         dequeue_at = v_now + p_lock_ms,
                         is_locked = TRUE,
+                        is_counted = (SELECT o.max_concurrency IS NOT NULL FROM served AS o),
                         num_attempts = m.num_attempts + 1,
                         attempt_log = CASE
                             WHEN m.is_locked THEN
@@ -434,7 +438,7 @@ BEGIN
                 -- (or a complete to free a slot), as in step 5.
                 SELECT m.dequeue_at INTO v_head
                 FROM @extschema@.message AS m
-                WHERE m.channel_id = v_channel_id AND m.is_locked
+                WHERE m.channel_id = v_channel_id AND m.is_locked AND m.is_counted
                 ORDER BY m.dequeue_at, m.id
                 LIMIT 1;
                 v_next := GREATEST(v_now, v_head);
