@@ -2699,88 +2699,14 @@ BEGIN
     -- (the back of the rotation, or waiting when nothing deliverable is
     -- left, or, at max_concurrency now, its first lock's expiry).  A front
     -- of the rotation without limits and with nothing deliverable is put in
-    -- its place and the next front tried (three at most).  When the channel
-    -- that comes first has a release interval, is at its max_concurrency, or
-    -- (a woken channel) has nothing deliverable or is held by another
-    -- consumer, the general way decides.
+    -- its place and the next front tried (three at most); when every front
+    -- is held by other consumers (or was tried), a due wake-up is served
+    -- instead.  When the channel that comes first has a release interval, is
+    -- at its max_concurrency, or (a woken channel) has nothing deliverable or
+    -- is held by another consumer, the general way decides.
     IF p_channel IS NULL AND v_limit = 1 AND NOT v_schedule_due
         AND (v_wake_at IS NOT NULL OR v_front_at IS NOT NULL) THEN
-        IF v_wake_at IS NOT NULL AND (v_front_at IS NULL OR v_wake_at <= v_front_at) THEN
-            -- The first due wake-up nobody else holds, and its channel if
-            -- it is still waiting (the row lock makes a channel_set wait;
-            -- its EvalPlanQual re-check reads the newest version).
-            WITH wake AS (
-                SELECT w.id, w.channel_id
-                FROM @extschema@.channel_wake AS w
-                WHERE w.wake_at <= v_now
-                ORDER BY w.wake_at, w.id
-                LIMIT 1
-                FOR UPDATE SKIP LOCKED
-            ),
-
-            served AS (
-                SELECT c.id, c.name, c.max_attempts, c.max_concurrency, c.num_locked, c.wait_at, c.next_at
-                FROM @extschema@.channel AS c
-                WHERE
-                    c.id = (SELECT k.channel_id FROM wake AS k)
-                    AND c.wait_at IS NOT NULL
-                    AND (c.max_concurrency IS NULL OR c.num_locked < c.max_concurrency)
-                    AND c.release_interval_ms = 0
-                    AND NOT c.is_paused
-                FOR NO KEY UPDATE SKIP LOCKED
-            ),
-
-            head AS (
-                SELECT q.id, q.dequeue_at, q.is_locked
-                FROM @extschema@.message AS q
-                WHERE
-                    q.channel_id = (SELECT o.id FROM served AS o)
-                    AND q.dequeue_at <= v_now
-                ORDER BY q.dequeue_at, q.id
-                LIMIT 1
-                FOR UPDATE OF q SKIP LOCKED
-            )
-
-            UPDATE @extschema@.message AS m
-            SET
-                dequeue_at = v_now + p_lock_ms,
-                is_locked = TRUE,
-                is_counted = (SELECT o.max_concurrency IS NOT NULL FROM served AS o),
-                num_attempts = m.num_attempts + 1,
-                attempt_log = CASE
-                    WHEN m.is_locked THEN
-                        @extschema@._attempt_log_append(
-                            m.attempt_log, m.num_attempts, v_now, 'lock expired'
-                        )
-                    ELSE m.attempt_log
-                END
-            WHERE
-                m.id = (SELECT h.id FROM head AS h)
-                -- An expired lock due for the dead letters: not here.
-                AND NOT (
-                    m.is_locked AND m.num_attempts >= (SELECT o.max_attempts FROM served AS o)
-                ) IS TRUE
-            RETURNING
-                m.id, m.content, m.state, m.num_attempts,
-                (SELECT h.dequeue_at FROM head AS h),
-                (SELECT h.is_locked FROM head AS h),
-                (SELECT o.name FROM served AS o),
-                (SELECT o.max_concurrency FROM served AS o),
-                (SELECT o.num_locked FROM served AS o),
-                (SELECT o.wait_at FROM served AS o),
-                (SELECT o.next_at FROM served AS o),
-                m.channel_id,
-                EXISTS (
-                    SELECT 1
-                    FROM @extschema@.message AS q
-                    WHERE
-                        q.channel_id = m.channel_id
-                        AND q.dequeue_at <= v_now
-                        AND q.id <> m.id
-                )
-            INTO id, content, state, num_attempts, dequeue_at, is_recovered,
-                channel, v_max_concurrency, v_locked, v_was_wait, v_was_next, v_channel_id, v_more;
-        ELSE
+        IF v_front_at IS NOT NULL AND (v_wake_at IS NULL OR v_front_at < v_wake_at) THEN
             -- The front of the rotation that no other consumer is serving.
             -- A front without limits that has nothing deliverable (its last
             -- messages were taken since it came round, or are held by other
@@ -2868,6 +2794,84 @@ BEGIN
                 PERFORM @extschema@._channel_nothing_ready(v_channel, v_now);
                 v_tried := v_tried || v_tried_id;
             END LOOP;
+        END IF;
+        -- The first due wake-up when it comes first, or when the rotation
+        -- had no front left that another consumer is not serving.
+        IF v_wake_at IS NOT NULL AND id IS NULL AND v_tried_id IS NULL THEN
+            -- The first due wake-up nobody else holds, and its channel if
+            -- it is still waiting (the row lock makes a channel_set wait;
+            -- its EvalPlanQual re-check reads the newest version).
+            WITH wake AS (
+                SELECT w.id, w.channel_id
+                FROM @extschema@.channel_wake AS w
+                WHERE w.wake_at <= v_now
+                ORDER BY w.wake_at, w.id
+                LIMIT 1
+                FOR UPDATE SKIP LOCKED
+            ),
+
+            served AS (
+                SELECT c.id, c.name, c.max_attempts, c.max_concurrency, c.num_locked, c.wait_at, c.next_at
+                FROM @extschema@.channel AS c
+                WHERE
+                    c.id = (SELECT k.channel_id FROM wake AS k)
+                    AND c.wait_at IS NOT NULL
+                    AND (c.max_concurrency IS NULL OR c.num_locked < c.max_concurrency)
+                    AND c.release_interval_ms = 0
+                    AND NOT c.is_paused
+                FOR NO KEY UPDATE SKIP LOCKED
+            ),
+
+            head AS (
+                SELECT q.id, q.dequeue_at, q.is_locked
+                FROM @extschema@.message AS q
+                WHERE
+                    q.channel_id = (SELECT o.id FROM served AS o)
+                    AND q.dequeue_at <= v_now
+                ORDER BY q.dequeue_at, q.id
+                LIMIT 1
+                FOR UPDATE OF q SKIP LOCKED
+            )
+
+            UPDATE @extschema@.message AS m
+            SET
+                dequeue_at = v_now + p_lock_ms,
+                is_locked = TRUE,
+                is_counted = (SELECT o.max_concurrency IS NOT NULL FROM served AS o),
+                num_attempts = m.num_attempts + 1,
+                attempt_log = CASE
+                    WHEN m.is_locked THEN
+                        @extschema@._attempt_log_append(
+                            m.attempt_log, m.num_attempts, v_now, 'lock expired'
+                        )
+                    ELSE m.attempt_log
+                END
+            WHERE
+                m.id = (SELECT h.id FROM head AS h)
+                -- An expired lock due for the dead letters: not here.
+                AND NOT (
+                    m.is_locked AND m.num_attempts >= (SELECT o.max_attempts FROM served AS o)
+                ) IS TRUE
+            RETURNING
+                m.id, m.content, m.state, m.num_attempts,
+                (SELECT h.dequeue_at FROM head AS h),
+                (SELECT h.is_locked FROM head AS h),
+                (SELECT o.name FROM served AS o),
+                (SELECT o.max_concurrency FROM served AS o),
+                (SELECT o.num_locked FROM served AS o),
+                (SELECT o.wait_at FROM served AS o),
+                (SELECT o.next_at FROM served AS o),
+                m.channel_id,
+                EXISTS (
+                    SELECT 1
+                    FROM @extschema@.message AS q
+                    WHERE
+                        q.channel_id = m.channel_id
+                        AND q.dequeue_at <= v_now
+                        AND q.id <> m.id
+                )
+            INTO id, content, state, num_attempts, dequeue_at, is_recovered,
+                channel, v_max_concurrency, v_locked, v_was_wait, v_was_next, v_channel_id, v_more;
         END IF;
         IF id IS NOT NULL THEN
             -- Its next place, as the general way's step 5 gives it: at

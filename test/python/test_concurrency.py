@@ -181,3 +181,33 @@ def test_a_message_another_consumer_holds_keeps_its_channel_in_the_rotation(db, 
         rows = other.execute("SELECT convert_from(content, 'UTF8') FROM lonnymq.message_dequeue(60000)").fetchall()
         delivered.update(r[0] for r in rows)
     assert delivered == {"x1", "y1"}, "the rolled-back x1 is delivered at once, with y1"
+
+
+def test_a_due_wake_up_is_served_when_every_front_is_held(db):
+    """0.6.0: when other consumers hold every channel at the front of the
+    rotation, a single-message dequeue serves the first due wake-up itself
+    instead of handing the call to the general way (which costs several times
+    a dequeue: with 64 channels and 8 consumers it took 7-10% of the calls).
+    Real holders: two consumers in open transactions, each serving a front."""
+    setup = db.connect()
+    setup.execute("SELECT lonnymq.message_create(c, convert_to(c || g, 'UTF8')) "
+                  "FROM unnest(ARRAY['f', 'g']) AS c, generate_series(1, 3) AS g")
+    # f1 and g1 served from their wake-ups: f and g are in the rotation.
+    for _ in range(2):
+        setup.execute("SELECT lonnymq.message_complete(d.id, d.num_attempts) FROM lonnymq.message_dequeue(60000) AS d")
+    holders = [db.connect(autocommit=False) for _ in range(2)]
+    held = [h.execute("SELECT convert_from(content, 'UTF8') FROM lonnymq.message_dequeue(60000)").fetchall()
+            for h in holders]
+    assert sorted(held) == [[("f2",)], [("g2",)]]
+    setup.execute("SELECT lonnymq.message_create('w', 'w1')")
+    consumer = db.connect(autocommit=False)
+    consumer.execute("SET LOCAL track_functions = 'pl'")
+    got = consumer.execute("SELECT convert_from(content, 'UTF8') FROM lonnymq.message_dequeue(60000)").fetchall()
+    general = consumer.execute(
+        "SELECT coalesce(pg_stat_get_xact_function_calls('lonnymq._message_dequeue_general'::regproc), 0)"
+    ).fetchone()[0]
+    consumer.commit()
+    for h in holders:
+        h.rollback()
+    assert got == [("w1",)]
+    assert general == 0, "the wake-up must be served without the general way"
