@@ -460,8 +460,8 @@ BEGIN
                     v_next := v_head;
                 END IF;
             END IF;
-            -- A channel woken from waiting that goes back to waiting (no
-            -- limit to count) keeps its row as it is when that is still
+            -- A channel woken from waiting that goes back to waiting keeps
+            -- its place as it is when that is still
             -- true: it was waiting from wait_at, no later than its new head,
             -- with its turn (next_at, in the future) no later than that.
             -- Producers then go on leaving wake-ups for messages before
@@ -469,12 +469,13 @@ BEGIN
             -- nothing, and sends it to wait until its head then).  So a
             -- channel that gets one message at a time, each taken before the
             -- next arrives, is written about once per lock period, not once
-            -- per message.  (Not a channel with max_concurrency: its count
-            -- changed.  Its last_served_at stays older: only a release
-            -- interval reads it, and this way serves no channel with one.)
+            -- per message.  A channel with max_concurrency has only its count
+            -- written (no indexed column changes: a HOT update); the row of
+            -- one without is not written at all.  (Its last_served_at stays
+            -- older: only a release interval reads it, and this way serves no
+            -- channel with one.)
             v_stays := COALESCE(
-                v_max_concurrency IS NULL
-                AND v_wait IS NOT NULL
+                v_wait IS NOT NULL
                 AND v_was_next > v_now
                 AND v_was_next <= v_was_wait
                 AND v_was_wait <= v_wait,
@@ -497,12 +498,15 @@ BEGIN
 
             UPDATE @extschema@.channel AS c
             SET
-                next_at = v_next,
-                turn = pg_catalog.nextval('@extschema@.channel_turn_seq'),
-                wait_at = v_wait,
-                last_served_at = v_now,
+                next_at = CASE WHEN v_stays THEN c.next_at ELSE v_next END,
+                turn = CASE
+                    WHEN v_stays THEN c.turn
+                    ELSE pg_catalog.nextval('@extschema@.channel_turn_seq')
+                END,
+                wait_at = CASE WHEN v_stays THEN c.wait_at ELSE v_wait END,
+                last_served_at = CASE WHEN v_stays THEN c.last_served_at ELSE v_now END,
                 num_locked = v_locked
-            WHERE c.id = v_channel_id AND NOT v_stays;
+            WHERE c.id = v_channel_id AND NOT (v_stays AND v_max_concurrency IS NULL);
             RETURN NEXT;
             RETURN;
         END IF;

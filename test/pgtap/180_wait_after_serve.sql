@@ -3,7 +3,7 @@
 -- channel's last deliverable message sends the channel to wait in the same
 -- write, instead of leaving it in the rotation to be visited, and found
 -- empty, by a later call.
-SELECT plan(35);
+SELECT plan(41);
 
 SELECT lonnymq.message_create('A', 'a1');
 SELECT lonnymq.message_create('B', 'b1'), lonnymq.message_create('B', 'b2');
@@ -175,6 +175,45 @@ SELECT is(
 SELECT ok(
     (SELECT c.next_at IS NULL AND c.wait_at = 9223372036854775807 FROM lonnymq.channel AS c WHERE c.name = 'U'),
     'and U, empty, is out of the rotation'
+);
+
+-- Since 0.6.0 a channel with max_concurrency woken and sent back to waiting
+-- keeps its place the same way, and only its count is written.  The other
+-- channels are paused out of the way (Z too, served last and alone: it
+-- stays in the rotation).
+SELECT count(lonnymq.channel_pause(c.name)) FROM lonnymq.channel AS c;
+SELECT lonnymq.channel_set('L', p_max_concurrency => 3);
+SELECT lonnymq.message_create('L', 'l1');
+SELECT lonnymq.message_create('O', 'o1');
+SELECT lonnymq.message_create('Z', 'z1');
+SELECT d.channel || ':' || lonnymq.message_complete(d.id, d.num_attempts) AS done1
+FROM lonnymq.message_dequeue(60000) AS d \gset
+SELECT d.channel || ':' || lonnymq.message_complete(d.id, d.num_attempts) AS done2
+FROM lonnymq.message_dequeue(60000) AS d \gset
+SELECT d.channel || ':' || lonnymq.message_complete(d.id, d.num_attempts) AS done3
+FROM lonnymq.message_dequeue(60000) AS d \gset
+SELECT is(
+    :'done1' || ' ' || :'done2' || ' ' || :'done3',
+    'L:true O:true Z:true',
+    'L (max_concurrency 3), O and Z are served and completed'
+);
+SELECT lonnymq.channel_pause('Z');
+SELECT c.wait_at AS l_wait, c.next_at AS l_next, c.turn AS l_turn
+FROM lonnymq.channel AS c WHERE c.name = 'L' \gset
+SELECT ok(:l_wait > pg_temp.lmq_now() AND :l_next = :l_wait, 'L waits for its completed lock''s expiry');
+SELECT lonnymq.message_create('L', 'l2');
+SELECT lonnymq.message_create('O', 'o2');
+SELECT is(pg_temp.lmq_take(), 'L:l2', 'L, woken first, is served');
+SELECT is(
+    (SELECT c.wait_at || ' ' || c.next_at || ' ' || c.turn || ' ' || c.num_locked FROM lonnymq.channel AS c WHERE c.name = 'L'),
+    :l_wait || ' ' || :l_next || ' ' || :l_turn || ' 1',
+    'and keeps its place: only its count (one lock) is written'
+);
+SELECT is(pg_temp.lmq_take(), 'O:o2', 'then O');
+SELECT is(
+    (SELECT count(*) FROM lonnymq.message_dequeue(60000, 1, 'L')),
+    0::bigint,
+    'L has nothing deliverable'
 );
 
 SELECT * FROM finish();
