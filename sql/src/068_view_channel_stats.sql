@@ -1,7 +1,8 @@
--- Per-channel figures for monitoring.  Cost: for each channel, two passes
--- over its entries in message_channel_ix (index ranges, never a scan of the
--- message table; the second reads the rows, for is_locked), one probe for
--- the head and one range of dead_letter_channel_ix.  Counts are exact as of the
+-- Per-channel figures for monitoring.  Cost: for each channel, one pass
+-- over its entries in message_channel_ix, reading the rows (for is_locked:
+-- since 0.6.0 message_locked_ix holds only the locks of channels with
+-- max_concurrency), one probe for the head and one range of
+-- dead_letter_channel_ix; never a scan of the message table.  Counts are exact as of the
 -- statement's snapshot:
 --   ready:     deliverable now (dequeue_at <= now, not locked)
 --   scheduled: not locked, deliverable later (future dequeue_at, deferred)
@@ -12,7 +13,7 @@
 --     the age of its oldest ready message unless priorities reorder it.
 -- Uses only pg_catalog functions, so any role with SELECT on it can read it
 -- (the admin access set has SELECT on lonnymq's tables and views).
-CREATE VIEW @extschema@.channel_stats AS
+CREATE OR REPLACE VIEW @extschema@.channel_stats AS
 WITH clock AS (
     SELECT
         pg_catalog.floor(
@@ -22,9 +23,9 @@ WITH clock AS (
 
 SELECT
     c.name AS channel,
-    n.due - l.expired AS ready,
-    n.total - n.due - (l.locked - l.expired) AS scheduled,
-    l.locked,
+    n.due - n.expired AS ready,
+    n.total - n.due - (n.locked - n.expired) AS scheduled,
+    n.locked,
     d.dead,
     clock.now_ms - greatest(h.dequeue_at, h.created_at) AS oldest_ready_age_ms,
     c.is_paused,
@@ -45,18 +46,14 @@ CROSS JOIN
     LATERAL (
         SELECT
             pg_catalog.count(*) AS total,
-            pg_catalog.count(*) FILTER (WHERE m.dequeue_at <= clock.now_ms) AS due
+            pg_catalog.count(*) FILTER (WHERE m.dequeue_at <= clock.now_ms) AS due,
+            pg_catalog.count(*) FILTER (WHERE m.is_locked) AS locked,
+            pg_catalog.count(*) FILTER (
+                WHERE m.is_locked AND m.dequeue_at <= clock.now_ms
+            ) AS expired
         FROM @extschema@.message AS m
         WHERE m.channel_id = c.id
     ) AS n
-CROSS JOIN
-    LATERAL (
-        SELECT
-            pg_catalog.count(*) AS locked,
-            pg_catalog.count(*) FILTER (WHERE m.dequeue_at <= clock.now_ms) AS expired
-        FROM @extschema@.message AS m
-        WHERE m.channel_id = c.id AND m.is_locked
-    ) AS l
 CROSS JOIN
     LATERAL (
         SELECT pg_catalog.count(*) AS dead

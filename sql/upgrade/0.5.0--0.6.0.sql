@@ -25,3 +25,8 @@ DROP INDEX @extschema@.message_locked_ix;
 DROP FUNCTION @extschema@._message_take(
     bigint, bigint, bigint, integer, boolean, integer, boolean, text, bigint
 );
+
+-- channel_stats counts locks in its one pass over message_channel_ix (they
+-- are no longer all in message_locked_ix).  Same columns: replaced in place,
+-- its grants kept.
+-- @include sql/src/068_view_channel_stats.sql
