@@ -1910,16 +1910,13 @@ BEGIN
         WHERE m.channel_id = v_channel.id AND m.is_locked AND m.is_counted
         FOR SHARE;
     ELSIF p_max_concurrency IS NOT NULL THEN
-        -- It gets max_concurrency: its locks are counted from now on.  They
-        -- are not indexed apart: this walks the channel's messages, twice.
-        -- No new lock can be taken meanwhile (the channel row and guard).
-        PERFORM 1
-        FROM @extschema@.message AS m
-        WHERE m.channel_id = v_channel.id AND m.is_locked
-        FOR SHARE;
+        -- It gets max_concurrency: its locks are counted from now on.  The
+        -- UPDATE waits for their row locks as FOR SHARE does.  They are not
+        -- indexed apart: this walks the channel's messages once.  No new
+        -- lock can be taken meanwhile (the channel row and guard).
         UPDATE @extschema@.message AS m
         SET is_counted = TRUE
-        WHERE m.channel_id = v_channel.id AND m.is_locked AND NOT m.is_counted;
+        WHERE m.channel_id = v_channel.id AND m.is_locked;
     ELSIF p_max_size IS NOT NULL THEN
         PERFORM 1
         FROM @extschema@.message AS m
@@ -2868,8 +2865,10 @@ BEGIN
                 FROM front AS f
                 LEFT JOIN head AS h ON TRUE
                 LEFT JOIN taken AS t ON TRUE;
-                -- Served; or no front; or a front with limits, or whose
-                -- first message is due for the dead letters: the general way.
+                -- Served; or no front left (all the row targets are NULL
+                -- then, v_tried_id too: a due wake-up is served below); or a
+                -- front with limits, or whose first message is due for the
+                -- dead letters: the general way.
                 EXIT WHEN NOT FOUND OR id IS NOT NULL OR v_head_id IS NOT NULL OR NOT v_plain;
                 SELECT c.* INTO v_channel
                 FROM @extschema@.channel AS c

@@ -333,8 +333,10 @@ BEGIN
                 FROM front AS f
                 LEFT JOIN head AS h ON TRUE
                 LEFT JOIN taken AS t ON TRUE;
-                -- Served; or no front; or a front with limits, or whose
-                -- first message is due for the dead letters: the general way.
+                -- Served; or no front left (all the row targets are NULL
+                -- then, v_tried_id too: a due wake-up is served below); or a
+                -- front with limits, or whose first message is due for the
+                -- dead letters: the general way.
                 EXIT WHEN NOT FOUND OR id IS NOT NULL OR v_head_id IS NOT NULL OR NOT v_plain;
                 SELECT c.* INTO v_channel
                 FROM @extschema@.channel AS c
