@@ -12,6 +12,11 @@ the measurement window (after the warm-up) through a queue:
                time travels in the message: 8 bytes, int8send of epoch µs)
     calls      per call type (create / dequeue / complete): count, total
                seconds and a sample of durations, measured in the client
+    cpu        CPU seconds spent in the window (from its first measured
+               iteration to the loop's end) by this client process
+               (getrusage), by its server backend (/proc/PID/stat, when
+               the server runs on this machine) and by the whole machine
+               (/proc/stat), with the window's wall-clock seconds
 
 The SQL each workload sends is in this file; batches use lonnymq 0.2.0's
 message_create_batch and message_complete_batch.
@@ -20,6 +25,8 @@ message_create_batch and message_complete_batch.
 from __future__ import annotations
 
 import functools
+import os
+import resource
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -68,6 +75,29 @@ class _Stats:
         self.error_samples: list[str] = []
         self.latency_us: list[int] = []
         self.calls: dict[str, list] = {}  # type -> [count, total_s, samples]
+        self.backend_pid: int | None = None
+        self._cpu0: tuple | None = None
+        self.cpu: dict | None = None
+
+    def cpu_snapshot(self) -> tuple:
+        """(wall, client CPU s, backend CPU s or None, machine busy CPU s or None)."""
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        return (time.monotonic(), ru.ru_utime + ru.ru_stime,
+                backend_cpu_s(self.backend_pid), machine_busy_s())
+
+    def cpu_begin(self) -> None:
+        self._cpu0 = self.cpu_snapshot()
+
+    def cpu_end(self) -> None:
+        if self._cpu0 is None:
+            return
+        a, b = self._cpu0, self.cpu_snapshot()
+        self.cpu = {
+            "wall_s": b[0] - a[0],
+            "client_s": b[1] - a[1],
+            "backend_s": None if a[2] is None or b[2] is None else b[2] - a[2],
+            "machine_s": None if a[3] is None or b[3] is None else b[3] - a[3],
+        }
 
     def call(self, kind: str, seconds: float, n: int = 1) -> None:
         c = self.calls.setdefault(kind, [0, 0.0, []])
@@ -84,7 +114,45 @@ class _Stats:
             "error_samples": self.error_samples[:5],
             "latency_us": self.latency_us,
             "calls": {k: {"count": v[0], "total_s": v[1], "samples": v[2]} for k, v in self.calls.items()},
+            "cpu": self.cpu,
         }
+
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def backend_cpu_s(pid: int | None) -> float | None:
+    """User + system CPU seconds of a local process (a server backend), or None
+    when it cannot be read (a remote server, another OS)."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def machine_busy_s() -> float | None:
+    """CPU seconds the whole machine spent busy (all CPUs, /proc/stat: user,
+    nice, system, irq and softirq; not idle, iowait or steal), or None."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:8]]
+        return (v[0] + v[1] + v[2] + v[5] + v[6]) / _TICK
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _measuring(stats: _Stats, now: float, window: float) -> bool:
+    """Whether this iteration is in the measurement window; the first one that
+    is takes the CPU snapshot the window's CPU figures start from."""
+    if now < window:
+        return False
+    if stats._cpu0 is None:
+        stats.cpu_begin()
+    return True
 
 
 # --------------------------------------------------------------------- lonnymq calls
@@ -255,7 +323,9 @@ def client_main(
             window = start + warmup
             end = window + duration
             loop = _LOOPS[workload.kind]
+            stats.backend_pid = conn.info.backend_pid
             loop(cur, conn, index, workload, window, end, stats, progress)
+            stats.cpu_end()
     except Exception as exc:  # noqa: BLE001
         out_queue.put({"index": index, "fatal": "".join(traceback.format_exception(exc))[-2000:]})
         return
@@ -290,7 +360,7 @@ def _loop_lifecycle(cur, conn, index, wl: Workload, window, end, stats, progress
         now = time.monotonic()
         if now >= end:
             break
-        measuring = now >= window
+        measuring = _measuring(stats, now, window)
         try:
             channel = channels[i % len(channels)]
             i += 1
@@ -332,7 +402,7 @@ def _loop_batch(cur, conn, index, wl: Workload, window, end, stats, progress):
         now = time.monotonic()
         if now >= end:
             break
-        measuring = now >= window
+        measuring = _measuring(stats, now, window)
         try:
             channel = channels[i % len(channels)]
             i += 1
@@ -369,7 +439,7 @@ def _loop_amo(cur, conn, index, wl: Workload, window, end, stats, progress):
         now = time.monotonic()
         if now >= end:
             break
-        measuring = now >= window
+        measuring = _measuring(stats, now, window)
         try:
             t0 = clock()
             cur.execute(SQL_BASE_INSERT)
@@ -400,7 +470,7 @@ def _loop_alo(cur, conn, index, wl: Workload, window, end, stats, progress):
         now = time.monotonic()
         if now >= end:
             break
-        measuring = now >= window
+        measuring = _measuring(stats, now, window)
         try:
             t0 = clock()
             cur.execute(SQL_BASE_INSERT)

@@ -53,6 +53,11 @@ def classify(query: str) -> str | None:
         return "dequeue"
     if "message_complete" in q:
         return "complete"
+    if "bench_floor." in q:  # the floor's three functions
+        for kind in ("create", "dequeue", "complete"):
+            if f"bench_floor.{kind}(" in q:
+                return kind
+        return None
     if "bench_queue" in q:
         if q.startswith("insert"):
             return "create"

@@ -282,6 +282,8 @@ def markdown(data: dict, plots: dict, args) -> str:
             L.append(f"| {key} | " + " | ".join(f"{x:,.0f}" for x in vals) + " |")
         L.append("")
 
+    L.extend(cpu_section(data, n))
+
     L.append("## Results\n")
     L.append("Columns: consumed messages/s in the measured window; × amo = ratio to the at-most-once "
              "baseline at the same client count; latency = create-to-dequeue (server clock at delivery − "
@@ -348,6 +350,38 @@ def markdown(data: dict, plots: dict, args) -> str:
                     f"`{f['function'].split('.')[-1]}` {f['self_mean_ms']:.3f} ms × {f['calls']:,}" for f in fns)
                     + ".\n")
     return "\n".join(L) + "\n"
+
+
+def cpu_section(data: dict, n: int) -> list[str]:
+    """Where the CPU goes at n clients: µs per consumed message, by the client
+    processes, their backends and the rest of the machine."""
+    rs = [r for r in data["runs"] if r["clients"] == n and (r.get("cpu_per_msg") or {}).get("total_us")]
+    if not rs:
+        return []
+    ref = [r["cpu_per_msg"]["total_us"] for r in rs if r["variant"] in (REFERENCE, REFERENCE + "_end")]
+    ref_total = sum(ref) / len(ref) if ref else None
+    L = [f"## Where the CPU goes ({n} clients)\n",
+         "CPU time per consumed message in the measured window, in µs: the client processes "
+         "(getrusage), their server backends (/proc/PID/stat) and the rest of the machine (busy time "
+         "from /proc/stat minus both: autovacuum, the WAL writer, the checkpointer, the benchmark's "
+         "main process). The clients run on the server's machine, so when its cores are all busy "
+         "msg/s is about cores ÷ total: a throughput ratio is the inverse ratio of the totals, and "
+         "a target of 0.5 × the at-most-once baseline means a total of at most twice the baseline's. "
+         "× amo = the total against the at-most-once baseline's (mean of its two runs).\n",
+         "| variant | msg/s | client | backends | other | total | × amo total | cores busy |",
+         "|---|---|---|---|---|---|---|---|"]
+
+    def us(v):
+        return "–" if v is None else f"{v:,.0f}"
+
+    for r in rs:
+        c = r["cpu_per_msg"]
+        x = c["total_us"] / ref_total if ref_total else None
+        busy = "–" if c["cores_busy"] is None else f"{c['cores_busy']:.2f}"
+        L.append(f"| {r['title']} | {r['msgs_per_s']:,.0f} | {us(c['client_us'])} | {us(c['backend_us'])} "
+                 f"| {us(c['other_us'])} | {us(c['total_us'])} | {fmt_ratio(x)} | {busy} |")
+    L.append("")
+    return L
 
 
 def _builds(data: dict) -> str:

@@ -254,7 +254,8 @@ def run_clients(dsn: str, workload: Workload, n: int, warmup: float, duration: f
     fatal = [r["fatal"] for r in results if "fatal" in r]
     if fatal or len(results) < n:
         raise RuntimeError(f"{label}: {n - len(results) + len(fatal)} client(s) failed:\n" + "\n".join(fatal[:3]))
-    merged = {"consumed": 0, "empty": 0, "errors": 0, "error_samples": [], "latency_us": [], "calls": {}}
+    merged = {"consumed": 0, "empty": 0, "errors": 0, "error_samples": [], "latency_us": [], "calls": {},
+              "cpu": merge_cpu([r.get("cpu") for r in results])}
     for r in results:
         merged["consumed"] += r["consumed"]
         merged["empty"] += r["empty"]
@@ -269,6 +270,42 @@ def run_clients(dsn: str, workload: Workload, n: int, warmup: float, duration: f
     if sampler:
         merged["waits"] = sampler.table()
     return merged
+
+
+def merge_cpu(cpus: list) -> dict | None:
+    """The clients' CPU figures of one run: client and backend CPU summed over the
+    clients (None when a backend could not be read), the machine's busy CPU and
+    the window's wall clock averaged (every client measured the same machine over
+    nearly the same window)."""
+    if not cpus or any(c is None for c in cpus):
+        return None
+    n = len(cpus)
+    backends = [c["backend_s"] for c in cpus]
+    machines = [c["machine_s"] for c in cpus]
+    return {
+        "wall_s": sum(c["wall_s"] for c in cpus) / n,
+        "client_s": sum(c["client_s"] for c in cpus),
+        "backend_s": None if None in backends else sum(backends),
+        "machine_s": None if None in machines else sum(machines) / n,
+    }
+
+
+def cpu_per_message(cpu: dict | None, consumed: int) -> dict | None:
+    """µs of CPU per consumed message: the clients, their backends, the rest of
+    the machine (other backends: autovacuum, WAL writer, checkpointer; and the
+    benchmark's own main process), and the machine's cores kept busy."""
+    if not cpu or consumed <= 0:
+        return None
+    out = {"client_us": 1e6 * cpu["client_s"] / consumed, "backend_us": None, "other_us": None,
+           "total_us": None, "cores_busy": None}
+    if cpu["backend_s"] is not None:
+        out["backend_us"] = 1e6 * cpu["backend_s"] / consumed
+    if cpu["machine_s"] is not None:
+        out["total_us"] = 1e6 * cpu["machine_s"] / consumed
+        out["cores_busy"] = cpu["machine_s"] / cpu["wall_s"] if cpu["wall_s"] > 0 else None
+        if out["backend_us"] is not None:
+            out["other_us"] = out["total_us"] - out["client_us"] - out["backend_us"]
+    return out
 
 
 def _pct(values: list, q: float):
@@ -309,6 +346,7 @@ def summarise(v: Variant, n: int, raw: dict, duration: float) -> dict:
             "max_ms": max(lat) / 1000 if lat else None,
         },
         "client_calls": calls,
+        "cpu_per_msg": cpu_per_message(raw.get("cpu"), raw["consumed"]),
     }
 
 

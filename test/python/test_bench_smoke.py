@@ -1,10 +1,12 @@
 """The benchmark harness (bench/run.py) still runs: one scenario and the
-at-most-once baseline, 2 clients, ~2 s each, against the test cluster (as an
-external server: PGHOST/PGPORT).  Asserts only that the report is written and
-holds the scenario rows; never a throughput figure."""
+at-most-once baseline and the floor, 2 clients, ~2 s each, against the test
+cluster (as an external server: PGHOST/PGPORT).  Asserts that the report is
+written, holds the scenario rows and the CPU shares; never a throughput
+figure."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -17,10 +19,10 @@ def test_bench_harness_writes_a_report(cluster, tmp_path):
     env.update(PGHOST=str(cluster.socket_dir), PGPORT=str(cluster.port), PGUSER=cluster.superuser)
     proc = subprocess.run(
         [sys.executable, str(REPO_ROOT / "bench" / "run.py"),
-         "--scenarios", "lifecycle_1ch,baseline_amo", "--clients", "2",
+         "--scenarios", "lifecycle_1ch,baseline_amo,baseline_floor", "--clients", "2",
          "--duration", "1.5", "--warmup", "0.5", "--profile", "0", "--no-plots",
          "--out", str(tmp_path), "--name", "smoke"],
-        env=env, capture_output=True, text=True, timeout=60,
+        env=env, capture_output=True, text=True, timeout=120,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = (tmp_path / "smoke.md").read_text()
@@ -28,3 +30,33 @@ def test_bench_harness_writes_a_report(cluster, tmp_path):
     assert "| one channel | 2 |" in report
     assert "| at-most-once: DELETE" in report
     assert "## Targets" in report
+
+    assert "## Where the CPU goes (2 clients)" in report
+    data = json.loads((tmp_path / "smoke.json").read_text())
+    runs = {r["variant"]: r for r in data["runs"]}
+    for key in ("lifecycle_1ch", "baseline_amo", "baseline_floor"):
+        cpu = runs[key]["cpu_per_msg"]
+        # the cluster runs on this machine: every share can be read
+        assert cpu["client_us"] > 0 and cpu["backend_us"] > 0 and cpu["total_us"] > 0, (key, cpu)
+        assert 0 < cpu["cores_busy"] <= data["env"]["cores"] + 0.5, (key, cpu)
+
+
+def test_server_times_are_classified_for_every_variant():
+    """The report's per-call server times come from pg_stat_statements, matched to
+    create / dequeue / complete by their SQL: the floor's calls must match too
+    (before, its columns silently fell back to the client's round trips)."""
+    sys.path.insert(0, str(REPO_ROOT))
+    from bench import clients as c
+    from bench.profile import classify
+
+    def norm(sql):  # as pg_stat_statements shows it: parameters as $n
+        return sql.replace("%s", "$1")
+
+    expected = {
+        c.SQL_CREATE: "create", c.SQL_DEQUEUE: "dequeue", c.SQL_COMPLETE: "complete",
+        c.SQL_FLOOR_CREATE: "create", c.SQL_FLOOR_DEQUEUE: "dequeue", c.SQL_FLOOR_COMPLETE: "complete",
+        c.SQL_BASE_INSERT: "create", c.SQL_BASE_AMO: "dequeue", c.SQL_BASE_LOCK: "dequeue",
+        c.SQL_BASE_DELETE: "complete",
+    }
+    for sql, kind in expected.items():
+        assert classify(norm(sql)) == kind, sql
