@@ -46,12 +46,18 @@ def run_of(data: dict, key: str, clients: int) -> dict | None:
     return None
 
 
-def reference_rate(data: dict, clients: int) -> float | None:
-    """The at-most-once baseline at this client count: the mean of its run at the
-    start and its run at the end (drift check), whichever exist."""
-    vals = [r["msgs_per_s"] for k in (REFERENCE, REFERENCE + "_end")
-            if (r := run_of(data, k, clients)) and r["msgs_per_s"] > 0]
+def reference_mean(data: dict, clients: int, value) -> float | None:
+    """A figure of the at-most-once baseline at this client count: the mean of
+    value(run) over its run at the start and its run at the end (drift check),
+    whichever exist and have it (value returns None or 0 when a run has not)."""
+    vals = [v for k in (REFERENCE, REFERENCE + "_end")
+            if (r := run_of(data, k, clients)) and (v := value(r))]
     return sum(vals) / len(vals) if vals else None
+
+
+def reference_rate(data: dict, clients: int) -> float | None:
+    """The at-most-once baseline's msg/s at this client count (reference_mean)."""
+    return reference_mean(data, clients, lambda r: r["msgs_per_s"] if r["msgs_per_s"] > 0 else None)
 
 
 def server_ms(run: dict, kind: str) -> float | None:
@@ -358,8 +364,7 @@ def cpu_section(data: dict, n: int) -> list[str]:
     rs = [r for r in data["runs"] if r["clients"] == n and (r.get("cpu_per_msg") or {}).get("total_us")]
     if not rs:
         return []
-    ref = [r["cpu_per_msg"]["total_us"] for r in rs if r["variant"] in (REFERENCE, REFERENCE + "_end")]
-    ref_total = sum(ref) / len(ref) if ref else None
+    ref_total = reference_mean(data, n, lambda r: (r.get("cpu_per_msg") or {}).get("total_us"))
     L = [f"## Where the CPU goes ({n} clients)\n",
          "CPU time per consumed message in the measured window, in µs: the client processes "
          "(getrusage), their server backends (/proc/PID/stat) and the rest of the machine (busy time "
