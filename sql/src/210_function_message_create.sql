@@ -107,6 +107,13 @@ BEGIN
                 AND w.wake_at <= GREATEST(v_dequeue_at, v_now)
         );
     END IF;
+    -- Below the channel's floor (a past or negative dequeue_at, or a
+    -- transaction older than the floor), or read from an old snapshot: a
+    -- mark, so that batch dequeues walk the channel from its beginning.
+    IF v_dequeue_at < v_channel.floor_at
+        OR pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
+        PERFORM @extschema@._channel_floor_mark(v_channel.id, v_channel.floor_at, v_dequeue_at);
+    END IF;
     IF v_channel.notify AND v_dequeue_at <= v_now AND NOT v_channel.is_paused THEN
         PERFORM pg_catalog.pg_notify('lonnymq', p_channel);
     END IF;

@@ -178,17 +178,34 @@ BEGIN
                     AND NOT v_channel.is_paused
                     AND v_channel.next_at <= v_now THEN
                     -- A batch, in one statement: lock the channel's first
-                    -- p_limit deliverable messages (one range scan), update
-                    -- each by primary key (the locked rows drive the join),
-                    -- and return them in delivery order.  An expired lock due
-                    -- for the dead letters among them: nothing is updated and
-                    -- the general way takes over (it buries that one; the row
-                    -- locks taken here are this transaction's own).
+                    -- p_limit deliverable messages (one range scan, from the
+                    -- channel's floor_at when it has no floor mark: not over
+                    -- the index entries of the messages consumed since the
+                    -- last VACUUM), update each by primary key (the locked
+                    -- rows drive the join), and return them in delivery
+                    -- order.  An expired lock due for the dead letters among
+                    -- them: nothing is updated and the general way takes
+                    -- over (it buries that one; the row locks taken here are
+                    -- this transaction's own).
                     RETURN QUERY
                     WITH head AS (
                         SELECT q.id, q.dequeue_at, q.is_locked, q.num_attempts
                         FROM @extschema@.message AS q
-                        WHERE q.channel_id = v_channel.id AND q.dequeue_at <= v_now
+                        WHERE
+                            q.channel_id = v_channel.id
+                            AND q.dequeue_at >= (
+                                SELECT CASE
+                                    WHEN EXISTS (
+                                        SELECT 1
+                                        FROM @extschema@.channel_floor_mark AS k
+                                        WHERE k.channel_id = f.id
+                                    ) THEN -9223372036854775808
+                                    ELSE COALESCE(f.floor_at, -9223372036854775808)
+                                END
+                                FROM @extschema@.channel AS f
+                                WHERE f.id = v_channel.id
+                            )
+                            AND q.dequeue_at <= v_now
                         ORDER BY q.dequeue_at, q.id
                         LIMIT v_limit
                         FOR UPDATE SKIP LOCKED
@@ -225,6 +242,14 @@ BEGIN
                     FROM taken AS t
                     ORDER BY t.old_at, t.id;
                     IF FOUND THEN
+                        -- At most once a second, when no producer of the
+                        -- channel is in flight: raise the floor to its
+                        -- first message (_channel_floor_raise).
+                        IF (v_channel.floor_checked_at IS NULL OR v_channel.floor_checked_at <= v_now - 1000)
+                            AND pg_catalog.current_setting('transaction_isolation') = 'read committed'
+                            AND @extschema@._channel_guard_try_exclusive(v_channel.name) THEN
+                            PERFORM @extschema@._channel_floor_raise(v_channel.id, v_now);
+                        END IF;
                         RETURN;
                     END IF;
                 END IF;

@@ -1,7 +1,8 @@
 \ir include/setup.psql
 -- message_dequeue's fast path (0.3.0): one eligible channel without limits
--- is served without locking or writing its row, alone or in batches, and
--- the rotation is what it would have been.
+-- is served without locking or writing its row, alone or in batches (but
+-- for a batch's floor raise, at most once a second: 0.7.0), and the
+-- rotation is what it would have been.
 SELECT plan(18);
 
 CREATE FUNCTION pg_temp.take(p_limit integer DEFAULT 1, p_lock_ms bigint DEFAULT 60000)
@@ -30,8 +31,29 @@ SELECT is(pg_temp.take(), 'solo:a', 'a is delivered');
 SELECT pg_temp.row_of('solo') AS solo_row \gset
 SELECT is(pg_temp.take(), 'solo:b', 'b, from the only eligible channel');
 SELECT is(pg_temp.row_of('solo'), :'solo_row', 'the channel row was neither locked nor written');
+-- The channel's place in the rotation, its count and its wait: what a write
+-- of the fast path would change.
+CREATE FUNCTION pg_temp.place_of(p_channel text)
+RETURNS text
+LANGUAGE sql
+AS $$
+    SELECT concat_ws(' ', c.next_at, c.turn, c.wait_at, c.last_served_at, c.num_locked)
+    FROM lonnymq.channel AS c WHERE c.name = p_channel
+$$;
+SELECT pg_temp.place_of('solo') AS solo_place \gset
 SELECT is(pg_temp.take(5), 'solo:c,solo:d', 'a batch from the only eligible channel, in order');
-SELECT is(pg_temp.row_of('solo'), :'solo_row', 'the batch did not lock or write the channel row either');
+-- 0.7.0: a batch raises its channel's floor (channel.floor_at), at most
+-- once a second: then, and only then, it writes the row, and only that.
+SELECT is(
+    (SELECT pg_temp.place_of('solo') || ' raised ' || (c.floor_checked_at IS NOT NULL)
+     FROM lonnymq.channel AS c WHERE c.name = 'solo'),
+    :'solo_place' || ' raised true',
+    'the batch wrote the channel row only to raise its floor'
+);
+-- As if the floor had just been raised: the batches below come within the
+-- second, and must not write the row.
+UPDATE lonnymq.channel SET floor_checked_at = pg_temp.lmq_now() + 60000 WHERE name = 'solo';
+SELECT pg_temp.row_of('solo') AS solo_row \gset
 
 -- What a delivery returns: the dequeue_at before the lock, is_recovered.
 SELECT lonnymq.message_create('solo', 'urgent', -5) AS urgent_id \gset

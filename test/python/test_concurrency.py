@@ -211,3 +211,82 @@ def test_a_due_wake_up_is_served_when_every_front_is_held(db):
         h.rollback()
     assert got == [("w1",)]
     assert general == 0, "the wake-up must be served without the general way"
+
+
+
+def test_batch_consumers_miss_nothing_below_a_moving_floor(db):
+    """0.7.0: batch dequeues walk a channel from its floor, which they raise
+    once a second.  Consumers take batches from a standing backlog (the fast
+    path, from the floor) while producers create priority messages below it
+    (negative dequeue_at; some in REPEATABLE READ).  Every message is
+    delivered once, and each priority message within a few batches of its
+    commit, not after the backlog (a message below the floor that batches
+    passed over would wait for the channel to drain)."""
+    backlog, consumers, batch, urgent_per_producer, producers = 8000, 3, 20, 25, 2
+    with db.connect() as conn:
+        conn.execute("SELECT count(*) FROM lonnymq.message_create_batch('fl', array_fill('n'::bytea, ARRAY[%s]))",
+                     (backlog,))
+    delivered: list[int] = []  # ids in completion order
+    urgent_at: dict[int, int] = {}  # urgent id -> len(delivered) when it was committed
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+    done = threading.Event()
+
+    def producer(k: int):
+        try:
+            with db.connect() as conn:
+                time.sleep(1.2)  # the floor rises to the backlog's date first
+                for i in range(urgent_per_producer):
+                    sql = "SELECT lonnymq.message_create('fl', 'u', %s)"
+                    if k == 0 and i % 3 == 0:
+                        with conn.transaction():
+                            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                            mid = conn.execute(sql, (-i,)).fetchone()[0]
+                    else:
+                        mid = conn.execute(sql, (-i,)).fetchone()[0]
+                    with lock:
+                        urgent_at[mid] = len(delivered)
+                    time.sleep(0.05)
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    def consumer():
+        try:
+            with db.connect() as conn, conn.cursor() as cur:
+                while not done.is_set():
+                    cur.execute("SELECT id, num_attempts FROM lonnymq.message_dequeue(60000, %s)", (batch,))
+                    rows = cur.fetchall()
+                    if not rows:
+                        time.sleep(0.01)
+                        continue
+                    time.sleep(0.03)  # the work: the backlog lasts longer than the producers
+                    cur.execute("SELECT lonnymq.message_complete_batch(%s::bigint[], %s::integer[])",
+                                ([r[0] for r in rows], [r[1] for r in rows]))
+                    assert cur.fetchone()[0] == len(rows)
+                    with lock:
+                        delivered.extend(r[0] for r in rows)
+                        if len(delivered) == backlog + producers * urgent_per_producer:
+                            done.set()
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=producer, args=(k,)) for k in range(producers)]
+    threads += [threading.Thread(target=consumer) for _ in range(consumers)]
+    for t in threads:
+        t.start()
+    done.wait(timeout=120)
+    done.set()
+    for t in threads:
+        t.join(timeout=30)
+
+    assert not errors, errors
+    assert len(delivered) == len(set(delivered)), "a message was delivered twice"
+    assert len(delivered) == backlog + producers * urgent_per_producer, "messages were never delivered"
+    position = {mid: n for n, mid in enumerate(delivered)}
+    late = {mid: position[mid] - at for mid, at in urgent_at.items() if position[mid] - at > 3 * consumers * batch}
+    assert not late, (
+        f"{len(late)} of {len(urgent_at)} priority messages came after more than {3 * consumers * batch} "
+        f"others delivered since their commit (the worst: {max(late.values())}): batches passed them over"
+    )
+    checked, = db.call("SELECT floor_checked_at FROM lonnymq.channel WHERE name = 'fl'")[0]
+    assert checked is not None, "no batch raised the floor: the test did not exercise it"

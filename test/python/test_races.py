@@ -151,3 +151,37 @@ def test_a_repeatable_read_producer_fails_rather_than_miss_a_channel_going_idle(
     producer.close()
     got = _one(db, "SELECT convert_from(content, 'UTF8') FROM lonnymq.message_dequeue(60000, 1, NULL)")
     assert got == [("late",)]
+
+
+def test_a_repeatable_read_producer_below_a_floor_raised_after_its_snapshot_is_not_passed_over(db):
+    """0.7.0: batch dequeues start their walk at the channel's floor.  A
+    REPEATABLE READ producer reads the channel row from its snapshot, which
+    may predate a raise: its message, dated at its transaction's start, can
+    fall below the raised floor while the floor it read was lower.  It leaves
+    a mark whatever it read, so the next batch walks from the beginning."""
+    _one(db, "SELECT count(*) FROM lonnymq.message_create_batch('r', ARRAY['a', 'b']::bytea[])")
+    # The first batch finds the new channel through its wake-up (the general
+    # way); the channel is then alone in the rotation.
+    assert len(_one(db, "SELECT id FROM lonnymq.message_dequeue(60000, 2)")) == 2
+
+    producer = db.connect(autocommit=False)
+    producer.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+    producer.execute("SELECT 1")  # the snapshot; now() is its start
+    time.sleep(1.2)
+    _one(db, "SELECT count(*) FROM lonnymq.message_create_batch('r', ARRAY['c', 'd', 'e']::bytea[])")
+    got = _one(db, "SELECT convert_from(content, 'UTF8') FROM lonnymq.message_dequeue(60000, 2)")
+    assert [g[0] for g in got] == ["c", "d"]
+    floor_at, started = _one(
+        db,
+        "SELECT c.floor_at, (SELECT lonnymq.to_epoch(xact_start) FROM pg_stat_activity WHERE pid = %s) "
+        "FROM lonnymq.channel AS c WHERE c.name = 'r'",
+        (producer.info.backend_pid,),
+    )[0]
+    assert floor_at is not None and floor_at > started, "the raise did not put the floor above the producer's start"
+
+    producer.execute("SELECT lonnymq.message_create('r', 'late')")
+    producer.commit()
+    producer.close()
+    assert _one(db, "SELECT count(*) FROM lonnymq.channel_floor_mark") == [(1,)], "no mark"
+    got = _one(db, "SELECT convert_from(content, 'UTF8') FROM lonnymq.message_dequeue(60000, 5)")
+    assert [g[0] for g in got] == ["late", "e"]
