@@ -7,18 +7,15 @@
 -- dequeue_at), walked from the old floor, or from the beginning when the
 -- channel has marks; never above p_now - 1000, so that a producer whose
 -- transaction began less than a second before it created its message
--- leaves no mark.  The marks are deleted in the same statement.  Returns
--- the new floor.
+-- leaves no mark.  The marks are deleted in the same statement.
 CREATE FUNCTION @extschema@._channel_floor_raise(
     p_channel_id bigint,
     p_now bigint
 )
-RETURNS bigint
+RETURNS void
 LANGUAGE plpgsql
 VOLATILE
 AS $$
-DECLARE
-    v_floor bigint;
 BEGIN
     WITH marks AS (
         DELETE FROM @extschema@.channel_floor_mark AS k
@@ -47,9 +44,7 @@ BEGIN
             )
         ),
         floor_checked_at = p_now
-    WHERE c.id = p_channel_id
-    RETURNING c.floor_at INTO v_floor;
-    RETURN v_floor;
+    WHERE c.id = p_channel_id;
 END;
 $$;
 
