@@ -7,6 +7,11 @@ import statistics
 from pathlib import Path
 
 REFERENCE = "baseline_amo"  # the at-most-once baseline every ratio refers to
+# The held-snapshot targets (the issue; bench/held.py): at the end of the hold a
+# dequeue reads at most 3 × the buffers it read before, and msg/s over the last
+# 30 s of the hold is at least 0.7 × that of the 30 s before.
+HELD_BUFFERS_MAX = 3.0
+HELD_RATE_MIN = 0.7
 
 
 # --------------------------------------------------------------------- formatting
@@ -35,6 +40,16 @@ def fmt_bytes(v) -> str:
 
 def fmt_ratio(v) -> str:
     return "–" if v is None else f"{v:.2f}"
+
+
+def fmt_rate(v) -> str:
+    if v is None:
+        return "–"
+    return f"{v:,.0f}" if v >= 10 else f"{v:.2g}"
+
+
+def fmt_int(v) -> str:
+    return "–" if v is None else f"{v:,}"
 
 
 # --------------------------------------------------------------------- lookups
@@ -166,6 +181,22 @@ def targets(data: dict) -> list[dict]:
         add(f"{label}: cost vs empty queue (one channel), {n} clients",
             _cost_text(r, c, empty) + _one_client(data, key, "lifecycle_1ch"), "≤ 1.3 ×",
             None if r is None else r <= 1.3)
+    # Held snapshot (bench/held.py): lonnymq's variants only; the plain table is
+    # the reference shown beside them in the "Held snapshot" section.
+    held = data.get("held") or {}
+    for h in held.get("runs", []):
+        if h.get("baseline"):
+            continue
+        who = f"Held snapshot, {h['title']}, {h['clients']} clients"
+        r = h.get("buffers_ratio")
+        add(f"{who}: buffers per dequeue, end of the hold vs before",
+            "–" if r is None else f"{r:.2f} × ({h['buffers_end']:,} / {h['buffers_before']:,})",
+            f"≤ {HELD_BUFFERS_MAX:g} ×", None if r is None else r <= HELD_BUFFERS_MAX)
+        r = h.get("rate_ratio")
+        add(f"{who}: msg/s, last {h.get('window_end_s') or 0:.0f} s of the hold vs "
+            f"{h.get('window_before_s') or 0:.0f} s before",
+            "–" if r is None else f"{r:.2f} × ({fmt_rate(h['rate_end'])} / {fmt_rate(h['rate_before'])} msg/s)",
+            f"≥ {HELD_RATE_MIN:g} ×", None if r is None else r >= HELD_RATE_MIN)
     return out
 
 
@@ -263,6 +294,12 @@ def markdown(data: dict, plots: dict, args) -> str:
         ("git", env.get("git")),
         ("lonnymq measured", _builds(data)),
     ]
+    held = data.get("held") or {}
+    if held.get("runs"):
+        h = held["runs"][0]
+        rows.append(("held snapshot (6)", f"{held['clients']} clients, one run per variant: {h['warmup_s']:g} s "
+                                          f"warm-up, {h['before_s']:g} s before, {h['hold_s']:g} s held, "
+                                          f"{held.get('tail_s', 5):g} s after"))
     for k, v in rows:
         L.append(f"| {k} | {v} |")
     L.append("")
@@ -330,7 +367,9 @@ def markdown(data: dict, plots: dict, args) -> str:
         if errs:
             L.append("Errors seen: " + "; ".join(errs[:4]) + "\n")
 
-    if plots:
+    L.extend(held_section(data, plots))
+
+    if any(k in plots for k in ("throughput", "latency", "backlog")):  # the held plot is in its section
         L.append("## Plots\n")
         for key, title in (("throughput", "Throughput against clients"),
                            ("latency", f"Create-to-dequeue latency, {n} clients"),
@@ -356,6 +395,57 @@ def markdown(data: dict, plots: dict, args) -> str:
                     f"`{f['function'].split('.')[-1]}` {f['self_mean_ms']:.3f} ms × {f['calls']:,}" for f in fns)
                     + ".\n")
     return "\n".join(L) + "\n"
+
+
+def held_section(data: dict, plots: dict) -> list[str]:
+    """Scenario 6: msg/s and buffers per dequeue before and at the end of a held
+    snapshot, per variant, and the per-second plot."""
+    held = data.get("held") or {}
+    hs = held.get("runs") or []
+    if not hs:
+        return []
+    h0 = hs[0]
+    # the windows are RATE_WINDOW_S, or the whole phase when it is shorter
+    wb = min(held.get("window_s", 30), h0["before_s"])
+    we = min(held.get("window_s", 30), h0["hold_s"])
+    sql = held.get("snapshot_sql", [])
+    L = ["## Held snapshot\n",
+         f"{held['clients']} clients churn a queue that starts with a standing backlog of "
+         f"{h0['backlog']:,} ready messages (FIFO; each client creates one message per message it "
+         f"consumes). After {h0['warmup_s']:g} s of warm-up and {h0['before_s']:g} s of normal "
+         "running, another connection runs `BEGIN ISOLATION LEVEL REPEATABLE READ`, "
+         + ", ".join(f"`{q}`" for q in sql)
+         + " (a snapshot, and an xid, so that it holds the xmin horizon back as a writing "
+         f"transaction would), holds it {h0['hold_s']:g} s and commits; the clients run "
+         f"{held.get('tail_s', 5):g} s more (the plot's tail). msg/s: messages "
+         f"consumed in the {wb:g} s before the snapshot and in the last {we:g} s of the hold "
+         "(the clients' counters, read every second). Buffers per dequeue: shared hit + read "
+         "of the top plan node of `EXPLAIN (ANALYZE, BUFFERS)` of one dequeue as the clients "
+         "call it (`message_dequeue(30000, N)`, or the plain table's `DELETE … SKIP LOCKED`), "
+         "run by a probe connection in a transaction it rolls back, just before the snapshot "
+         f"and at the end of the hold (and every {held.get('probe_every_s', 10):g} s: JSON). "
+         "For lonnymq the top node is the Function Scan, whose buffers include every statement "
+         f"the function runs. Targets: buffers ≤ {HELD_BUFFERS_MAX:g} ×, msg/s ≥ {HELD_RATE_MIN:g} × "
+         "(lonnymq; the plain table is the reference).\n",
+         f"| variant | msg/s before ({wb:g} s) | msg/s last {we:g} s of hold | × | buffers/dequeue "
+         "before | at end | × | probe ms before / end | dead tuples at end | holder's xmin age | "
+         "errors |",
+         "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for h in hs:
+        ms = {p["phase"]: p["ms"] for p in h.get("probes", [])}
+        dead = (h.get("tables_end") or {}).get("dead")
+        L.append(f"| {h['title']} ({h['variant']}) | {fmt_rate(h['rate_before'])} | {fmt_rate(h['rate_end'])} "
+                 f"| {fmt_ratio(h['rate_ratio'])} | {fmt_int(h['buffers_before'])} "
+                 f"| {fmt_int(h['buffers_end'])} | {fmt_ratio(h['buffers_ratio'])} "
+                 f"| {fmt_ms(ms.get('just before'))} / {fmt_ms(ms.get('end'))} | {fmt_int(dead)} "
+                 f"| {fmt_int((h.get('holder') or {}).get('xmin_age_at_end'))} | {h['errors']:,} |")
+    L.append("")
+    errs = [f"{h['variant']}: {h['timeline_errors'][0]}" for h in hs if h.get("timeline_errors")]
+    if errs:
+        L.append("Timeline errors (the figures of these variants are incomplete): " + "; ".join(errs) + "\n")
+    if plots.get("held"):
+        L.append(f"![Held snapshot: msg/s per second]({Path(plots['held']).name})\n")
+    return L
 
 
 def cpu_section(data: dict, n: int) -> list[str]:
@@ -569,6 +659,37 @@ def plots(data: dict, latencies: dict, base: Path) -> dict:
         fig.tight_layout()
         out["backlog"] = str(base.parent / f"{base.name}-backlog.png")
         fig.savefig(out["backlog"], dpi=90)
+        plt.close(fig)
+
+    # 4. held snapshot: msg/s for every second, time 0 = the snapshot
+    hs = [h for h in (data.get("held") or {}).get("runs", []) if h.get("t_hold_start") is not None]
+    if hs:
+        fig, axes = plt.subplots(1, 2, figsize=(13, 4.6))
+        for h in hs:
+            xs = [i + 0.5 - h["t_hold_start"] for i in range(len(h["per_second"]))]
+            ys = h["per_second"]
+            axes[0].plot(xs, [max(y, 0.5) for y in ys], lw=1, label=h["title"])  # log axis: no zeros
+            if h.get("rate_before"):
+                axes[1].plot(xs, [y / h["rate_before"] for y in ys], lw=1, label=h["title"])
+        hold_end = max((h["t_hold_end"] or h["t_hold_start"]) - h["t_hold_start"] for h in hs)
+        for ax in axes:
+            ax.axvspan(0, hold_end, color="grey", alpha=0.15, label="snapshot held")
+            ax.set_xlabel("seconds since the snapshot was taken")
+            ax.grid(alpha=0.3, which="both")
+            ax.legend(fontsize=7)
+        axes[0].set_yscale("log")
+        axes[0].set_ylabel("messages consumed / s (log)")
+        axes[0].set_title("msg/s per second", fontsize=10)
+        axes[1].set_ylabel("× msg/s before the snapshot")
+        axes[1].set_ylim(0, 1.5)
+        axes[1].axhline(HELD_RATE_MIN, ls="--", color="grey", lw=1)
+        axes[1].set_title(f"relative to the {hs[0].get('window_before_s') or 0:.0f} s before the snapshot "
+                          f"(dashed: the {HELD_RATE_MIN:g} × target)", fontsize=10)
+        fig.suptitle(f"Held snapshot: {hs[0]['clients']} clients, a REPEATABLE READ transaction held "
+                     f"{hs[0]['hold_s']:g} s")
+        fig.tight_layout()
+        out["held"] = str(base.parent / f"{base.name}-held.png")
+        fig.savefig(out["held"], dpi=90)
         plt.close(fig)
     return out
 

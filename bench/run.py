@@ -12,9 +12,12 @@ Settings (environment, or the flags of `--help`):
     BENCH_WARMUP     seconds of warm-up per run, not measured (default 3)
     BENCH_CLIENTS    client counts, e.g. "1,4,8,16" (default)
     BENCH_SCENARIOS  variant keys, groups (baseline, lifecycle, channels, batch,
-                     backlog, saturated), scenario numbers 1-5, or all (default)
+                     backlog, saturated, held), scenario numbers 1-6, or all (default)
     BENCH_BACKLOGS   backlog sizes (default "10000,100000,1000000")
     BENCH_SATURATED  saturated channels (default 10000)
+    BENCH_HOLD_BEFORE  held snapshot (scenario 6): seconds of normal running
+                     before the snapshot is taken (default 30)
+    BENCH_HOLD       held snapshot: seconds the snapshot is held (default 150)
     BENCH_PROFILE    1 (default): also a profiling pass (pg_stat_statements with
                      track = all, function times, wait events, auto_explain plans)
     BENCH_ROUNDS     interleaved repeat rounds of the throughput-ratio targets
@@ -57,11 +60,13 @@ if str(ROOT / "test" / "python") not in sys.path:
 
 import psycopg  # noqa: E402
 
+from bench import held  # noqa: E402
 from bench import profile as prof  # noqa: E402
 from bench import report  # noqa: E402
 from bench.clients import Workload, client_main  # noqa: E402
 from bench.scenarios import (  # noqa: E402
     GROUPS,
+    HELD_GROUP,
     Variant,
     catalogue,
     reset_baseline,
@@ -114,6 +119,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--scenarios", default=e.get("BENCH_SCENARIOS", "all"))
     p.add_argument("--backlogs", default=e.get("BENCH_BACKLOGS", "10000,100000,1000000"))
     p.add_argument("--saturated", type=int, default=int(e.get("BENCH_SATURATED", 10000)))
+    p.add_argument("--hold-before", type=float, default=float(e.get("BENCH_HOLD_BEFORE", 30)),
+                   help="held snapshot: seconds of normal running before the snapshot")
+    p.add_argument("--hold", type=float, default=float(e.get("BENCH_HOLD", 150)),
+                   help="held snapshot: seconds the snapshot is held")
     p.add_argument("--profile", type=int, default=int(e.get("BENCH_PROFILE", 1)), help="1: profiling pass")
     p.add_argument("--out", default=e.get("BENCH_OUT", str(ROOT / "bench" / "results")))
     p.add_argument("--name", default=e.get("BENCH_NAME", ""))
@@ -208,8 +217,10 @@ def environment(conn, args, target: Target) -> dict:
 # --------------------------------------------------------------------- one run
 
 def run_clients(dsn: str, workload: Workload, n: int, warmup: float, duration: float,
-                label: str, sampler_dsn: str | None = None) -> dict:
-    """n client processes for warmup + duration seconds; returns the merged stats."""
+                label: str, sampler_dsn: str | None = None, observer=None) -> dict:
+    """n client processes for warmup + duration seconds; returns the merged stats.
+    observer: started with (start time, the clients' progress counters) once they
+    are all connected, stopped when they are done (held.HeldTimeline)."""
     ctx = mp.get_context("fork")
     barrier = ctx.Barrier(n + 1)
     progress = ctx.Array("q", n, lock=False)
@@ -226,6 +237,8 @@ def run_clients(dsn: str, workload: Workload, n: int, warmup: float, duration: f
         pass
     sampler = prof.WaitSampler(sampler_dsn).start() if sampler_dsn else None
     t0 = time.monotonic()
+    if observer is not None:
+        observer.start(t0, progress)
     end = t0 + warmup + duration
     tick = max(2.0, (warmup + duration) / 4)
     next_tick = t0 + tick
@@ -247,6 +260,8 @@ def run_clients(dsn: str, workload: Workload, n: int, warmup: float, duration: f
                 break
     if sampler:
         sampler.stop()
+    if observer is not None:
+        observer.stop()
     for p in procs:
         p.join(timeout=10)
         if p.is_alive():
@@ -393,6 +408,9 @@ def head_fingerprint(target: "Target") -> str | None:
 def prepare(conn, v: Variant) -> None:
     if v.baseline:
         reset_baseline(conn, floor=v.workload.kind == "floor")
+        if v.setup:  # a backlog in the plain table (held snapshot)
+            v.setup(conn, v)
+            vacuum_queue(conn, True)
         return
     reset_lonnymq(conn)
     if v.setup:
@@ -460,14 +478,21 @@ def main(argv: list[str] | None = None) -> int:
     variants = select(catalogue(args.backlogs, args.saturated), args.scenarios)
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    n_runs = len(variants) * len(args.clients)
+    n_held = sum(v.group == HELD_GROUP for v in variants)
+    n_runs = (len(variants) - n_held) * len(args.clients)
     per_run = args.warmup + args.duration + 2
-    log(f"lonnymq bench: {len(variants)} variant(s) x clients {args.clients} = {n_runs} runs of "
-        f"{args.warmup:g} s warm-up + {args.duration:g} s; about {n_runs * per_run / 60:.0f} min plus fixtures")
+    per_held = args.warmup + args.hold_before + args.hold + held.TAIL_S + 5
+    parts = [f"{len(variants) - n_held} variant(s) x clients {args.clients} = {n_runs} runs of "
+             f"{args.warmup:g} s warm-up + {args.duration:g} s"] if n_runs else []
+    if n_held:
+        parts.append(f"{n_held} held-snapshot run(s) of {per_held:.0f} s at {held.HELD_CLIENTS} clients")
+    log(f"lonnymq bench: {', '.join(parts)}; about {(n_runs * per_run + n_held * per_held) / 60:.0f} min "
+        "plus fixtures")
 
     target = Target(args.settings)
     t_start = time.monotonic()
     runs: list[dict] = []
+    held_runs: list[dict] = []
     latencies: dict = {}
     profile: dict = {}
     try:
@@ -480,6 +505,9 @@ def main(argv: list[str] | None = None) -> int:
         k = 0
         for v in variants:
             log(f"  [{v.group}] {v.key}: {v.title}")
+            if v.group == HELD_GROUP:  # one long run at a fixed client count, not one per count
+                held_runs.append(held_run(target, args, v, t_start))
+                continue
             for ci, n in enumerate(args.clients):
                 k += 1
                 with target.connect() as conn:
@@ -526,7 +554,7 @@ def main(argv: list[str] | None = None) -> int:
             profile["plans"] = plans
         # Which lonnymq was measured: CREATE EXTENSION reads the installed script
         # at every scenario, so a reinstall during the run would mix versions.
-        builds = sorted({r["build"] for r in runs if r.get("build")})
+        builds = sorted({r["build"] for r in runs + held_runs if r.get("build")})
         env["builds"] = builds
         env["head_build"] = head_fingerprint(target) if builds else None
         if len(builds) > 1:
@@ -538,6 +566,11 @@ def main(argv: list[str] | None = None) -> int:
         target.stop()
 
     data = {"env": env, "runs": runs, "profile": profile, "groups": GROUPS, "rounds": rounds}
+    if held_runs:
+        data["held"] = {"clients": held.HELD_CLIENTS, "window_s": held.RATE_WINDOW_S,
+                        "probe_every_s": held.PROBE_EVERY_S, "tail_s": held.TAIL_S,
+                        "snapshot_sql": list(held.SNAPSHOT_SQL),
+                        "runs": held_runs}
     base = out_dir / args.name
     (base.parent / f"{base.name}.json").write_text(json.dumps(data, indent=1, default=str))
     plots = {} if args.no_plots else report.plots(data, latencies, base)
@@ -552,6 +585,42 @@ def main(argv: list[str] | None = None) -> int:
     for t in report.targets(data):
         log(f"  {t['status']:<4}  {t['name']}: {t['measured']}  (target {t['required']})")
     return 0
+
+
+def held_run(target: Target, args, v: Variant, t_start: float) -> dict:
+    """Scenario 6 for one variant: a fresh fixture, then held.HELD_CLIENTS clients
+    for warm-up + BENCH_HOLD_BEFORE + BENCH_HOLD seconds (+ a short tail) while
+    held.HeldTimeline holds the snapshot, probes and counts (bench/held.py)."""
+    n = held.HELD_CLIENTS
+    with target.connect() as conn:
+        t_prep = time.monotonic()
+        prepare(conn, v)
+        log(f"    fixture ready in {time.monotonic() - t_prep:.1f} s")
+        checkpoint(conn)
+    timeline = held.HeldTimeline(target.dsn, held.probe_sql(v.baseline, v.workload.batch), args.warmup,
+                                 args.hold_before, args.hold, v.baseline, log)
+    label = f"[held] {v.key} x{n}"
+    duration = args.hold_before + args.hold + held.TAIL_S
+    try:
+        raw = run_clients(target.dsn, v.workload, n, args.warmup, duration, label, observer=timeline)
+    finally:
+        timeline.stop()
+    wait_stats_flush()
+    res = {"variant": v.key, "group": v.group, "title": v.title, "clients": n, "batch": v.workload.batch,
+           "backlog": v.backlog, "baseline": v.baseline, "consumed": raw["consumed"], "empty": raw["empty"],
+           "errors": raw["errors"], "error_samples": raw["error_samples"][:3], **timeline.result()}
+    with target.connect() as conn:
+        res["tables_after"] = prof.table_stats(conn, v.baseline)
+        if not v.baseline:
+            res["build"] = fingerprint(conn)
+    log(f"    {label}: {report.fmt_rate(res['rate_before'])} msg/s before, {report.fmt_rate(res['rate_end'])} "
+        f"in the last {res['window_end_s'] or 0:.0f} s of the hold ({report.fmt_ratio(res['rate_ratio'])} x); "
+        f"buffers per dequeue {res['buffers_before']} -> {res['buffers_end']} "
+        f"({report.fmt_ratio(res['buffers_ratio'])} x); errors {res['errors']:,}"
+        f"  ({(time.monotonic() - t_start) / 60:.1f} min)")
+    if res["errors"]:
+        log(f"      errors: {res['error_samples']}")
+    return res
 
 
 # The variants whose throughput ratios are targets, in the order each round runs them.

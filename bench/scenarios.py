@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from bench.clients import BASELINE_DDL, BASELINE_TABLE, FLOOR_DDL, FLOOR_SCHEMA, Workload
+from bench.clients import BASELINE_DDL, BASELINE_TABLE, FLOOR_DDL, FLOOR_SCHEMA, NOW_US, Workload
 
 READY_CHANNEL = "bench"
 DAY_MS = 86_400_000
@@ -42,7 +42,10 @@ GROUPS = {
     "batch": "3. Batched (create / dequeue / complete N per statement)",
     "backlog": "4. Backlog scaling (lifecycle on top of a standing backlog)",
     "saturated": "5. Saturated channels (lifecycle on one ready channel)",
+    "held": "6. Held snapshot (a REPEATABLE READ transaction left open during the churn)",
 }
+HELD_GROUP = "held"
+HELD_BACKLOG = 10_000  # the standing backlog every held-snapshot variant starts with
 
 
 # --------------------------------------------------------------------- state resets
@@ -101,15 +104,31 @@ def _fill(conn, channel: str, n: int, dequeue_at_sql: str) -> None:
 
 
 def setup_ready_backlog(conn, variant: Variant) -> None:
-    """`backlog` ready messages in the one channel the clients use, dated a minute
-    ago so that they are ahead of everything the clients create (FIFO)."""
+    """`backlog` ready messages spread evenly over the clients' channels (the one
+    channel `bench` unless the workload names others), dated a minute ago so that
+    they are ahead of everything the clients create (FIFO)."""
     n = variant.backlog
-    setup_channels(conn, [READY_CHANNEL])
+    channels = list(variant.workload.channels)
+    setup_channels(conn, channels)
+    for i, channel in enumerate(channels):
+        share = n // len(channels) + (1 if i < n % len(channels) else 0)
+        if share == 0:
+            continue
+        conn.execute(
+            "SELECT lonnymq.message_create(%s, '\\x'::bytea, lonnymq.to_epoch(now()) - 60000)",
+            (channel,),
+        )
+        _fill(conn, channel, share - 1, "lonnymq.to_epoch(now()) - 60000")
+
+
+def setup_baseline_backlog(conn, variant: Variant) -> None:
+    """`backlog` rows in the plain table, ahead of everything the clients insert
+    (ORDER BY id: FIFO), like lonnymq's ready backlog."""
     conn.execute(
-        "SELECT lonnymq.message_create(%s, '\\x'::bytea, lonnymq.to_epoch(now()) - 60000)",
-        (READY_CHANNEL,),
+        f"INSERT INTO {BASELINE_TABLE} (created_us, payload) "
+        f"SELECT {NOW_US}, '\\x'::bytea FROM generate_series(1, %s)",
+        (variant.backlog,),
     )
-    _fill(conn, READY_CHANNEL, n - 1, "lonnymq.to_epoch(now()) - 60000")
 
 
 def setup_future_backlog(conn, variant: Variant) -> None:
@@ -233,6 +252,18 @@ def catalogue(backlogs: list[int], saturated_channels: int) -> list[Variant]:
     ))
     out.append(Variant("baseline_amo_end", "baseline", "at-most-once, again at the end (drift check)",
                        Workload("amo"), baseline=True))
+    # 6. Held snapshot: one long run each at a fixed 8 clients (bench/held.py),
+    # not one run per client count; after everything else, as it is the longest.
+    out += [
+        Variant("held_1ch", HELD_GROUP, "one channel", Workload("lifecycle"), setup_ready_backlog,
+                backlog=HELD_BACKLOG),
+        Variant("held_64ch", HELD_GROUP, "64 channels", Workload("lifecycle", channels=ch64),
+                setup_ready_backlog, backlog=HELD_BACKLOG),
+        Variant("held_batch50", HELD_GROUP, "batches of 50", Workload("batch", batch=50), setup_ready_backlog,
+                backlog=HELD_BACKLOG),
+        Variant("held_amo", HELD_GROUP, "at-most-once plain table", Workload("amo"), setup_baseline_backlog,
+                baseline=True, backlog=HELD_BACKLOG),
+    ]
     return out
 
 
@@ -252,10 +283,11 @@ ALIASES = {
 
 def select(variants: list[Variant], spec: str | None) -> list[Variant]:
     """BENCH_SCENARIOS: comma-separated variant keys, group names (baseline,
-    lifecycle, channels, batch, backlog, saturated), scenario numbers 1-5, or all."""
+    lifecycle, channels, batch, backlog, saturated, held), scenario numbers 1-6,
+    or all."""
     if not spec or spec.strip() == "all":
         return variants
-    numbers = {"1": "lifecycle", "2": "channels", "3": "batch", "4": "backlog", "5": "saturated"}
+    numbers = {"1": "lifecycle", "2": "channels", "3": "batch", "4": "backlog", "5": "saturated", "6": "held"}
     wanted: set[str] = set()
     for tok in (t.strip() for t in spec.split(",")):
         if not tok:
