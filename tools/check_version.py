@@ -9,7 +9,8 @@ Checks:
   * META.json: valid JSON, PGXN Meta Spec 1.0.0 required keys, `version`,
     `provides.lonnymq.version`, `provides.lonnymq.file`;
   * CHANGELOG.md: the top release heading `## [X.Y.Z] - YYYY-MM-DD`
-    (a leading `## [Unreleased]` section is allowed and skipped).
+    or `- unreleased` for a version in progress (a leading `## [Unreleased]`
+    section is allowed and skipped).
 """
 from __future__ import annotations
 
@@ -94,9 +95,11 @@ def main(argv: list[str]) -> int:
     if top is None:
         errors.append("CHANGELOG.md: no release heading `## [X.Y.Z] - YYYY-MM-DD`")
     else:
-        m = re.match(r"^## \[(\d+\.\d+\.\d+)\] - (\d{4}-\d{2}-\d{2})\s*$", top)
+        # A version in progress (its work spans several landings) is
+        # headed "- unreleased" until the issue that makes it is done.
+        m = re.match(r"^## \[(\d+\.\d+\.\d+)\] - (\d{4}-\d{2}-\d{2}|unreleased)\s*$", top)
         if not m:
-            errors.append(f"CHANGELOG.md: top release heading {top!r} is not `## [X.Y.Z] - YYYY-MM-DD`")
+            errors.append(f"CHANGELOG.md: top release heading {top!r} is not `## [X.Y.Z] - YYYY-MM-DD` (or `- unreleased`)")
         elif m.group(1) != version:
             errors.append(f"CHANGELOG.md: top release is {m.group(1)!r}, control says {version!r}")
 

@@ -1,22 +1,30 @@
--- Deliver up to p_limit messages, locking each for p_lock_ms.
---
--- The fast path: no p_channel, no due schedule or wake-up, and a single
--- eligible channel, without limits.  With no other channel waiting for a
--- turn, serving it leaves its place in the rotation unchanged (it would
--- still come first), so its row is neither locked nor written: any number of
--- consumers take from it at once, as from a plain SKIP LOCKED table.  Two
--- index probes (the rotation's first two eligible channels with the due
--- schedules and wake-ups, in one statement; the channel's first deliverable
--- messages) and one UPDATE by primary key: of the one message, or of the
--- whole batch at once; the probe of the messages and the UPDATE are one
--- statement.  Like the general way's step 4, it holds the channel guard
--- shared, so that a channel_set giving the channel limits waits for this
--- call.
---
--- Every other case (p_channel, several eligible channels, limits, a due
--- schedule or wake-up, nothing taken, an expired lock due for the dead
--- letters) goes the general way: _message_dequeue_general, which serves
--- channels round-robin with a bounded number of probes (see there).
+-- Deliver up to p_limit messages, locking each for p_lock_ms: one path for
+-- 1 or N messages, with or without p_channel.  Every step is a bounded number
+-- of index probes:
+--   1. due schedules (up to 4 materialised) and due wake-ups (up to 8
+--      applied: a waiting channel that got an earlier message joins the
+--      rotation at the back as of the wake-up's time), checked in the same
+--      statement that reads the front of the rotation (channel_rotation_ix);
+--   2. hold up to p_limit front channels (or the one of p_channel), without
+--      locking their rows unless they have limits: a channel with
+--      max_concurrency or a release interval is locked (SKIP LOCKED: another
+--      consumer serving it right now has it), since its count and interval
+--      must be exact; one without is taken from by any number of consumers
+--      at once, as from a plain SKIP LOCKED table.  The consumer guard is
+--      held shared, so that a channel_set giving the channel limits waits
+--      for this call (and its locks are counted);
+--   3. share the batch among them round-robin, each channel's share in one
+--      take (_message_take: one index range scan from the channel's floor);
+--      a channel that gives less than its share drops out and the rest is
+--      shared again, reading more channels from the front when all dropped
+--      (at most p_limit + 16 visited);
+--   4. one decision per visited channel of where it goes next
+--      (_channel_place), in the order of its last delivery in this batch,
+--      so that the rotation continues as if the messages had been taken one
+--      at a time.
+-- The rows come back in that order too.  In the common case (one channel
+-- without limits) this is the front read, the guard, the channel's fresh
+-- row, its take, and no write of the channel row.
 CREATE FUNCTION @extschema@.message_dequeue(
     p_lock_ms bigint,
     p_limit integer DEFAULT 1,
@@ -45,29 +53,50 @@ AS $$
 DECLARE
     v_now bigint;
     v_limit integer := COALESCE(p_limit, 1);
-    v_due boolean;
+    v_remaining integer;
+    v_applied boolean := FALSE;
+    v_reread boolean;
     v_schedule_due boolean;
-    v_wakes bigint[];
-    v_wake_at bigint;
-    v_front_at bigint;
-    v_channel_id bigint;
-    v_more boolean;
-    v_head bigint;
-    v_wait bigint;
+    v_wake_due boolean;
+    v_front @extschema@.channel[];
+    v_is_alone boolean;
+    v_wake record;
     v_next bigint;
-    v_locked integer;
-    v_max_concurrency integer;
-    v_was_wait bigint;
-    v_was_next bigint;
-    v_stays boolean;
-    v_tried bigint[];
-    v_tried_id bigint;
-    v_plain boolean;
-    v_head_id bigint;
-    v_fronts @extschema@.channel[];
-    v_front_id bigint;
-    v_front_name text;
     v_channel @extschema@.channel%ROWTYPE;
+    -- The channels held, in rotation order, and what happened to each.
+    v_first integer;
+    v_channels @extschema@.channel[] := '{}';
+    v_seen bigint[] := '{}';
+    v_cap integer[] := '{}';
+    v_taken integer[] := '{}';
+    v_fresh integer[] := '{}';
+    v_dead integer[] := '{}';
+    v_first_at bigint[] := '{}';
+    v_short boolean[] := '{}';
+    v_held boolean[] := '{}';
+    v_is_held boolean;
+    v_busy @extschema@.channel[] := '{}';
+    v_busy_turn boolean := FALSE;
+    v_live integer;
+    v_share integer;
+    v_extra integer;
+    v_rank integer;
+    v_want integer;
+    v_got integer;
+    v_gone integer;
+    v_new integer;
+    v_changed boolean;
+    v_order integer[];
+    i integer;
+    v_min_at bigint;
+    -- The messages taken, returned in rotation order at the end.
+    v_out_id bigint[] := '{}';
+    v_out_pos integer[] := '{}';
+    v_out_content bytea[] := '{}';
+    v_out_state bytea[] := '{}';
+    v_out_attempts integer[] := '{}';
+    v_out_dequeue_at bigint[] := '{}';
+    v_out_recovered boolean[] := '{}';
 BEGIN
     IF p_lock_ms IS NULL OR p_lock_ms NOT BETWEEN 1 AND 31536000000 THEN
         PERFORM @extschema@._check_lock_ms(p_lock_ms);
@@ -79,471 +108,257 @@ BEGIN
         RAISE EXCEPTION 'lonnymq: p_limit must be between 1 and 1000, got %', v_limit
             USING ERRCODE = '22023';
     END IF;
-    v_now := @extschema@._clock_ms();
-
-    IF p_channel IS NULL THEN
+    v_remaining := v_limit;
+    WHILE v_remaining > 0 LOOP
+        -- 1 and 2. The front of the rotation (one more channel than is
+        -- served: is the first one alone?), and whether anything is due.
+        -- After the due wake-ups were applied, the channels of those left
+        -- (another consumer is applying them right now: SKIP LOCKED below)
+        -- are served after the front when it is short, read in the same
+        -- snapshot, so that their consumers never find them empty meanwhile.
         SELECT
-            EXISTS (
-                SELECT 1
-                FROM @extschema@.schedule AS s
-                WHERE s.next_at <= v_now
+            NOT v_applied AND EXISTS (
+                SELECT 1 FROM @extschema@.schedule AS s WHERE s.next_at <= k.now
             ),
-            ARRAY(
-                SELECT w.wake_at
-                FROM @extschema@.channel_wake AS w
-                WHERE w.wake_at <= v_now
-                ORDER BY w.wake_at, w.id
-                LIMIT 2
+            NOT v_applied AND EXISTS (
+                SELECT 1 FROM @extschema@.channel_wake AS w WHERE w.wake_at <= k.now
             ),
-            ARRAY(
+            f.front || ARRAY(
                 SELECT c
                 FROM @extschema@.channel AS c
-                WHERE c.next_at <= v_now
-                ORDER BY c.next_at, c.turn
-                LIMIT 2
-            )
-        INTO v_schedule_due, v_wakes, v_fronts;
-        v_front_id := (v_fronts[1]).id;
-        v_front_name := (v_fronts[1]).name;
-        v_front_at := (v_fronts[1]).next_at;
-        v_wake_at := v_wakes[1];
-        v_due := v_schedule_due OR v_wake_at IS NOT NULL;
-        IF NOT v_due
-            AND pg_catalog.cardinality(v_fronts) = 1
-            AND @extschema@._channel_guard_try_shared(v_front_name) THEN
-            IF v_limit = 1 THEN
-                -- One statement: lock the channel's first deliverable
-                -- message (if the channel, read after the guard, is still
-                -- without limits) and update it by primary key.  The old
-                -- dequeue_at and lock come from the locking scan.
-                WITH head AS (
-                    SELECT q.id, q.dequeue_at, q.is_locked
-                    FROM @extschema@.message AS q
-                    WHERE
-                        q.channel_id = v_front_id
-                        AND q.dequeue_at <= v_now
-                        AND EXISTS (
-                            SELECT 1
-                            FROM @extschema@.channel AS c
-                            WHERE
-                                c.id = v_front_id
-                                AND c.max_concurrency IS NULL
-                                AND c.release_interval_ms = 0
-                                AND NOT c.is_paused
-                                AND c.next_at <= v_now
-                        )
-                    ORDER BY q.dequeue_at, q.id
-                    LIMIT 1
-                    FOR UPDATE OF q SKIP LOCKED
-                )
-
-                UPDATE @extschema@.message AS m
-                SET
-                    dequeue_at = v_now + p_lock_ms,
-                    is_locked = TRUE,
-                    is_counted = FALSE,
-                    num_attempts = m.num_attempts + 1,
-                    attempt_log = CASE
-                        WHEN m.is_locked THEN
-                            @extschema@._attempt_log_append(
-                                m.attempt_log, m.num_attempts, v_now, 'lock expired'
-                            )
-                        ELSE m.attempt_log
-                    END
                 WHERE
-                    m.id = (SELECT h.id FROM head AS h)
-                    -- An expired lock due for the dead letters: not here.
-                    AND NOT (
-                        m.is_locked AND m.num_attempts >= (
-                            SELECT c.max_attempts FROM @extschema@.channel AS c WHERE c.id = v_front_id
-                        )
-                    ) IS TRUE
-                RETURNING
-                    m.id, m.content, m.state, m.num_attempts,
-                    (SELECT h.dequeue_at FROM head AS h),
-                    (SELECT h.is_locked FROM head AS h)
-                INTO id, content, state, num_attempts, dequeue_at, is_recovered;
-                IF FOUND THEN
-                    channel := v_front_name;
-                    RETURN NEXT;
-                    RETURN;
-                END IF;
-            ELSE
-                SELECT c.* INTO v_channel
-                FROM @extschema@.channel AS c
-                WHERE c.id = v_front_id;
-                IF FOUND
-                    AND v_channel.max_concurrency IS NULL
-                    AND v_channel.release_interval_ms = 0
-                    AND NOT v_channel.is_paused
-                    AND v_channel.next_at <= v_now THEN
-                    -- A batch, in one statement: lock the channel's first
-                    -- p_limit deliverable messages (one range scan, from the
-                    -- channel's floor_at when it has no floor mark: not over
-                    -- the index entries of the messages consumed since the
-                    -- last VACUUM), update each by primary key (the locked
-                    -- rows drive the join), and return them in delivery
-                    -- order.  An expired lock due for the dead letters among
-                    -- them: nothing is updated and the general way takes
-                    -- over (it buries that one; the row locks taken here are
-                    -- this transaction's own).
-                    RETURN QUERY
-                    WITH head AS (
-                        SELECT q.id, q.dequeue_at, q.is_locked, q.num_attempts
-                        FROM @extschema@.message AS q
-                        WHERE
-                            q.channel_id = v_channel.id
-                            AND q.dequeue_at >= (
-                                SELECT CASE
-                                    WHEN EXISTS (
-                                        SELECT 1
-                                        FROM @extschema@.channel_floor_mark AS k
-                                        WHERE k.channel_id = f.id
-                                    ) THEN -9223372036854775808
-                                    ELSE COALESCE(f.floor_at, -9223372036854775808)
-                                END
-                                FROM @extschema@.channel AS f
-                                WHERE f.id = v_channel.id
-                            )
-                            AND q.dequeue_at <= v_now
-                        ORDER BY q.dequeue_at, q.id
-                        LIMIT v_limit
-                        FOR UPDATE SKIP LOCKED
-                    ),
-
-                    taken AS (
-                        UPDATE @extschema@.message AS m
-                        SET
-                            dequeue_at = v_now + p_lock_ms,
-                            is_locked = TRUE,
-                            is_counted = FALSE,
-                            num_attempts = m.num_attempts + 1,
-                            attempt_log = CASE
-                                WHEN m.is_locked THEN
-                                    @extschema@._attempt_log_append(
-                                        m.attempt_log, m.num_attempts, v_now, 'lock expired'
-                                    )
-                                ELSE m.attempt_log
-                            END
-                        FROM head AS h
-                        WHERE
-                            m.id = h.id
-                            AND NOT EXISTS (
-                                SELECT 1
-                                FROM head AS b
-                                WHERE b.is_locked AND b.num_attempts >= v_channel.max_attempts
-                            )
-                        RETURNING m.id, m.content, m.state, m.num_attempts, h.dequeue_at AS old_at, h.is_locked AS old_locked
+                    v_applied AND pg_catalog.cardinality(f.front) < v_remaining
+                    AND c.id IN (
+                        SELECT w.channel_id
+                        FROM @extschema@.channel_wake AS w
+                        WHERE w.wake_at <= k.now
+                        ORDER BY w.wake_at, w.id
+                        LIMIT 8
                     )
-
-                    SELECT
-                        t.id, v_channel.name, t.content, t.state, t.num_attempts,
-                        t.old_at, t.old_locked
-                    FROM taken AS t
-                    ORDER BY t.old_at, t.id;
-                    IF FOUND THEN
-                        -- At most once a second, when no producer of the
-                        -- channel is in flight: raise the floor to its
-                        -- first message (_channel_floor_raise).
-                        IF (v_channel.floor_checked_at IS NULL OR v_channel.floor_checked_at <= v_now - 1000)
-                            AND pg_catalog.current_setting('transaction_isolation') = 'read committed'
-                            AND @extschema@._channel_guard_try_exclusive(v_channel.name) THEN
-                            PERFORM @extschema@._channel_floor_raise(v_channel.id, v_now);
-                        END IF;
-                        RETURN;
-                    END IF;
-                END IF;
+                    AND NOT c.is_paused AND NOT COALESCE(c.next_at <= k.now, FALSE) AND c.id <> ALL(v_seen)
+                    AND c.name = COALESCE(p_channel, c.name)
+            ),
+            k.now
+        INTO v_schedule_due, v_wake_due, v_front, v_now
+        FROM
+            -- The clock, read after this statement's snapshot was taken: a
+            -- channel that another consumer's committed write put at its
+            -- own clock is eligible here (read before, it could be later
+            -- than ours, and the channel missed).
+            (SELECT @extschema@._clock_ms() AS now) AS k,
+            LATERAL (
+                SELECT CASE
+                    WHEN p_channel IS NULL THEN ARRAY(
+                        SELECT c
+                        FROM @extschema@.channel AS c
+                        WHERE c.next_at <= k.now AND c.id <> ALL(v_seen)
+                        ORDER BY c.next_at, c.turn
+                        LIMIT GREATEST(LEAST(v_remaining + 1, v_limit + 16 - pg_catalog.cardinality(v_seen)), 0)
+                    )
+                    ELSE ARRAY(
+                        SELECT c
+                        FROM @extschema@.channel AS c
+                        WHERE c.name = p_channel AND c.next_at <= k.now AND c.id <> ALL(v_seen)
+                    )
+                END AS front
+            ) AS f;
+        IF v_schedule_due OR v_wake_due THEN
+            v_applied := TRUE;
+            -- Read the front again unless nothing that was applied can
+            -- change it (wake-ups of other channels than p_channel's).
+            v_reread := p_channel IS NULL;
+            IF v_schedule_due THEN
+                v_reread := (SELECT r.created > 0 FROM @extschema@._schedule_run(v_now, 4) AS r) OR v_reread;
             END IF;
-        END IF;
-    END IF;
-
-
-    -- One message without p_channel and no due schedule, from a channel
-    -- without a release interval and below its max_concurrency: serve the
-    -- channel that comes first, from its due
-    -- wake-up (when that is not later than the rotation's front, or the
-    -- rotation is empty: a woken channel would join the rotation at the back
-    -- and be served at once; a wake-up and a turn in the same millisecond go
-    -- wake-up first, since a wake-up already due was applied before the
-    -- call served anything) or from the front of the rotation.  Three statements,
-    -- and the channel row written once: lock the channel (and its wake-up)
-    -- and take its first deliverable message in one statement; then the
-    -- channel's next place, which the general way's step 5 would give it
-    -- (the back of the rotation, or waiting when nothing deliverable is
-    -- left, or, at max_concurrency now, its first lock's expiry).  A front
-    -- of the rotation without limits and with nothing deliverable is put in
-    -- its place and the next front tried (three at most); when every front
-    -- is held by other consumers (or was tried), a due wake-up is served
-    -- instead.  When the channel that comes first has a release interval, is
-    -- at its max_concurrency, or (a woken channel) has nothing deliverable or
-    -- is held by another consumer, the general way decides.
-    IF p_channel IS NULL AND v_limit = 1 AND NOT v_schedule_due
-        AND (v_wake_at IS NOT NULL OR v_front_at IS NOT NULL) THEN
-        IF v_front_at IS NOT NULL AND (v_wake_at IS NULL OR v_front_at < v_wake_at) THEN
-            -- The front of the rotation that no other consumer is serving.
-            -- A front without limits that has nothing deliverable (its last
-            -- messages were taken since it came round, or are held by other
-            -- consumers) is put in its place as the general way would
-            -- (_channel_nothing_ready: waiting, out of the rotation, or its
-            -- back), and the next front is tried: three fronts at most.
-            v_tried := '{}';
-            FOR v_try IN 1..3 LOOP
-                WITH front AS (
-                    SELECT c.id, c.name, c.max_attempts, c.max_concurrency, c.num_locked, c.release_interval_ms
-                    FROM @extschema@.channel AS c
-                    WHERE c.next_at <= v_now AND c.id <> ALL(v_tried)
-                    ORDER BY c.next_at, c.turn
-                    LIMIT 1
-                    FOR NO KEY UPDATE SKIP LOCKED
-                ),
-
-                served AS (
-                    SELECT f.id, f.name, f.max_attempts, f.max_concurrency, f.num_locked
-                    FROM front AS f
-                    WHERE
-                        (f.max_concurrency IS NULL OR f.num_locked < f.max_concurrency)
-                        AND f.release_interval_ms = 0
-                ),
-
-                head AS (
-                    SELECT q.id, q.dequeue_at, q.is_locked
-                    FROM @extschema@.message AS q
-                    WHERE
-                        q.channel_id = (SELECT o.id FROM served AS o)
-                        AND q.dequeue_at <= v_now
-                    ORDER BY q.dequeue_at, q.id
-                    LIMIT 1
-                    FOR UPDATE OF q SKIP LOCKED
-                ),
-
-                taken AS (
-                    UPDATE @extschema@.message AS m
-                    SET
-                        dequeue_at = v_now + p_lock_ms,
-                        is_locked = TRUE,
-                        is_counted = (SELECT o.max_concurrency IS NOT NULL FROM served AS o),
-                        num_attempts = m.num_attempts + 1,
-                        attempt_log = CASE
-                            WHEN m.is_locked THEN
-                                @extschema@._attempt_log_append(
-                                    m.attempt_log, m.num_attempts, v_now, 'lock expired'
-                                )
-                            ELSE m.attempt_log
-                        END
-                    WHERE
-                        m.id = (SELECT h.id FROM head AS h)
-                        -- An expired lock due for the dead letters: not here.
-                        AND NOT (
-                            m.is_locked AND m.num_attempts >= (SELECT o.max_attempts FROM served AS o)
-                        ) IS TRUE
-                    RETURNING
-                        m.id, m.content, m.state, m.num_attempts, m.channel_id,
-                        EXISTS (
-                            SELECT 1
-                            FROM @extschema@.message AS q
-                            WHERE
-                                q.channel_id = m.channel_id
-                                AND q.dequeue_at <= v_now
-                                AND q.id <> m.id
-                        ) AS more
-                )
-
-                SELECT
-                    f.id, (SELECT o.id FROM served AS o) IS NOT NULL, h.id,
-                    t.id, t.content, t.state, t.num_attempts, h.dequeue_at, h.is_locked,
-                    f.name, f.max_concurrency, f.num_locked, t.channel_id, t.more
-                INTO v_tried_id, v_plain, v_head_id,
-                    id, content, state, num_attempts, dequeue_at, is_recovered,
-                    channel, v_max_concurrency, v_locked, v_channel_id, v_more
-                FROM front AS f
-                LEFT JOIN head AS h ON TRUE
-                LEFT JOIN taken AS t ON TRUE;
-                -- Served; or no front left (all the row targets are NULL
-                -- then, v_tried_id too: a due wake-up is served below); or a
-                -- front with limits, or whose first message is due for the
-                -- dead letters: the general way.
-                EXIT WHEN NOT FOUND OR id IS NOT NULL OR v_head_id IS NOT NULL OR NOT v_plain;
-                SELECT c.* INTO v_channel
-                FROM @extschema@.channel AS c
-                WHERE c.id = v_tried_id;
-                PERFORM @extschema@._channel_nothing_ready(v_channel, v_now);
-                v_tried := v_tried || v_tried_id;
-            END LOOP;
-        END IF;
-        -- The first due wake-up when it comes first, or when the rotation
-        -- had no front left that another consumer is not serving.
-        IF v_wake_at IS NOT NULL AND id IS NULL AND v_tried_id IS NULL THEN
-            -- The first due wake-up nobody else holds, and its channel if
-            -- it is still waiting (the row lock makes a channel_set wait;
-            -- its EvalPlanQual re-check reads the newest version).
-            WITH wake AS (
-                SELECT w.id, w.channel_id
+            -- A waiting channel got a message deliverable earlier than it
+            -- was waiting for.  It joins the rotation at the back as of the
+            -- wake-up's time (when that message became deliverable, never
+            -- before it was created), not at the message's dequeue_at.
+            FOR v_wake IN
+                SELECT w.id AS wake_id, w.wake_at, c.*
                 FROM @extschema@.channel_wake AS w
+                INNER JOIN @extschema@.channel AS c ON c.id = w.channel_id
                 WHERE w.wake_at <= v_now
                 ORDER BY w.wake_at, w.id
-                LIMIT 1
-                FOR UPDATE SKIP LOCKED
-            ),
+                LIMIT 8
+                FOR UPDATE OF w SKIP LOCKED
+                FOR NO KEY UPDATE OF c SKIP LOCKED
+            LOOP
+                IF v_wake.wait_at IS NOT NULL THEN
+                    -- Not before its release interval; a channel already due
+                    -- earlier (or, at max_concurrency, waiting for a lock's
+                    -- expiry) keeps that time.
+                    v_next := CASE
+                        WHEN v_wake.num_locked >= v_wake.max_concurrency THEN v_wake.next_at
+                        ELSE LEAST(
+                            v_wake.next_at,
+                            GREATEST(v_wake.wake_at, v_wake.last_served_at + v_wake.release_interval_ms)
+                        )
+                    END;
+                    v_next := COALESCE(v_next, GREATEST(v_wake.wake_at, v_wake.last_served_at + v_wake.release_interval_ms));
+                    UPDATE @extschema@.channel AS c
+                    SET
+                        wait_at = NULL,
+                        next_at = v_next,
+                        turn = CASE
+                            WHEN v_next IS DISTINCT FROM c.next_at
+                                THEN pg_catalog.nextval('@extschema@.channel_turn_seq')
+                            ELSE c.turn
+                        END
+                    WHERE c.id = v_wake.id;
+                    v_reread := v_reread OR v_wake.name = p_channel;
+                END IF;
+                DELETE FROM @extschema@.channel_wake AS w WHERE w.id = v_wake.wake_id;
+            END LOOP;
+            CONTINUE WHEN v_reread;
+        END IF;
 
-            served AS (
-                SELECT c.id, c.name, c.max_attempts, c.max_concurrency, c.num_locked, c.wait_at, c.next_at
+        -- When the front has nothing more, the channels that other
+        -- consumers were serving are taken from, once, without their rows.
+        IF pg_catalog.cardinality(v_front) = 0 AND NOT v_busy_turn THEN
+            v_front := v_busy;
+            v_busy_turn := TRUE;
+        END IF;
+        -- Served by name, a channel goes to the back of the rotation.
+        v_is_alone := COALESCE(v_is_alone, p_channel IS NULL AND pg_catalog.cardinality(v_front) = 1);
+
+
+        -- 2. Hold the front channels.
+        v_first := pg_catalog.cardinality(v_channels) + 1;
+        EXIT WHEN pg_catalog.cardinality(v_front) = 0;
+        -- (All of the busy ones: each drops out when it gives nothing.)
+        FOR j IN 1..CASE
+            WHEN v_busy_turn THEN pg_catalog.cardinality(v_front)
+            ELSE LEAST(pg_catalog.cardinality(v_front), v_remaining)
+        END LOOP
+            v_channel := v_front[j];
+            IF NOT v_busy_turn THEN
+                v_seen := v_seen || v_channel.id;
+            END IF;
+            PERFORM @extschema@._channel_guard_consumer(v_channel.name);
+            -- A channel with limits, or one this call will move (it is not
+            -- alone), is locked, as it was read: unless another consumer
+            -- holds it or has moved it since (its turn changed).
+            v_is_held := FALSE;
+            IF v_channel.max_concurrency IS NOT NULL OR v_channel.release_interval_ms > 0 OR NOT v_is_alone THEN
+                SELECT c.* INTO v_channel
+                FROM @extschema@.channel AS c
+                WHERE c.id = v_front[j].id AND c.turn = v_front[j].turn AND c.next_at <= v_now
+                FOR NO KEY UPDATE SKIP LOCKED;
+                v_is_held := FOUND;
+            END IF;
+            IF NOT v_is_held AND NOT v_is_alone AND NOT v_busy_turn THEN
+                -- Another consumer is serving it: the next channel first.
+                v_busy := v_busy || v_front[j];
+                CONTINUE;
+            END IF;
+            IF NOT v_is_held THEN
+                -- A channel without limits is read again after the guard,
+                -- for its limits, and taken from without its row: its ready
+                -- messages are delivered all the same (nothing early), so
+                -- that the consumers of a busy channel never find it empty.
+                SELECT c.* INTO v_channel
                 FROM @extschema@.channel AS c
                 WHERE
-                    c.id = (SELECT k.channel_id FROM wake AS k)
-                    AND c.wait_at IS NOT NULL
-                    AND (c.max_concurrency IS NULL OR c.num_locked < c.max_concurrency)
-                    AND c.release_interval_ms = 0
-                    AND NOT c.is_paused
-                FOR NO KEY UPDATE SKIP LOCKED
-            ),
-
-            head AS (
-                SELECT q.id, q.dequeue_at, q.is_locked
-                FROM @extschema@.message AS q
-                WHERE
-                    q.channel_id = (SELECT o.id FROM served AS o)
-                    AND q.dequeue_at <= v_now
-                ORDER BY q.dequeue_at, q.id
-                LIMIT 1
-                FOR UPDATE OF q SKIP LOCKED
-            )
-
-            UPDATE @extschema@.message AS m
-            SET
-                dequeue_at = v_now + p_lock_ms,
-                is_locked = TRUE,
-                is_counted = (SELECT o.max_concurrency IS NOT NULL FROM served AS o),
-                num_attempts = m.num_attempts + 1,
-                attempt_log = CASE
-                    WHEN m.is_locked THEN
-                        @extschema@._attempt_log_append(
-                            m.attempt_log, m.num_attempts, v_now, 'lock expired'
-                        )
-                    ELSE m.attempt_log
-                END
-            WHERE
-                m.id = (SELECT h.id FROM head AS h)
-                -- An expired lock due for the dead letters: not here.
-                AND NOT (
-                    m.is_locked AND m.num_attempts >= (SELECT o.max_attempts FROM served AS o)
-                ) IS TRUE
-            RETURNING
-                m.id, m.content, m.state, m.num_attempts,
-                (SELECT h.dequeue_at FROM head AS h),
-                (SELECT h.is_locked FROM head AS h),
-                (SELECT o.name FROM served AS o),
-                (SELECT o.max_concurrency FROM served AS o),
-                (SELECT o.num_locked FROM served AS o),
-                (SELECT o.wait_at FROM served AS o),
-                (SELECT o.next_at FROM served AS o),
-                m.channel_id,
-                EXISTS (
-                    SELECT 1
-                    FROM @extschema@.message AS q
-                    WHERE
-                        q.channel_id = m.channel_id
-                        AND q.dequeue_at <= v_now
-                        AND q.id <> m.id
-                )
-            INTO id, content, state, num_attempts, dequeue_at, is_recovered,
-                channel, v_max_concurrency, v_locked, v_was_wait, v_was_next, v_channel_id, v_more;
-        END IF;
-        IF id IS NOT NULL THEN
-            -- Its next place, as the general way's step 5 gives it: at
-            -- max_concurrency now, its first lock's expiry; with nothing
-            -- deliverable left, waiting, with the guard held exclusively and
-            -- a fresh probe.  (The same decisions as step 5, written here
-            -- again rather than called: a PL/pgSQL helper measured +6% on
-            -- this path's dequeue.)
-            -- A channel that was alone (no other eligible channel, no other
-            -- wake-up due) stays in the rotation instead: while it is the
-            -- only one, the fast path serves it without writing its row, and
-            -- its producers leave no wake-ups.
-            v_wait := NULL;
-            v_next := v_now;
-            IF v_max_concurrency IS NOT NULL AND NOT is_recovered THEN
-                v_locked := v_locked + 1;
+                    c.id = v_front[j].id AND NOT c.is_paused
+                    AND c.max_concurrency IS NULL AND c.release_interval_ms = 0;
+                CONTINUE WHEN NOT FOUND;
             END IF;
-            IF v_locked >= v_max_concurrency THEN
-                -- Now at max_concurrency: wait for the first lock to expire
-                -- (or a complete to free a slot), as in step 5.
-                SELECT m.dequeue_at INTO v_head
-                FROM @extschema@.message AS m
-                WHERE m.channel_id = v_channel_id AND m.is_locked AND m.is_counted
-                ORDER BY m.dequeue_at, m.id
-                LIMIT 1;
-                v_next := GREATEST(v_now, v_head);
-            ELSIF NOT v_more
-                AND NOT (pg_catalog.cardinality(v_fronts) + pg_catalog.cardinality(v_wakes) = 1)
-                AND pg_catalog.current_setting('transaction_isolation') = 'read committed'
-                AND @extschema@._channel_guard_try_exclusive(channel) THEN
-                SELECT m.dequeue_at INTO v_head
-                FROM @extschema@.message AS m
-                WHERE m.channel_id = v_channel_id
-                ORDER BY m.dequeue_at, m.id
-                LIMIT 1;
-                IF v_head > v_now THEN
-                    v_wait := v_head;
-                    v_next := v_head;
+            v_channels := v_channels || v_channel;
+            v_taken := v_taken || 0;
+            v_fresh := v_fresh || 0;
+            v_dead := v_dead || 0;
+            v_first_at := v_first_at || NULL::bigint;
+            v_short := v_short || FALSE;
+            v_held := v_held || v_is_held;
+            v_cap := v_cap || CASE
+                WHEN v_channel.num_locked >= v_channel.max_concurrency THEN v_limit
+                WHEN v_channel.release_interval_ms > 0 THEN 1
+                ELSE COALESCE(v_channel.max_concurrency - v_channel.num_locked, v_limit)
+            END;
+        END LOOP;
+
+        -- 3. Share what is left among the live channels: equal shares, the
+        -- remainder to the first ones in turn order; a channel that gives
+        -- less than its share drops out and the rest is shared again.
+        v_live := pg_catalog.cardinality(v_channels) - v_first + 1;
+        LOOP
+            EXIT WHEN v_live <= 0 OR v_remaining = 0;
+            v_share := v_remaining / v_live;
+            v_extra := v_remaining % v_live;
+            v_rank := 0;
+            v_changed := FALSE;
+            FOR i IN v_first..pg_catalog.cardinality(v_channels) LOOP
+                CONTINUE WHEN v_cap[i] <= 0;
+                v_want := LEAST(v_cap[i], v_share + CASE WHEN v_rank < v_extra THEN 1 ELSE 0 END);
+                v_rank := v_rank + 1;
+                CONTINUE WHEN v_want <= 0;
+                -- One take per channel share, its rows appended to the output.
+                SELECT
+                    pg_catalog.count(*) FILTER (WHERE NOT t.is_dead),
+                    pg_catalog.count(*) FILTER (WHERE t.is_dead),
+                    pg_catalog.count(*) FILTER (WHERE NOT t.is_dead AND NOT t.was_locked),
+                    pg_catalog.min(t.dequeue_at) FILTER (WHERE NOT t.is_dead),
+                    v_out_id || pg_catalog.array_agg(t.id) FILTER (WHERE NOT t.is_dead),
+                    v_out_pos || pg_catalog.array_agg(i) FILTER (WHERE NOT t.is_dead),
+                    v_out_content || pg_catalog.array_agg(t.content) FILTER (WHERE NOT t.is_dead),
+                    v_out_state || pg_catalog.array_agg(t.state) FILTER (WHERE NOT t.is_dead),
+                    v_out_attempts || pg_catalog.array_agg(t.num_attempts) FILTER (WHERE NOT t.is_dead),
+                    v_out_dequeue_at || pg_catalog.array_agg(t.dequeue_at) FILTER (WHERE NOT t.is_dead),
+                    v_out_recovered || pg_catalog.array_agg(t.was_locked) FILTER (WHERE NOT t.is_dead)
+                INTO
+                    v_got, v_gone, v_new, v_min_at, v_out_id, v_out_pos, v_out_content, v_out_state,
+                    v_out_attempts, v_out_dequeue_at, v_out_recovered
+                FROM @extschema@._message_take(
+                    v_channels[i], v_now, p_lock_ms, v_want,
+                    COALESCE(v_channels[i].num_locked >= v_channels[i].max_concurrency, FALSE)
+                ) AS t;
+                v_dead[i] := v_dead[i] + v_gone;
+                v_fresh[i] := v_fresh[i] + v_new;
+                v_first_at[i] := LEAST(v_first_at[i], v_min_at);
+                v_changed := v_changed OR v_got > 0;
+                v_taken[i] := v_taken[i] + v_got;
+                v_cap[i] := v_cap[i] - v_got;
+                v_remaining := v_remaining - v_got;
+                v_short[i] := v_got < v_want;
+                IF v_got < v_want OR v_cap[i] <= 0 THEN
+                    -- It drops out.
+                    v_cap[i] := 0;
+                    v_live := v_live - 1;
+                    v_changed := TRUE;
                 END IF;
-            END IF;
-            -- A channel woken from waiting that goes back to waiting keeps
-            -- its place as it is when that is still
-            -- true: it was waiting from wait_at, no later than its new head,
-            -- with its turn (next_at, in the future) no later than that.
-            -- Producers then go on leaving wake-ups for messages before
-            -- wait_at, and at next_at a consumer finds what came after (or
-            -- nothing, and sends it to wait until its head then).  So a
-            -- channel that gets one message at a time, each taken before the
-            -- next arrives, is written about once per lock period, not once
-            -- per message.  A channel with max_concurrency has only its count
-            -- written (no indexed column changes: a HOT update); the row of
-            -- one without is not written at all.  (Its last_served_at stays
-            -- older: only a release interval reads it, and this way serves no
-            -- channel with one.)
-            v_stays := COALESCE(
-                v_wait IS NOT NULL
-                AND v_was_next > v_now
-                AND v_was_next <= v_was_wait
-                AND v_was_wait <= v_wait,
-                FALSE
-            );
-            -- The channel's pending wake-ups go with this write (those no
-            -- other transaction holds; SKIP LOCKED, so this never waits): in
-            -- the rotation it needs none, and waiting, its wait_at is its
-            -- first message.  Left behind, they would send later calls to a
-            -- channel that has been served another way.
-            WITH applied AS (
-                DELETE FROM @extschema@.channel_wake AS w
-                WHERE w.id = ANY(ARRAY(
-                    SELECT x.id
-                    FROM @extschema@.channel_wake AS x
-                    WHERE x.channel_id = v_channel_id
-                    FOR UPDATE SKIP LOCKED
-                ))
-            )
+            END LOOP;
+            EXIT WHEN NOT v_changed;
+        END LOOP;
 
-            UPDATE @extschema@.channel AS c
-            SET
-                next_at = CASE WHEN v_stays THEN c.next_at ELSE v_next END,
-                turn = CASE
-                    WHEN v_stays THEN c.turn
-                    ELSE pg_catalog.nextval('@extschema@.channel_turn_seq')
-                END,
-                wait_at = CASE WHEN v_stays THEN c.wait_at ELSE v_wait END,
-                last_served_at = CASE WHEN v_stays THEN c.last_served_at ELSE v_now END,
-                num_locked = v_locked
-            WHERE c.id = v_channel_id AND NOT (v_stays AND v_max_concurrency IS NULL);
-            RETURN NEXT;
-            RETURN;
-        END IF;
-    END IF;
+        EXIT WHEN v_busy_turn OR p_channel IS NOT NULL AND pg_catalog.cardinality(v_busy) = 0;
+    END LOOP;
+
+    -- 4. Where each held channel goes next, in the order of its last
+    -- delivery in this batch (those that gave nothing first).
+    SELECT pg_catalog.array_agg(k.i ORDER BY k.taken - 1, k.i) INTO v_order
+    FROM ROWS FROM (pg_catalog.unnest(v_taken)) WITH ORDINALITY AS k (taken, i);
+    FOREACH i IN ARRAY COALESCE(v_order, '{}') LOOP
+        PERFORM @extschema@._channel_place(
+            v_channels[i], v_now, v_taken[i], v_fresh[i], v_dead[i],
+            v_first_at[i], v_short[i], v_held[i]
+        );
+    END LOOP;
 
     RETURN QUERY
-    SELECT g.id, g.channel, g.content, g.state, g.num_attempts, g.dequeue_at, g.is_recovered
-    FROM @extschema@._message_dequeue_general(
-        p_lock_ms, v_limit, p_channel, v_now, v_due IS FALSE
-    ) AS g;
+    SELECT t.id, (v_channels[t.pos]).name, t.content, t.state, t.num_attempts, t.dequeue_at, t.is_recovered
+    FROM ROWS FROM (
+        pg_catalog.unnest(v_out_id),
+        pg_catalog.unnest(v_out_pos),
+        pg_catalog.unnest(v_out_content),
+        pg_catalog.unnest(v_out_state),
+        pg_catalog.unnest(v_out_attempts),
+        pg_catalog.unnest(v_out_dequeue_at),
+        pg_catalog.unnest(v_out_recovered)
+    ) AS t (id, pos, content, state, num_attempts, dequeue_at, is_recovered)
+    ORDER BY
+        pg_catalog.row_number() OVER (PARTITION BY t.pos ORDER BY t.dequeue_at, t.id),
+        t.pos;
 END;
 $$;
 

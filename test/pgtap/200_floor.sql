@@ -1,11 +1,12 @@
 \ir include/setup.psql
--- 0.7.0: a channel's floor (channel.floor_at), where batch dequeues start
--- their walk of its messages.  A batch raises it, at most once a second, to
--- the channel's first message (never above one second ago); whoever puts a
--- message below it leaves a channel_floor_mark, and batches then walk the
--- channel from its beginning until the next raise, which takes the marked
--- messages into account (the floor can go down) and deletes the marks.  A
--- message below the floor must never be passed over.
+-- A channel's floor (channel.floor_at), where dequeues start their walk of
+-- its messages.  A dequeue raises it when it is more than a second behind
+-- (about once a second while consumers keep up) to the channel's first
+-- message, never above one second ago; whoever puts a message below it
+-- leaves a channel_floor_mark, and dequeues then walk the channel from its
+-- beginning until the next raise, which takes the marked messages into
+-- account (the floor can go down) and deletes the marks.  A message below
+-- the floor must never be passed over.
 SELECT plan(19);
 
 CREATE FUNCTION pg_temp.floor_of(p_channel text)
@@ -23,11 +24,13 @@ AS $$
     WHERE c.name = p_channel
 $$;
 
--- The next batch may raise the floor (as if the last raise was long ago).
+-- The next dequeue may raise the floor, as if the last raise was long ago:
+-- the floor two seconds lower (lowering a floor is always safe: walks start
+-- earlier).
 CREATE FUNCTION pg_temp.raise_next(p_channel text)
 RETURNS void
 LANGUAGE sql
-AS $$ UPDATE lonnymq.channel SET floor_checked_at = NULL WHERE name = p_channel $$;
+AS $$ UPDATE lonnymq.channel SET floor_at = floor_at - 2000 WHERE name = p_channel $$;
 
 -- Dequeue up to p_limit and return the contents in delivery order.
 CREATE FUNCTION pg_temp.take(p_limit integer)
@@ -42,16 +45,14 @@ $$;
 SELECT lonnymq.to_epoch(now()) AS t0 \gset
 
 -- ---------------------------------------------------------------- raising
--- Six messages dated a minute ago.  The first batch finds the new channel
--- through its wake-up (the general way, which leaves the floor alone); the
--- next one is the fast path.
+-- Six messages dated a minute ago.
 SELECT count(*) FROM lonnymq.message_create_batch(
     'f', ARRAY['a', 'b', 'c', 'd', 'e', 'g']::bytea[], array_fill(:t0 - 60000, ARRAY[6])
 );
 SELECT is(pg_temp.take(2), 'a,b', 'a new channel: the first batch');
-SELECT is(pg_temp.floor_of('f'), NULL, 'no floor yet');
+SELECT is(pg_temp.floor_of('f'), :t0 - 60000, 'it raised the floor to the first message (c, not yet delivered)');
 SELECT is(pg_temp.take(2), 'c,d', 'the next batch');
-SELECT is(pg_temp.floor_of('f'), :t0 - 60000, 'it raised the floor to the first message (e, not yet delivered)');
+SELECT is(pg_temp.floor_of('f'), :t0 - 60000, 'the floor is less than a second behind: not raised again');
 
 -- The head moves on: the next raise follows it.
 SELECT lonnymq.message_create('f', 'h', :t0 - 30000);
@@ -68,10 +69,10 @@ SELECT is(
 );
 
 -- ---------------------------------------------------------------- below the floor
--- The floor is now about a second ago: messages dated earlier are below it.
-SELECT pg_temp.raise_next('f');
-SELECT lonnymq.message_create('f', 'k', :t0 - 20000);
-SELECT lonnymq.message_create('f', 'l', :t0 - 20000);
+-- The floor is now j's date, half a minute ago: messages dated earlier are
+-- below it.
+SELECT lonnymq.message_create('f', 'k', :t0 - 40000);
+SELECT lonnymq.message_create('f', 'l', :t0 - 40000);
 SELECT is(pg_temp.marks_of('f'), 1::bigint, 'messages dated before the floor: one mark');
 SELECT is(pg_temp.take(5), 'k,l', 'a batch delivers them');
 SELECT is(pg_temp.marks_of('f'), 0::bigint, 'and its raise deleted the mark');

@@ -134,8 +134,10 @@ def test_a_repeatable_read_producer_fails_rather_than_miss_a_channel_going_idle(
     """A producer whose snapshot predates the consumer's 'empty' decision must
     not trust it: it gets a serialization failure (40001) and retries."""
     _one(db, "SELECT lonnymq.message_create('x', 'first')")
-    got = _one(db, "SELECT id, num_attempts FROM lonnymq.message_dequeue(60000, 1, 'x')")
+    # (a 1 ms lock: the channel waits for its expiry, then is found empty)
+    got = _one(db, "SELECT id, num_attempts FROM lonnymq.message_dequeue(1, 1, 'x')")
     _one(db, "SELECT lonnymq.message_complete(%s, %s)", got[0])
+    time.sleep(0.01)
 
     producer = db.connect(autocommit=False)
     producer.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")

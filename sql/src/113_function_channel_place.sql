@@ -1,0 +1,179 @@
+-- Internal: the one decision of where a channel that message_dequeue
+-- visited goes next, and the one write of its row.  p_channel is the row as
+-- the dequeue read it; p_taken messages were delivered from it, p_fresh of
+-- them new locks (not recovered ones), p_dead expired locks went to the dead
+-- letters; p_first_at is the dequeue_at of the first one taken (as it was);
+-- p_came_short: its last take gave less than was asked.  p_is_held: the
+-- dequeue locked the row (a channel with limits, or one it moves).  A channel
+-- without limits that was alone is not locked: serving it leaves it first in
+-- the rotation.
+--
+-- The places:
+--   * at max_concurrency: eligible again at its first lock's expiry (or
+--     when a complete frees a place: _channel_release);
+--   * nothing deliverable left, and no producer in flight (the channel
+--     guard held exclusively; then a fresh probe sees every message put in
+--     it, and every later producer sees wait_at and leaves a wake-up): out
+--     of the rotation when empty, else waiting for its first message;
+--   * else the back of the rotation, after its release interval.
+-- Only in READ COMMITTED is a channel put to sleep or its floor raised:
+-- both need a statement snapshot taken after the guard.
+--
+-- A channel without limits that was alone is not written (it would stay
+-- first): any number of consumers take from it at once, as from a plain
+-- SKIP LOCKED table, and its row gets no new version per serve.  Nor is
+-- one that another consumer moved since this one read it (its turn
+-- changed, or that consumer holds the row): that consumer's write already
+-- put it where it goes.
+--
+-- The floor: when the first message taken lies more than a second past
+-- floor_at (see v_raise) and the guard is held, floor_at rises to the first
+-- message still visible, but never above a second ago (a producer whose
+-- message sorts below the floor leaves a floor mark, which sends the scans
+-- back to the beginning until a raise has seen it; the raise deletes the
+-- marks).
+CREATE FUNCTION @extschema@._channel_place(
+    p_channel @extschema@.channel,
+    p_now bigint,
+    p_taken integer,
+    p_fresh integer,
+    p_dead integer,
+    p_first_at bigint,
+    p_came_short boolean,
+    p_is_held boolean
+)
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+AS $$
+DECLARE
+    v_limited boolean := p_channel.max_concurrency IS NOT NULL OR p_channel.release_interval_ms > 0;
+    v_locked integer := p_channel.num_locked;
+    v_next bigint := p_now;
+    v_wait bigint;
+    v_head bigint;
+    v_floor bigint;
+    -- The floor is behind: both the first message taken and the clock a
+    -- second back are more than a second past it (so a channel whose
+    -- consumers keep up has its floor raised about once a second, not at
+    -- every call); or the first message taken was below it (marked: the
+    -- raise deletes the marks, after which walks start at the floor again).
+    v_raise boolean := p_taken > 0 AND (
+        pg_catalog.int8smaller(p_first_at, p_now - 1000) > COALESCE(p_channel.floor_at, -9223372036854775807) + 1000
+        OR p_first_at < p_channel.floor_at
+    );
+    v_exclusive boolean := FALSE;
+    v_may_sleep boolean := FALSE;
+    v_moves boolean;
+BEGIN
+    IF p_taken > 0 THEN
+        v_next := p_now + p_channel.release_interval_ms;
+    END IF;
+    IF p_channel.max_concurrency IS NOT NULL THEN
+        v_locked := pg_catalog.int4larger(v_locked + p_fresh - p_dead, 0);
+    END IF;
+
+    IF v_locked >= p_channel.max_concurrency THEN
+        SELECT m.dequeue_at INTO v_head
+        FROM @extschema@.message AS m
+        WHERE m.channel_id = p_channel.id AND m.is_locked AND m.is_counted
+        ORDER BY m.dequeue_at, m.id
+        LIMIT 1;
+        -- No lock at all although the count says full: the count is wrong;
+        -- repair it rather than stall.
+        IF v_head IS NULL THEN
+            v_locked := 0;
+        END IF;
+        v_next := GREATEST(v_next, v_head);
+    ELSE
+        -- Is anything deliverable left?  The probe walks from the floor,
+        -- over the entries of the messages this call just took from the
+        -- channel: so it asks only when that is at most one, or when the
+        -- take came up short (it walked as far itself).  A channel that
+        -- filled a larger share is left to its next visit, which finds out.
+        v_may_sleep := (p_taken <= 1 OR p_came_short) AND (p_taken = 0 OR p_is_held);
+    END IF;
+
+    -- The probe: the channel's first message, not SKIP LOCKED (a message
+    -- another transaction holds right now, and may roll back, keeps the
+    -- channel in the rotation).  When it says the channel may sleep, or
+    -- the floor is to be raised, it runs again after the guard is taken
+    -- exclusively: that snapshot sees every message put in the channel,
+    -- with its floor mark, and decides both.
+    FOR v_probe IN 1..2 LOOP
+        IF v_may_sleep OR v_exclusive THEN
+            SELECT m.dequeue_at INTO v_head
+            FROM @extschema@.message AS m
+            WHERE m.channel_id = p_channel.id AND m.dequeue_at >= @extschema@._channel_scan_from(p_channel)
+            ORDER BY m.dequeue_at, m.id
+            LIMIT 1;
+        END IF;
+        IF v_exclusive THEN
+            IF v_may_sleep AND NOT v_head <= p_now IS TRUE THEN
+                v_wait := COALESCE(v_head, 9223372036854775807);
+                v_next := GREATEST(v_next, v_head);
+            END IF;
+            IF v_raise THEN
+                v_floor := pg_catalog.int8smaller(p_now - 1000, COALESCE(v_head, p_now - 1000));
+                DELETE FROM @extschema@.channel_floor_mark AS k WHERE k.channel_id = p_channel.id;
+            END IF;
+            EXIT;
+        END IF;
+        EXIT WHEN NOT (v_raise OR v_may_sleep AND NOT v_head <= p_now IS TRUE);
+        v_exclusive := pg_catalog.current_setting('transaction_isolation') = 'read committed'
+            AND @extschema@._channel_guard_try_exclusive(p_channel.name);
+        EXIT WHEN NOT v_exclusive;
+    END LOOP;
+
+    IF NOT p_is_held AND v_wait IS NULL AND v_floor IS NULL AND p_dead = 0 THEN
+        RETURN;
+    END IF;
+
+    -- A channel this call holds, or puts to sleep, goes to its new place;
+    -- any other keeps its place: only its floor and counts are written.
+    v_moves := p_is_held OR v_wait IS NOT NULL;
+    UPDATE @extschema@.channel AS c
+    SET
+        next_at = CASE
+            WHEN NOT v_moves THEN c.next_at
+            WHEN v_wait = 9223372036854775807 THEN NULL
+            ELSE v_next
+        END,
+        turn = CASE
+            WHEN NOT v_moves THEN c.turn
+            WHEN v_wait = 9223372036854775807 THEN NULL
+            ELSE pg_catalog.nextval('@extschema@.channel_turn_seq')
+        END,
+        wait_at = CASE WHEN v_moves THEN v_wait ELSE c.wait_at END,
+        last_served_at = CASE WHEN v_moves AND p_taken > 0 THEN p_now ELSE c.last_served_at END,
+        num_locked = v_locked,
+        num_removed = c.num_removed + CASE WHEN c.max_size IS NULL THEN 0 ELSE p_dead END,
+        floor_at = COALESCE(v_floor, c.floor_at)
+    WHERE
+        c.id = p_channel.id
+        AND (
+            p_is_held
+            OR c.id = (
+                SELECT o.id
+                FROM @extschema@.channel AS o
+                WHERE o.id = p_channel.id AND o.turn IS NOT DISTINCT FROM p_channel.turn
+                FOR NO KEY UPDATE SKIP LOCKED
+            )
+        );
+    IF NOT FOUND AND p_dead > 0 AND p_channel.max_size IS NOT NULL THEN
+        -- Another consumer moved the channel; the removals still count.
+        UPDATE @extschema@.channel AS c
+        SET num_removed = c.num_removed + p_dead
+        WHERE c.id = p_channel.id;
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_place(
+    @extschema@.channel, bigint, integer, integer, integer, bigint, boolean, boolean
+) IS
+'Internal: decide and write where a channel visited by message_dequeue goes next: the back of the rotation, waiting for a lock''s expiry, asleep, or (alone and without limits) where it is.';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_place(
+    @extschema@.channel, bigint, integer, integer, integer, bigint, boolean, boolean
+) FROM PUBLIC;
