@@ -15,6 +15,9 @@ DROP FUNCTION @extschema@._message_take(
     bigint, bigint, bigint, integer, boolean, integer, boolean, text, bigint, boolean
 );
 
+-- The floor is raised when it is behind, not on a once-a-second cadence.
+ALTER TABLE @extschema@.channel DROP COLUMN floor_checked_at;
+
 -- ---- every function, as a fresh install defines it ----
 
 -- ---- sql/src/100_function_to_epoch.sql ----
@@ -664,7 +667,6 @@ LANGUAGE plpgsql
 VOLATILE
 AS $$
 DECLARE
-    v_limited boolean := p_channel.max_concurrency IS NOT NULL OR p_channel.release_interval_ms > 0;
     v_locked integer := p_channel.num_locked;
     v_next bigint := p_now;
     v_wait bigint;
@@ -766,10 +768,12 @@ BEGIN
         num_locked = v_locked,
         num_removed = c.num_removed + CASE WHEN c.max_size IS NULL THEN 0 ELSE p_dead END,
         floor_at = COALESCE(v_floor, c.floor_at)
+    -- Not held: unless another consumer has moved it since, or holds it
+    -- (it is placing it).  Removals are counted in any case: then it waits.
     WHERE
         c.id = p_channel.id
         AND (
-            p_is_held
+            p_is_held OR p_dead > 0
             OR c.id = (
                 SELECT o.id
                 FROM @extschema@.channel AS o
@@ -777,12 +781,6 @@ BEGIN
                 FOR NO KEY UPDATE SKIP LOCKED
             )
         );
-    IF NOT FOUND AND p_dead > 0 AND p_channel.max_size IS NOT NULL THEN
-        -- Another consumer moved the channel; the removals still count.
-        UPDATE @extschema@.channel AS c
-        SET num_removed = c.num_removed + p_dead
-        WHERE c.id = p_channel.id;
-    END IF;
 END;
 $$;
 

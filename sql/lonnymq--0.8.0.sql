@@ -27,11 +27,11 @@ SELECT pg_catalog.pg_extension_config_dump('@extschema@.channel_turn_seq', '');
 --
 -- wait_at IS NOT NULL means a consumer found nothing deliverable before
 -- wait_at (NULL next_at with wait_at = max bigint: the channel is empty).
--- Producers read it while holding the channel guard shared (an advisory lock,
--- _channel_guard_shared) and leave a channel_wake row when their message is
--- deliverable earlier; consumers only set wait_at while holding the guard
--- exclusively, which no producer in flight allows.  Producers never lock or
--- write this row.
+-- Producers read it while holding the producer guard shared (an advisory
+-- lock, _channel_guard_shared) and leave a channel_wake row when their
+-- message is deliverable earlier; consumers only set wait_at while holding
+-- that guard exclusively, which no producer in flight allows.  Producers
+-- never lock or write this row.
 --
 -- is_paused: channel_pause took the channel out of the rotation (next_at and
 -- wait_at NULL, so producers leave no wake-ups); channel_resume puts it back.
@@ -44,17 +44,17 @@ SELECT pg_catalog.pg_extension_config_dump('@extschema@.channel_turn_seq', '');
 -- num_removed only for channels with max_size: an unconstrained channel's row
 -- is written only when it is served, never by producers or by completes.
 --
--- floor_at (the last two columns: added in 0.7.0) is where a batch dequeue
--- starts its walk of the channel's messages: no message of the channel has
--- a dequeue_at below it unless a channel_floor_mark row of the channel
--- exists (then the walk starts at the beginning).  Without it, every batch
--- dequeue would step over the index entries of every message consumed since
--- the last VACUUM (a FIFO's consumed head: pages that only VACUUM removes).
--- A batch dequeue raises it (_channel_floor_raise) at most once a second
--- (floor_checked_at), with the channel guard held exclusively, to the first
--- message then visible, and never above one second ago.  Producers (and
--- defer, fail, redrive) that put a message below it leave a
--- channel_floor_mark row instead of writing this row.  NULL: no floor.
+-- floor_at (the last column; added in 0.7.0) is where a dequeue starts its
+-- walk of the channel's messages: no message of the channel has a
+-- dequeue_at below it unless a channel_floor_mark row of the channel exists
+-- (then the walk starts at the beginning).  Without it, every dequeue would
+-- step over the index entries of every message consumed since the last
+-- VACUUM (a FIFO's consumed head: pages that only VACUUM removes).  A
+-- dequeue raises it (_channel_place) when it is more than a second behind,
+-- with the producer guard held exclusively, to the first message then
+-- visible, and never above one second ago.  Producers (and defer, fail,
+-- redrive) that put a message below it leave a channel_floor_mark row
+-- instead of writing this row.  NULL: no floor.
 CREATE TABLE @extschema@.channel (
     id bigint NOT NULL DEFAULT pg_catalog.nextval('@extschema@.channel_id_seq'),
     name text NOT NULL,
@@ -78,7 +78,6 @@ CREATE TABLE @extschema@.channel (
     retain_history boolean NOT NULL DEFAULT FALSE,
     notify boolean NOT NULL DEFAULT FALSE,
     floor_at bigint,
-    floor_checked_at bigint,
     CONSTRAINT channel_pkey PRIMARY KEY (id),
     CONSTRAINT channel_name_key UNIQUE (name),
     CONSTRAINT channel_name_check CHECK (
@@ -1163,7 +1162,6 @@ LANGUAGE plpgsql
 VOLATILE
 AS $$
 DECLARE
-    v_limited boolean := p_channel.max_concurrency IS NOT NULL OR p_channel.release_interval_ms > 0;
     v_locked integer := p_channel.num_locked;
     v_next bigint := p_now;
     v_wait bigint;
@@ -1265,10 +1263,12 @@ BEGIN
         num_locked = v_locked,
         num_removed = c.num_removed + CASE WHEN c.max_size IS NULL THEN 0 ELSE p_dead END,
         floor_at = COALESCE(v_floor, c.floor_at)
+    -- Not held: unless another consumer has moved it since, or holds it
+    -- (it is placing it).  Removals are counted in any case: then it waits.
     WHERE
         c.id = p_channel.id
         AND (
-            p_is_held
+            p_is_held OR p_dead > 0
             OR c.id = (
                 SELECT o.id
                 FROM @extschema@.channel AS o
@@ -1276,12 +1276,6 @@ BEGIN
                 FOR NO KEY UPDATE SKIP LOCKED
             )
         );
-    IF NOT FOUND AND p_dead > 0 AND p_channel.max_size IS NOT NULL THEN
-        -- Another consumer moved the channel; the removals still count.
-        UPDATE @extschema@.channel AS c
-        SET num_removed = c.num_removed + p_dead
-        WHERE c.id = p_channel.id;
-    END IF;
 END;
 $$;
 

@@ -8,11 +8,11 @@
 --
 -- wait_at IS NOT NULL means a consumer found nothing deliverable before
 -- wait_at (NULL next_at with wait_at = max bigint: the channel is empty).
--- Producers read it while holding the channel guard shared (an advisory lock,
--- _channel_guard_shared) and leave a channel_wake row when their message is
--- deliverable earlier; consumers only set wait_at while holding the guard
--- exclusively, which no producer in flight allows.  Producers never lock or
--- write this row.
+-- Producers read it while holding the producer guard shared (an advisory
+-- lock, _channel_guard_shared) and leave a channel_wake row when their
+-- message is deliverable earlier; consumers only set wait_at while holding
+-- that guard exclusively, which no producer in flight allows.  Producers
+-- never lock or write this row.
 --
 -- is_paused: channel_pause took the channel out of the rotation (next_at and
 -- wait_at NULL, so producers leave no wake-ups); channel_resume puts it back.
@@ -25,17 +25,17 @@
 -- num_removed only for channels with max_size: an unconstrained channel's row
 -- is written only when it is served, never by producers or by completes.
 --
--- floor_at (the last two columns: added in 0.7.0) is where a batch dequeue
--- starts its walk of the channel's messages: no message of the channel has
--- a dequeue_at below it unless a channel_floor_mark row of the channel
--- exists (then the walk starts at the beginning).  Without it, every batch
--- dequeue would step over the index entries of every message consumed since
--- the last VACUUM (a FIFO's consumed head: pages that only VACUUM removes).
--- A batch dequeue raises it (_channel_floor_raise) at most once a second
--- (floor_checked_at), with the channel guard held exclusively, to the first
--- message then visible, and never above one second ago.  Producers (and
--- defer, fail, redrive) that put a message below it leave a
--- channel_floor_mark row instead of writing this row.  NULL: no floor.
+-- floor_at (the last column; added in 0.7.0) is where a dequeue starts its
+-- walk of the channel's messages: no message of the channel has a
+-- dequeue_at below it unless a channel_floor_mark row of the channel exists
+-- (then the walk starts at the beginning).  Without it, every dequeue would
+-- step over the index entries of every message consumed since the last
+-- VACUUM (a FIFO's consumed head: pages that only VACUUM removes).  A
+-- dequeue raises it (_channel_place) when it is more than a second behind,
+-- with the producer guard held exclusively, to the first message then
+-- visible, and never above one second ago.  Producers (and defer, fail,
+-- redrive) that put a message below it leave a channel_floor_mark row
+-- instead of writing this row.  NULL: no floor.
 CREATE TABLE @extschema@.channel (
     id bigint NOT NULL DEFAULT pg_catalog.nextval('@extschema@.channel_id_seq'),
     name text NOT NULL,
@@ -59,7 +59,6 @@ CREATE TABLE @extschema@.channel (
     retain_history boolean NOT NULL DEFAULT FALSE,
     notify boolean NOT NULL DEFAULT FALSE,
     floor_at bigint,
-    floor_checked_at bigint,
     CONSTRAINT channel_pkey PRIMARY KEY (id),
     CONSTRAINT channel_name_key UNIQUE (name),
     CONSTRAINT channel_name_check CHECK (

@@ -12,3 +12,6 @@ DROP FUNCTION @extschema@._channel_floor_raise(bigint, bigint);
 DROP FUNCTION @extschema@._message_take(
     bigint, bigint, bigint, integer, boolean, integer, boolean, text, bigint, boolean
 );
+
+-- The floor is raised when it is behind, not on a once-a-second cadence.
+ALTER TABLE @extschema@.channel DROP COLUMN floor_checked_at;
