@@ -793,140 +793,6 @@ REVOKE ALL ON FUNCTION @extschema@._channel_place(
     @extschema@.channel, bigint, integer, integer, integer, bigint, boolean, boolean
 ) FROM PUBLIC;
 
--- ---- sql/src/114_function_message_take.sql ----
--- Internal: the one statement that takes messages.  Lock up to p_limit
--- deliverable messages of one channel in (dequeue_at, id) order, skipping
--- rows other transactions hold, and lock each for p_lock_ms.  Returns each
--- message as it was before the lock (was_locked: an expired lock recovered).
---
--- Where the scan starts: at the channel's floor (_channel_scan_from), so
--- that it never steps over the index entries of the messages consumed since
--- the last VACUUM.  A channel
--- at its max_concurrency (p_expired_only) may deliver only its own expired
--- locks: those are found through message_locked_ix, never by walking the
--- ready backlog.  One statement holds both probes, one gated off.
---
--- An expired lock is a failed attempt ("lock expired" in the attempt log);
--- one whose message has had the channel's max_attempts deliveries goes to
--- the dead letters instead (returned with is_dead, for the caller's counts)
--- and a replacement is looked for: at most p_limit + 16 buried per call.
--- Each buried lock of a channel at max_concurrency freed a place, so the
--- replacements may be any deliverable message.
-CREATE OR REPLACE FUNCTION @extschema@._message_take(
-    p_channel @extschema@.channel,
-    p_now bigint,
-    p_lock_ms bigint,
-    p_limit integer,
-    p_expired_only boolean
-)
-RETURNS TABLE (
-    id bigint,
-    content bytea,
-    state bytea,
-    num_attempts integer,
-    dequeue_at bigint,
-    was_locked boolean,
-    is_dead boolean
-)
-LANGUAGE plpgsql
-VOLATILE
-AS $$
-#variable_conflict use_column
-DECLARE
-    v_want integer := p_limit;
-    v_expired_only boolean := p_expired_only;
-    v_buried integer := 0;
-    v_ids bigint[];
-    v_ats bigint[];
-    v_was_locked boolean[];
-    v_dead bigint[];
-BEGIN
-    LOOP
-        -- The two probes, one gated off: a channel at max_concurrency reads
-        -- message_locked_ix (its predicate is named), any other reads
-        -- message_channel_ix from its floor.
-        SELECT
-            pg_catalog.array_agg(x.id), pg_catalog.array_agg(x.dequeue_at), pg_catalog.array_agg(x.is_locked),
-            COALESCE(
-                pg_catalog.array_agg(x.id) FILTER (WHERE x.is_locked AND x.num_attempts >= p_channel.max_attempts),
-                '{}'
-            )
-        INTO v_ids, v_ats, v_was_locked, v_dead
-        FROM (
-            SELECT *
-            FROM (
-                SELECT m.id, m.dequeue_at, m.is_locked, m.num_attempts
-                FROM @extschema@.message AS m
-                WHERE
-                    v_expired_only AND m.channel_id = p_channel.id AND m.is_locked AND m.is_counted
-                    AND m.dequeue_at <= p_now
-                ORDER BY m.dequeue_at, m.id
-                LIMIT v_want
-                FOR UPDATE SKIP LOCKED
-            ) AS e
-            UNION ALL
-            SELECT *
-            FROM (
-                SELECT q.id, q.dequeue_at, q.is_locked, q.num_attempts
-                FROM @extschema@.message AS q
-                WHERE
-                    NOT v_expired_only AND q.channel_id = p_channel.id
-                    AND q.dequeue_at >= @extschema@._channel_scan_from(p_channel) AND q.dequeue_at <= p_now
-                ORDER BY q.dequeue_at, q.id
-                LIMIT v_want
-                FOR UPDATE SKIP LOCKED
-            ) AS r
-        ) AS x;
-        EXIT WHEN v_ids IS NULL;
-
-        -- Returned in (dequeue_at, id) order.
-        RETURN QUERY
-        WITH taken AS (
-            UPDATE @extschema@.message AS m
-            SET
-                dequeue_at = p_now + p_lock_ms,
-                is_locked = TRUE,
-                is_counted = p_channel.max_concurrency IS NOT NULL,
-                num_attempts = m.num_attempts + 1,
-                attempt_log = CASE
-                    WHEN m.is_locked THEN
-                        @extschema@._attempt_log_append(m.attempt_log, m.num_attempts, p_now, 'lock expired')
-                    ELSE m.attempt_log
-                END
-            FROM ROWS FROM (
-                pg_catalog.unnest(v_ids), pg_catalog.unnest(v_ats), pg_catalog.unnest(v_was_locked)
-            ) AS h (id, old_at, old_locked)
-            WHERE m.id = h.id AND h.id <> ALL(v_dead)
-            RETURNING m.id, m.content, m.state, m.num_attempts, h.old_at, h.old_locked
-        )
-
-        SELECT t.id, t.content, t.state, t.num_attempts, t.old_at, t.old_locked, FALSE
-        FROM taken AS t
-        ORDER BY t.old_at, t.id;
-
-        -- Expired locks that used up max_attempts: to the dead letters, and
-        -- as many replacements looked for, within the bound.
-        EXIT WHEN pg_catalog.cardinality(v_dead) = 0;
-        FOREACH id IN ARRAY v_dead LOOP
-            PERFORM @extschema@._message_bury(
-                id, p_channel.id, p_channel.name, 'lock expired', p_now, p_channel.dedup_window_ms
-            );
-            is_dead := TRUE;
-            RETURN NEXT;
-        END LOOP;
-        v_buried := v_buried + pg_catalog.cardinality(v_dead);
-        EXIT WHEN v_buried >= p_limit + 16;
-        v_want := LEAST(pg_catalog.cardinality(v_dead), p_limit + 16 - v_buried);
-        v_expired_only := FALSE;
-    END LOOP;
-END;
-$$;
-
-COMMENT ON FUNCTION @extschema@._message_take(@extschema@.channel, bigint, bigint, integer, boolean) IS
-'Internal: lock up to p_limit deliverable messages of a channel with one index range scan from its floor, SKIP LOCKED; expired locks past max_attempts go to the dead letters.';
-
-REVOKE ALL ON FUNCTION @extschema@._message_take(@extschema@.channel, bigint, bigint, integer, boolean) FROM PUBLIC;
-
 -- ---- sql/src/115_function_message_key_claim.sql ----
 -- Internal: claim (channel, key) for the message about to be stored as
 -- p_message_id.  Returns NULL when the claim is ours (store the message),
@@ -2109,7 +1975,8 @@ REVOKE ALL ON FUNCTION @extschema@.message_cancel(bigint) FROM PUBLIC;
 --      held shared, so that a channel_set giving the channel limits waits
 --      for this call (and its locks are counted);
 --   3. share the batch among them round-robin, each channel's share in one
---      take (_message_take: one index range scan from the channel's floor);
+--      take (the one statement that takes messages: one index range scan
+--      from the channel's floor);
 --      a channel that gives less than its share drops out and the rest is
 --      shared again, reading more channels from the front when all dropped
 --      (at most p_limit + 16 visited);
@@ -2178,8 +2045,13 @@ DECLARE
     v_rank integer;
     v_want integer;
     v_got integer;
-    v_gone integer;
     v_new integer;
+    v_pass integer;
+    v_buried integer;
+    v_expired_only boolean;
+    v_dead_ids bigint[];
+    v_id bigint;
+    v_from bigint;
     v_changed boolean;
     v_order integer[];
     i integer;
@@ -2366,11 +2238,16 @@ BEGIN
             v_first_at := v_first_at || NULL::bigint;
             v_short := v_short || FALSE;
             v_held := v_held || v_is_held;
-            v_cap := v_cap || CASE
-                WHEN v_channel.num_locked >= v_channel.max_concurrency THEN v_limit
-                WHEN v_channel.release_interval_ms > 0 THEN 1
-                ELSE COALESCE(v_channel.max_concurrency - v_channel.num_locked, v_limit)
-            END;
+            -- What it may give: up to its free places (at max_concurrency,
+            -- its expired locks), and one message when it has a release
+            -- interval.
+            v_cap := v_cap || LEAST(
+                CASE
+                    WHEN v_channel.num_locked >= v_channel.max_concurrency THEN v_limit
+                    ELSE COALESCE(v_channel.max_concurrency - v_channel.num_locked, v_limit)
+                END,
+                CASE WHEN v_channel.release_interval_ms > 0 THEN 1 ELSE v_limit END
+            );
         END LOOP;
 
         -- 3. Share what is left among the live channels: equal shares, the
@@ -2388,29 +2265,102 @@ BEGIN
                 v_want := LEAST(v_cap[i], v_share + CASE WHEN v_rank < v_extra THEN 1 ELSE 0 END);
                 v_rank := v_rank + 1;
                 CONTINUE WHEN v_want <= 0;
-                -- One take per channel share, its rows appended to the output.
-                SELECT
-                    pg_catalog.count(*) FILTER (WHERE NOT t.is_dead),
-                    pg_catalog.count(*) FILTER (WHERE t.is_dead),
-                    pg_catalog.count(*) FILTER (WHERE NOT t.is_dead AND NOT t.was_locked),
-                    pg_catalog.min(t.dequeue_at) FILTER (WHERE NOT t.is_dead),
-                    v_out_id || pg_catalog.array_agg(t.id) FILTER (WHERE NOT t.is_dead),
-                    v_out_pos || pg_catalog.array_agg(i) FILTER (WHERE NOT t.is_dead),
-                    v_out_content || pg_catalog.array_agg(t.content) FILTER (WHERE NOT t.is_dead),
-                    v_out_state || pg_catalog.array_agg(t.state) FILTER (WHERE NOT t.is_dead),
-                    v_out_attempts || pg_catalog.array_agg(t.num_attempts) FILTER (WHERE NOT t.is_dead),
-                    v_out_dequeue_at || pg_catalog.array_agg(t.dequeue_at) FILTER (WHERE NOT t.is_dead),
-                    v_out_recovered || pg_catalog.array_agg(t.was_locked) FILTER (WHERE NOT t.is_dead)
-                INTO
-                    v_got, v_gone, v_new, v_min_at, v_out_id, v_out_pos, v_out_content, v_out_state,
-                    v_out_attempts, v_out_dequeue_at, v_out_recovered
-                FROM @extschema@._message_take(
-                    v_channels[i], v_now, p_lock_ms, v_want,
-                    COALESCE(v_channels[i].num_locked >= v_channels[i].max_concurrency, FALSE)
-                ) AS t;
-                v_dead[i] := v_dead[i] + v_gone;
-                v_fresh[i] := v_fresh[i] + v_new;
-                v_first_at[i] := LEAST(v_first_at[i], v_min_at);
+                -- The one statement that takes messages: up to v_want of the
+                -- channel's first deliverable messages, in (dequeue_at, id)
+                -- order, SKIP LOCKED, from its floor (at max_concurrency only
+                -- its expired locks, found through message_locked_ix, never
+                -- its ready backlog: the two probes are one statement, one
+                -- gated off), locked for p_lock_ms, appended to the output.
+                -- An expired lock that used up max_attempts is not taken but
+                -- goes to the dead letters, and is replaced (each freed a
+                -- place): at most v_limit + 16 buried per share.
+                v_channel := v_channels[i];
+                v_from := @extschema@._channel_scan_from(v_channel);
+                v_expired_only := COALESCE(v_channel.num_locked >= v_channel.max_concurrency, FALSE);
+                v_got := 0;
+                v_buried := 0;
+                LOOP
+                    WITH head AS (
+                        SELECT *
+                        FROM (
+                            SELECT m.id, m.dequeue_at, m.is_locked, m.num_attempts
+                            FROM @extschema@.message AS m
+                            WHERE
+                                v_expired_only AND m.channel_id = v_channel.id
+                                AND m.is_locked AND m.is_counted AND m.dequeue_at <= v_now
+                            ORDER BY m.dequeue_at, m.id
+                            LIMIT v_want - v_got
+                            FOR UPDATE SKIP LOCKED
+                        ) AS e
+                        UNION ALL
+                        SELECT *
+                        FROM (
+                            SELECT q.id, q.dequeue_at, q.is_locked, q.num_attempts
+                            FROM @extschema@.message AS q
+                            WHERE
+                                NOT v_expired_only AND q.channel_id = v_channel.id
+                                AND q.dequeue_at >= v_from
+                                AND q.dequeue_at <= v_now
+                            ORDER BY q.dequeue_at, q.id
+                            LIMIT v_want - v_got
+                            FOR UPDATE SKIP LOCKED
+                        ) AS r
+                    ),
+
+                    taken AS (
+                        UPDATE @extschema@.message AS m
+                        SET
+                            dequeue_at = v_now + p_lock_ms,
+                            is_locked = TRUE,
+                            is_counted = v_channel.max_concurrency IS NOT NULL,
+                            num_attempts = m.num_attempts + 1,
+                            attempt_log = CASE
+                                WHEN m.is_locked THEN
+                                    @extschema@._attempt_log_append(m.attempt_log, m.num_attempts, v_now, 'lock expired')
+                                ELSE m.attempt_log
+                            END
+                        FROM head AS h
+                        WHERE
+                            m.id = h.id
+                            AND NOT (h.is_locked AND h.num_attempts >= v_channel.max_attempts) IS TRUE
+                        RETURNING m.id, m.content, m.state, m.num_attempts, h.dequeue_at AS old_at, h.is_locked AS old_locked
+                    )
+
+                    SELECT
+                        pg_catalog.count(*),
+                        pg_catalog.count(*) FILTER (WHERE NOT t.old_locked),
+                        pg_catalog.min(t.old_at),
+                        v_out_id || pg_catalog.array_agg(t.id),
+                        v_out_pos || pg_catalog.array_agg(i),
+                        v_out_content || pg_catalog.array_agg(t.content),
+                        v_out_state || pg_catalog.array_agg(t.state),
+                        v_out_attempts || pg_catalog.array_agg(t.num_attempts),
+                        v_out_dequeue_at || pg_catalog.array_agg(t.old_at),
+                        v_out_recovered || pg_catalog.array_agg(t.old_locked),
+                        ARRAY(
+                            SELECT h.id
+                            FROM head AS h
+                            WHERE h.is_locked AND h.num_attempts >= v_channel.max_attempts
+                        )
+                    INTO
+                        v_pass, v_new, v_min_at, v_out_id, v_out_pos, v_out_content, v_out_state,
+                        v_out_attempts, v_out_dequeue_at, v_out_recovered, v_dead_ids
+                    FROM taken AS t;
+                    v_got := v_got + v_pass;
+                    v_fresh[i] := v_fresh[i] + v_new;
+                    v_first_at[i] := LEAST(v_first_at[i], v_min_at);
+                    EXIT WHEN pg_catalog.cardinality(v_dead_ids) = 0;
+                    FOREACH v_id IN ARRAY v_dead_ids LOOP
+                        PERFORM @extschema@._message_bury(
+                            v_id, v_channel.id, v_channel.name, 'lock expired', v_now,
+                            v_channel.dedup_window_ms
+                        );
+                    END LOOP;
+                    v_dead[i] := v_dead[i] + pg_catalog.cardinality(v_dead_ids);
+                    v_buried := v_buried + pg_catalog.cardinality(v_dead_ids);
+                    EXIT WHEN v_buried >= v_limit + 16;
+                    v_expired_only := FALSE;
+                END LOOP;
                 v_changed := v_changed OR v_got > 0;
                 v_taken[i] := v_taken[i] + v_got;
                 v_cap[i] := v_cap[i] - v_got;
@@ -2431,8 +2381,11 @@ BEGIN
 
     -- 4. Where each held channel goes next, in the order of its last
     -- delivery in this batch (those that gave nothing first).
-    SELECT pg_catalog.array_agg(k.i ORDER BY k.taken - 1, k.i) INTO v_order
-    FROM ROWS FROM (pg_catalog.unnest(v_taken)) WITH ORDINALITY AS k (taken, i);
+    v_order := '{1}';
+    IF pg_catalog.cardinality(v_taken) <> 1 THEN
+        SELECT pg_catalog.array_agg(k.i ORDER BY k.taken - 1, k.i) INTO v_order
+        FROM ROWS FROM (pg_catalog.unnest(v_taken)) WITH ORDINALITY AS k (taken, i);
+    END IF;
     FOREACH i IN ARRAY COALESCE(v_order, '{}') LOOP
         PERFORM @extschema@._channel_place(
             v_channels[i], v_now, v_taken[i], v_fresh[i], v_dead[i],
