@@ -94,6 +94,27 @@ def consume_cost(run: dict | None) -> float | None:
     return d + (c or 0.0)
 
 
+def of_version(data: dict, version: str | None) -> dict:
+    """data with only this version's lonnymq runs (and every baseline's); data itself
+    for None. With BENCH_VERSIONS the targets and plots read the last version's."""
+    if version is None:
+        return data
+    keep = (None, version)
+    out = {**data, "runs": [r for r in data["runs"] if r.get("version") in keep]}
+    if data.get("held"):
+        out["held"] = {**data["held"], "runs": [h for h in data["held"]["runs"] if h.get("version") in keep]}
+    return out
+
+
+def last_version(data: dict) -> str | None:
+    return (data["env"].get("versions") or [None])[-1]
+
+
+def label(run: dict) -> str:
+    """A run's title, with its version when BENCH_VERSIONS compares several."""
+    return run["title"] + (f" [{run['version']}]" if run.get("version") else "")
+
+
 def target_clients(data: dict) -> int:
     clients = data["env"]["clients"]
     return 8 if 8 in clients else max(clients)
@@ -102,6 +123,7 @@ def target_clients(data: dict) -> int:
 # --------------------------------------------------------------------- targets
 
 def targets(data: dict) -> list[dict]:
+    data = of_version(data, last_version(data))
     n = target_clients(data)
     out = []
 
@@ -312,6 +334,9 @@ def markdown(data: dict, plots: dict, args) -> str:
     L.append("Cost = mean server time of `message_dequeue` + `message_complete` per call "
              "(pg_stat_statements, top level); ratios of msg/s are against the at-most-once "
              "baseline at the same client count.\n")
+    if last_version(data):
+        L.append(f"With BENCH_VERSIONS the targets (and the rounds below) are {last_version(data)}'s runs "
+                 "and the baselines'; every version's are in \"A/B by version\".\n")
     rounds = data.get("rounds") or {}
     if rounds.get("msgs_per_s"):
         k = len(next(iter(rounds["msgs_per_s"].values())))
@@ -325,6 +350,7 @@ def markdown(data: dict, plots: dict, args) -> str:
             L.append(f"| {key} | " + " | ".join(f"{x:,.0f}" for x in vals) + " |")
         L.append("")
 
+    L.extend(ab_section(data))
     L.extend(cpu_section(data, n))
 
     L.append("## Results\n")
@@ -351,7 +377,7 @@ def markdown(data: dict, plots: dict, args) -> str:
             ratio = r["msgs_per_s"] / ref if ref else None
             lat = r["latency"]
             row = (
-                f"| {r['title']} | {r['clients']} | {r['msgs_per_s']:,.0f} | {fmt_ratio(ratio)} "
+                f"| {label(r)} | {r['clients']} | {r['msgs_per_s']:,.0f} | {fmt_ratio(ratio)} "
                 f"| {fmt_ms(lat['p50_ms'])} | {fmt_ms(lat['p99_ms'])} "
                 f"| {fmt_ms(server_ms(r, 'dequeue'))} | {fmt_ms(server_ms(r, 'complete'))} "
                 f"| {fmt_ms(server_ms(r, 'create'))} | {r['empty']:,} | {r['errors']:,} "
@@ -359,7 +385,7 @@ def markdown(data: dict, plots: dict, args) -> str:
             )
             if extra:
                 c = consume_cost(r)
-                e = consume_cost(run_of(data, "lifecycle_1ch", r["clients"]))
+                e = consume_cost(run_of(of_version(data, r.get("version")), "lifecycle_1ch", r["clients"]))
                 row += f" {fmt_ms(c)} | {fmt_ratio(c / e if c and e else None)} |"
             L.append(row)
         L.append("")
@@ -434,7 +460,7 @@ def held_section(data: dict, plots: dict) -> list[str]:
     for h in hs:
         ms = {p["phase"]: p["ms"] for p in h.get("probes", [])}
         dead = (h.get("tables_end") or {}).get("dead")
-        L.append(f"| {h['title']} ({h['variant']}) | {fmt_rate(h['rate_before'])} | {fmt_rate(h['rate_end'])} "
+        L.append(f"| {label(h)} ({h['variant']}) | {fmt_rate(h['rate_before'])} | {fmt_rate(h['rate_end'])} "
                  f"| {fmt_ratio(h['rate_ratio'])} | {fmt_int(h['buffers_before'])} "
                  f"| {fmt_int(h['buffers_end'])} | {fmt_ratio(h['buffers_ratio'])} "
                  f"| {fmt_ms(ms.get('just before'))} / {fmt_ms(ms.get('end'))} | {fmt_int(dead)} "
@@ -445,6 +471,50 @@ def held_section(data: dict, plots: dict) -> list[str]:
         L.append("Timeline errors (the figures of these variants are incomplete): " + "; ".join(errs) + "\n")
     if plots.get("held"):
         L.append(f"![Held snapshot: msg/s per second]({Path(plots['held']).name})\n")
+    return L
+
+
+def ab_section(data: dict) -> list[str]:
+    """BENCH_VERSIONS: per variant and client count, each version's median msg/s
+    over its interleaved runs (the main run and the rounds') and the ratio of each
+    later version to the first."""
+    versions = data["env"].get("versions") or []
+    if not versions:
+        return []
+    rounds = data.get("rounds") or {}
+    per: dict = {}  # (variant, clients) -> version -> [runs]
+    for r in data["runs"] + [{**x, "clients": rounds["clients"]} for x in rounds.get("runs", [])]:
+        if r.get("version"):
+            per.setdefault((r["variant"], r["clients"]), {}).setdefault(r["version"], []).append(r)
+    first, rest = versions[0], versions[1:]
+    n_rounds = max((x["round"] for x in rounds.get("runs", [])), default=0)
+    L = ["## A/B by version\n",
+         f"Every lonnymq run ran once per version ({', '.join(versions)}), one version right after "
+         "the other, each from a fresh `CREATE EXTENSION lonnymq VERSION '…'`"
+         + (f"; so did each of the {n_rounds} interleaved rounds at {rounds['clients']} clients" if n_rounds else "")
+         + ". msg/s = the median over a version's runs (the main run's and the rounds'; the last column "
+         "lists them in the order they ran). The targets and plots are the last version's.\n",
+         "| variant | clients | runs | " + " | ".join(f"{v} msg/s" for v in versions) + " | "
+         + " | ".join(f"{v} / {first}" for v in rest) + " | empty dequeues | errors | msg/s of each run |",
+         "|---|---|---|" + "---|" * (len(versions) + len(rest)) + "---|---|---|"]
+    for (key, n), rs in per.items():
+        med = {v: statistics.median(x["msgs_per_s"] for x in rs[v]) if rs.get(v) else None for v in versions}
+
+        def each(f):
+            return " / ".join(f(rs.get(v, [])) for v in versions)
+
+        L.append(f"| {key} | {n} | {each(lambda xs: str(len(xs)))} | "
+                 + " | ".join(fmt_rate(med[v]) for v in versions) + " | "
+                 + " | ".join(fmt_ratio(med[v] / med[first] if med[v] and med[first] else None) for v in rest)
+                 + f" | {each(lambda xs: fmt_int(sum(x['empty'] for x in xs)))}"
+                 f" | {each(lambda xs: fmt_int(sum(x['errors'] for x in xs)))} | "
+                 + "; ".join(f"{v}: " + ", ".join(f"{x['msgs_per_s']:,.0f}" for x in rs.get(v, [])) for v in versions)
+                 + " |")
+    L.append("")
+    errs = [f"{x['variant']}@{x['version']}: {x['error_samples'][0]}"
+            for rs in per.values() for xs in rs.values() for x in xs if x.get("error_samples")]
+    if errs:
+        L.append("Errors seen: " + "; ".join(errs[:4]) + "\n")
     return L
 
 
@@ -473,7 +543,7 @@ def cpu_section(data: dict, n: int) -> list[str]:
         c = r["cpu_per_msg"]
         x = c["total_us"] / ref_total if ref_total else None
         busy = "–" if c["cores_busy"] is None else f"{c['cores_busy']:.2f}"
-        L.append(f"| {r['title']} | {r['msgs_per_s']:,.0f} | {us(c['client_us'])} | {us(c['backend_us'])} "
+        L.append(f"| {label(r)} | {r['msgs_per_s']:,.0f} | {us(c['client_us'])} | {us(c['backend_us'])} "
                  f"| {us(c['other_us'])} | {us(c['total_us'])} | {fmt_ratio(x)} | {busy} |")
     L.append("")
     return L
@@ -484,6 +554,11 @@ def _builds(data: dict) -> str:
     builds = env.get("builds") or []
     if not builds:
         return "–"
+    by_version = env.get("builds_by_version")
+    if by_version:
+        changed = any(len(b) > 1 for b in by_version.values())
+        return (("**WARNING: an installed version changed during the run**: " if changed else "function fingerprints: ")
+                + "; ".join(f"{v} `{', '.join(b) or '–'}`" for v, b in by_version.items()))
     head = env.get("head_build")
     if len(builds) > 1:
         per = {}
@@ -572,6 +647,7 @@ def plots(data: dict, latencies: dict, base: Path) -> dict:
         print("matplotlib not installed: no plots (pip install -e '.[bench]')", flush=True)
         return {}
     out = {}
+    data = of_version(data, last_version(data))
     runs = data["runs"]
     groups = [g for g in data["groups"] if any(r["group"] == g for r in runs)]
 

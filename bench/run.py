@@ -27,6 +27,11 @@ Settings (environment, or the flags of `--help`):
                      other, and each target is judged on the median of its
                      per-round ratios, so that a neighbour's burst on this
                      shared machine cannot decide it alone
+    BENCH_VERSIONS   extension versions to compare A/B, e.g. "0.7.0,0.8.0" (default
+                     "": CREATE EXTENSION lonnymq at its default version): every
+                     lonnymq run, and every round, runs once per version, one
+                     right after the other, from CREATE EXTENSION lonnymq VERSION;
+                     the report adds "A/B by version" (targets and plots: the last)
     BENCH_OUT        output directory (default bench/results)
     BENCH_NAME       report name (default: today's date, YYYY-MM-DD)
     BENCH_LOADGEN    "P+C" (e.g. "16+16"): also a distributed run of P producers
@@ -47,6 +52,7 @@ import subprocess
 import sys
 import time
 from datetime import datetime, timezone
+from itertools import product
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -132,6 +138,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "takes a comma-separated list)")
     p.add_argument("--rounds", type=int, default=int(e.get("BENCH_ROUNDS", 3)),
                    help="interleaved repeat rounds of the throughput-ratio targets (0: none)")
+    p.add_argument("--versions", default=e.get("BENCH_VERSIONS", ""),
+                   help="extension versions to compare A/B, comma-separated (default: the default version)")
     p.add_argument("--no-plots", action="store_true")
     p.add_argument("--loadgen", default=e.get("BENCH_LOADGEN", ""),
                    help='"P+C": also P producers and C consumers as Spark tasks (pipeline.loadgen)')
@@ -139,6 +147,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     a = p.parse_args(argv)
     a.clients = _env_list(a.clients)
     a.backlogs = _env_list(a.backlogs)
+    a.versions = [x.strip() for x in a.versions.split(",") if x.strip()]
     a.settings = dict(x.strip().split("=", 1) for x in a.settings)
     if a.loadgen and not re.fullmatch(r"[1-9][0-9]*\+[1-9][0-9]*", a.loadgen):
         p.error(f'--loadgen / BENCH_LOADGEN must look like "16+16", got {a.loadgen!r}')
@@ -198,7 +207,8 @@ def environment(conn, args, target: Target) -> dict:
     return {
         "postgres": conn.execute("SELECT version()").fetchone()[0],
         "server_version": conn.execute("SHOW server_version").fetchone()[0],
-        "lonnymq": ext[0] if ext else "?",
+        "lonnymq": ", ".join(args.versions) or (ext[0] if ext else "?"),
+        "versions": args.versions,
         "cores": os.cpu_count(),
         "machine": f"{platform.system()} {platform.release()} {platform.machine()}",
         "python": platform.python_version(),
@@ -330,7 +340,7 @@ def _pct(values: list, q: float):
     return s[min(len(s) - 1, int(q * len(s)))]
 
 
-def summarise(v: Variant, n: int, raw: dict, duration: float) -> dict:
+def summarise(v: Variant, n: int, raw: dict, duration: float, version: str | None = None) -> dict:
     lat = raw["latency_us"]
     calls = {
         k: {
@@ -346,6 +356,7 @@ def summarise(v: Variant, n: int, raw: dict, duration: float) -> dict:
         "group": v.group,
         "title": v.title,
         "clients": n,
+        "version": version,
         "backlog": v.backlog,
         "batch": v.workload.batch,
         "consumed": raw["consumed"],
@@ -405,14 +416,14 @@ def head_fingerprint(target: "Target") -> str | None:
         return None
 
 
-def prepare(conn, v: Variant) -> None:
+def prepare(conn, v: Variant, version: str | None = None) -> None:
     if v.baseline:
         reset_baseline(conn, floor=v.workload.kind == "floor")
         if v.setup:  # a backlog in the plain table (held snapshot)
             v.setup(conn, v)
             vacuum_queue(conn, True)
         return
-    reset_lonnymq(conn)
+    reset_lonnymq(conn, version)
     if v.setup:
         v.setup(conn, v)
     vacuum_queue(conn, False)
@@ -445,7 +456,7 @@ def loadgen_pass(target: "Target", args) -> dict:
 
     producers, consumers = (int(x) for x in args.loadgen.split("+"))
     with target.connect() as conn:
-        reset_lonnymq(conn)
+        reset_lonnymq(conn, (args.versions or [None])[-1])
     master = args.loadgen_master or f"local[{producers + consumers}]"
     log(f"  [loadgen] {producers} producer(s) + {consumers} consumer(s) as Spark tasks ({master})")
     spark = get_spark(master)
@@ -478,11 +489,12 @@ def main(argv: list[str] | None = None) -> int:
     variants = select(catalogue(args.backlogs, args.saturated), args.scenarios)
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    n_held = sum(v.group == HELD_GROUP for v in variants)
-    n_runs = (len(variants) - n_held) * len(args.clients)
+    n_held = sum(len(versions_of(v, args)) for v in variants if v.group == HELD_GROUP)
+    n_runs = sum(len(versions_of(v, args)) for v in variants if v.group != HELD_GROUP) * len(args.clients)
     per_run = args.warmup + args.duration + 2
     per_held = args.warmup + args.hold_before + args.hold + held.TAIL_S + 5
-    parts = [f"{len(variants) - n_held} variant(s) x clients {args.clients} = {n_runs} runs of "
+    parts = [f"{sum(v.group != HELD_GROUP for v in variants)} variant(s) x clients {args.clients}"
+             + (f" x versions {args.versions}" if args.versions else "") + f" = {n_runs} runs of "
              f"{args.warmup:g} s warm-up + {args.duration:g} s"] if n_runs else []
     if n_held:
         parts.append(f"{n_held} held-snapshot run(s) of {per_held:.0f} s at {held.HELD_CLIENTS} clients")
@@ -506,30 +518,31 @@ def main(argv: list[str] | None = None) -> int:
         for v in variants:
             log(f"  [{v.group}] {v.key}: {v.title}")
             if v.group == HELD_GROUP:  # one long run at a fixed client count, not one per count
-                held_runs.append(held_run(target, args, v, t_start))
+                held_runs += [held_run(target, args, v, t_start, ver) for ver in versions_of(v, args)]
                 continue
-            for ci, n in enumerate(args.clients):
+            for (ci, n), ver in product(enumerate(args.clients), versions_of(v, args)):
                 k += 1
                 with target.connect() as conn:
                     t_prep = time.monotonic()
-                    if v.fresh_per_run or ci == 0:
-                        prepare(conn, v)
+                    # several versions: each run needs its own extension, so its own fixture
+                    if v.fresh_per_run or ci == 0 or ver is not None:
+                        prepare(conn, v, ver)
                     else:
                         vacuum_queue(conn, v.baseline)
                     if time.monotonic() - t_prep > 2:
                         log(f"    fixture ready in {time.monotonic() - t_prep:.1f} s")
                     checkpoint(conn)
                     prof.reset_stats(conn, pgss)
-                label = f"[{k}/{n_runs}] {v.key} x{n}"
+                label = f"[{k}/{n_runs}] {v.key}{at(ver)} x{n}"
                 raw = run_clients(target.dsn, v.workload, n, args.warmup, args.duration, label)
                 wait_stats_flush()
-                res = summarise(v, n, raw, args.duration)
+                res = summarise(v, n, raw, args.duration, ver)
                 with target.connect() as conn:
                     res["server_calls"] = prof.server_call_times(conn, pgss)
                     res["tables"] = prof.table_stats(conn, v.baseline)
                     if not v.baseline:
                         res["build"] = fingerprint(conn)
-                latencies[(v.key, n)] = raw["latency_us"]
+                latencies[(v.key, n)] = raw["latency_us"]  # several versions: the last one's
                 runs.append(res)
                 lat = res["latency"]
                 log(f"    {label}: {res['msgs_per_s']:8,.0f} msg/s"
@@ -554,11 +567,16 @@ def main(argv: list[str] | None = None) -> int:
             profile["plans"] = plans
         # Which lonnymq was measured: CREATE EXTENSION reads the installed script
         # at every scenario, so a reinstall during the run would mix versions.
-        builds = sorted({r["build"] for r in runs + held_runs if r.get("build")})
+        measured = runs + held_runs + rounds.get("runs", [])
+        by_version = {ver or "": sorted({r["build"] for r in measured if r.get("build") and r["version"] == ver})
+                      for ver in args.versions or [None]}
+        builds = sorted({b for bs in by_version.values() for b in bs})
         env["builds"] = builds
-        env["head_build"] = head_fingerprint(target) if builds else None
-        if len(builds) > 1:
-            log(f"  WARNING: the installed lonnymq changed during the run: {builds}")
+        env["head_build"] = head_fingerprint(target) if builds and not args.versions else None
+        if args.versions:
+            env["builds_by_version"] = by_version
+        if any(len(bs) > 1 for bs in by_version.values()):
+            log(f"  WARNING: the installed lonnymq changed during the run: {by_version}")
         env["finished"] = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
         env["load_end"] = os.getloadavg()
         env["wall_min"] = (time.monotonic() - t_start) / 60
@@ -587,26 +605,38 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def held_run(target: Target, args, v: Variant, t_start: float) -> dict:
+def versions_of(v: Variant, args) -> list:
+    """The versions a variant runs at: each of BENCH_VERSIONS for lonnymq's, else
+    None (the default version, or a baseline, which has none)."""
+    return [None] if v.baseline else args.versions or [None]
+
+
+def at(version: str | None) -> str:
+    """A run's label suffix: its extension version (BENCH_VERSIONS)."""
+    return f"@{version}" if version else ""
+
+
+def held_run(target: Target, args, v: Variant, t_start: float, version: str | None = None) -> dict:
     """Scenario 6 for one variant: a fresh fixture, then held.HELD_CLIENTS clients
     for warm-up + BENCH_HOLD_BEFORE + BENCH_HOLD seconds (+ a short tail) while
     held.HeldTimeline holds the snapshot, probes and counts (bench/held.py)."""
     n = held.HELD_CLIENTS
     with target.connect() as conn:
         t_prep = time.monotonic()
-        prepare(conn, v)
+        prepare(conn, v, version)
         log(f"    fixture ready in {time.monotonic() - t_prep:.1f} s")
         checkpoint(conn)
     timeline = held.HeldTimeline(target.dsn, held.probe_sql(v.baseline, v.workload.batch), args.warmup,
                                  args.hold_before, args.hold, v.baseline, log)
-    label = f"[held] {v.key} x{n}"
+    label = f"[held] {v.key}{at(version)} x{n}"
     duration = args.hold_before + args.hold + held.TAIL_S
     try:
         raw = run_clients(target.dsn, v.workload, n, args.warmup, duration, label, observer=timeline)
     finally:
         timeline.stop()
     wait_stats_flush()
-    res = {"variant": v.key, "group": v.group, "title": v.title, "clients": n, "batch": v.workload.batch,
+    res = {"variant": v.key, "group": v.group, "title": v.title, "clients": n, "version": version,
+           "batch": v.workload.batch,
            "backlog": v.backlog, "baseline": v.baseline, "consumed": raw["consumed"], "empty": raw["empty"],
            "errors": raw["errors"], "error_samples": raw["error_samples"][:3], **timeline.result()}
     with target.connect() as conn:
@@ -630,21 +660,36 @@ ROUND_CLIENTS = 8
 
 def rounds_pass(target: Target, args, variants: list[Variant]) -> dict:
     """BENCH_ROUNDS more runs of each target variant at 8 clients, interleaved
-    (all variants once, then again): {"clients": 8, "msgs_per_s": {key: [per round]}}."""
-    chosen = [v for k in ROUND_KEYS for v in variants if v.key == k]
-    if args.rounds <= 0 or ROUND_CLIENTS not in args.clients or len(chosen) < 2:
+    (all variants once, then again; with BENCH_VERSIONS every selected variant
+    but the held snapshot, each lonnymq one once per version, one version right
+    after the other): {"clients": 8, "runs": [every run], "msgs_per_s": {key:
+    [per round]}}, the latter of the last version (and the baselines)."""
+    if args.versions:
+        chosen = [v for v in variants if v.group != HELD_GROUP]
+    else:
+        chosen = [v for k in ROUND_KEYS for v in variants if v.key == k]
+    if args.rounds <= 0 or ROUND_CLIENTS not in args.clients or len(chosen) < (1 if args.versions else 2):
         return {}
-    out: dict = {"clients": ROUND_CLIENTS, "msgs_per_s": {v.key: [] for v in chosen}}
+    last = (args.versions or [None])[-1]
+    out: dict = {"clients": ROUND_CLIENTS, "msgs_per_s": {v.key: [] for v in chosen}, "runs": []}
     for r in range(args.rounds):
         for v in chosen:
-            with target.connect() as conn:
-                prepare(conn, v)
-                checkpoint(conn)
-            label = f"[round {r + 1}/{args.rounds}] {v.key} x{ROUND_CLIENTS}"
-            raw = run_clients(target.dsn, v.workload, ROUND_CLIENTS, args.warmup, args.duration, label)
-            res = summarise(v, ROUND_CLIENTS, raw, args.duration)
-            out["msgs_per_s"][v.key].append(res["msgs_per_s"])
-            log(f"    {label}: {res['msgs_per_s']:8,.0f} msg/s")
+            for ver in versions_of(v, args):
+                with target.connect() as conn:
+                    prepare(conn, v, ver)
+                    checkpoint(conn)
+                label = f"[round {r + 1}/{args.rounds}] {v.key}{at(ver)} x{ROUND_CLIENTS}"
+                raw = run_clients(target.dsn, v.workload, ROUND_CLIENTS, args.warmup, args.duration, label)
+                res = summarise(v, ROUND_CLIENTS, raw, args.duration, ver)
+                with target.connect() as conn:
+                    build = None if v.baseline else fingerprint(conn)
+                out["runs"].append({"round": r + 1, "variant": v.key, "version": ver, "build": build,
+                                    **{k: res[k] for k in ("msgs_per_s", "empty", "errors", "error_samples")}})
+                if ver in (None, last):
+                    out["msgs_per_s"][v.key].append(res["msgs_per_s"])
+                log(f"    {label}: {res['msgs_per_s']:8,.0f} msg/s  empty {res['empty']:,}  errors {res['errors']:,}")
+                if res["errors"]:
+                    log(f"      errors: {res['error_samples']}")
     return out
 
 
@@ -660,7 +705,7 @@ def profile_pass(target: Target, args, pgss: bool, variants: list[Variant]) -> d
     for key in wanted:
         v = keys[key]
         with target.connect() as conn:
-            prepare(conn, v)
+            prepare(conn, v, (args.versions or [None])[-1])
             checkpoint(conn)
             prof.reset_stats(conn, pgss)
         wl = Workload(v.workload.kind, v.workload.channels, v.workload.batch, prof.PROFILE_SESSION_SQL)

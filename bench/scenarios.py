@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from psycopg import sql
+
 from bench.clients import BASELINE_DDL, BASELINE_TABLE, FLOOR_DDL, FLOOR_SCHEMA, NOW_US, Workload
 
 READY_CHANNEL = "bench"
@@ -50,12 +52,16 @@ HELD_BACKLOG = 10_000  # the standing backlog every held-snapshot variant starts
 
 # --------------------------------------------------------------------- state resets
 
-def reset_lonnymq(conn) -> None:
-    """A fresh, empty lonnymq (and no baseline table)."""
+def reset_lonnymq(conn, version: str | None = None) -> None:
+    """A fresh, empty lonnymq (and no baseline table): its default version, or
+    `version` (BENCH_VERSIONS)."""
     conn.execute(f"DROP TABLE IF EXISTS {BASELINE_TABLE}")
     conn.execute(f"DROP SCHEMA IF EXISTS {FLOOR_SCHEMA} CASCADE")
     conn.execute("DROP EXTENSION IF EXISTS lonnymq CASCADE")
-    conn.execute("CREATE EXTENSION lonnymq")
+    if version:
+        conn.execute(sql.SQL("CREATE EXTENSION lonnymq VERSION {}").format(sql.Literal(version)))
+    else:
+        conn.execute("CREATE EXTENSION lonnymq")
 
 
 def reset_baseline(conn, floor: bool = False) -> None:
