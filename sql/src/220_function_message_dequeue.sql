@@ -5,14 +5,16 @@
 --      applied: a waiting channel that got an earlier message joins the
 --      rotation at the back as of the wake-up's time), checked in the same
 --      statement that reads the front of the rotation (channel_rotation_ix);
---   2. hold up to p_limit front channels (or the one of p_channel), without
---      locking their rows unless they have limits: a channel with
---      max_concurrency or a release interval is locked (SKIP LOCKED: another
---      consumer serving it right now has it), since its count and interval
---      must be exact; one without is taken from by any number of consumers
---      at once, as from a plain SKIP LOCKED table.  The consumer guard is
---      held shared, so that a channel_set giving the channel limits waits
---      for this call (and its locks are counted);
+--   2. hold up to p_limit front channels (or the one of p_channel): a
+--      channel with max_concurrency or a release interval, or one this call
+--      will move to the back (it is not alone), is locked as it was read
+--      (SKIP LOCKED); one with limits that another consumer holds or has
+--      moved is skipped, one without is passed over for the next and taken
+--      from without its row when the front has nothing more.  A channel
+--      without limits that is alone is taken from by any number of
+--      consumers at once, as from a plain SKIP LOCKED table.  The consumer
+--      guard is held shared, so that a channel_set giving the channel
+--      limits waits for this call (and its locks are counted);
 --   3. share the batch among them round-robin, each channel's share in one
 --      take (the one statement that takes messages: one index range scan
 --      from the channel's floor);
@@ -195,13 +197,13 @@ BEGIN
                     -- earlier (or, at max_concurrency, waiting for a lock's
                     -- expiry) keeps that time.
                     v_next := CASE
-                        WHEN v_wake.num_locked >= v_wake.max_concurrency THEN v_wake.next_at
+                        WHEN v_wake.num_locked >= v_wake.max_concurrency AND v_wake.next_at IS NOT NULL
+                            THEN v_wake.next_at
                         ELSE LEAST(
                             v_wake.next_at,
                             GREATEST(v_wake.wake_at, v_wake.last_served_at + v_wake.release_interval_ms)
                         )
                     END;
-                    v_next := COALESCE(v_next, GREATEST(v_wake.wake_at, v_wake.last_served_at + v_wake.release_interval_ms));
                     UPDATE @extschema@.channel AS c
                     SET
                         wait_at = NULL,
