@@ -44,17 +44,8 @@ SELECT pg_catalog.pg_extension_config_dump('@extschema@.channel_turn_seq', '');
 -- num_removed only for channels with max_size: an unconstrained channel's row
 -- is written only when it is served, never by producers or by completes.
 --
--- floor_at (the last column; added in 0.7.0) is where a dequeue starts its
--- walk of the channel's messages: no message of the channel has a
--- dequeue_at below it unless a channel_floor_mark row of the channel exists
--- (then the walk starts at the beginning).  Without it, every dequeue would
--- step over the index entries of every message consumed since the last
--- VACUUM (a FIFO's consumed head: pages that only VACUUM removes).  A
--- dequeue raises it (_channel_place) when it is more than a second behind,
--- with the producer guard held exclusively, to the first message then
--- visible, and never above one second ago.  Producers (and defer, fail,
--- redrive) that put a message below it leave a channel_floor_mark row
--- instead of writing this row.  NULL: no floor.
+-- Where a dequeue starts its walk of the channel's messages is not kept
+-- here but in channel_floor (raised up to 50 times a second).
 CREATE TABLE @extschema@.channel (
     id bigint NOT NULL DEFAULT pg_catalog.nextval('@extschema@.channel_id_seq'),
     name text NOT NULL,
@@ -77,7 +68,6 @@ CREATE TABLE @extschema@.channel (
     dedup_window_ms bigint NOT NULL DEFAULT 0,
     retain_history boolean NOT NULL DEFAULT FALSE,
     notify boolean NOT NULL DEFAULT FALSE,
-    floor_at bigint,
     CONSTRAINT channel_pkey PRIMARY KEY (id),
     CONSTRAINT channel_name_key UNIQUE (name),
     CONSTRAINT channel_name_check CHECK (
@@ -262,31 +252,49 @@ WHERE wake_at IS NOT NULL;
 CREATE INDEX channel_wake_channel_ix
 ON @extschema@.channel_wake (channel_id, wake_at);
 
--- ---- sql/src/044_table_channel_floor_mark.sql ----
--- Marks left by producers (and by message_defer, message_fail and
--- dead_letter_redrive) that put a message below its channel's floor_at, or
--- that read the channel row from a snapshot older than their statement
--- (REPEATABLE READ, SERIALIZABLE), where the floor they saw may be stale.
--- While a channel has a mark, batch dequeues walk its messages from the
--- beginning; the next floor raise (_channel_floor_raise, with the channel
--- guard held exclusively, so no producer is in flight) takes every mark
--- into account and deletes them.  Inserting a row never conflicts with
--- anyone: producers never write the channel row.
-CREATE TABLE @extschema@.channel_floor_mark (
+-- ---- sql/src/044_sequence_channel_floor_id.sql ----
+-- Ids of channel floor rows: their order is the order of the writes.
+CREATE SEQUENCE @extschema@.channel_floor_id_seq AS bigint;
+
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.channel_floor_id_seq', '');
+
+-- ---- sql/src/045_table_channel_floor.sql ----
+-- Where a dequeue starts its walk of a channel's messages (in dequeue_at):
+-- no message of the channel sorts below its floor.  The floor is the lowest
+-- floor_at among the channel's rows from its newest raise on
+-- (_channel_scan_from); no raise yet: the beginning.
+--
+-- An insert-only log, read newest row first, rather than a column of the
+-- channel row: the floor follows the head of the channel closely (raised
+-- up to 50 times a second), and under a long-open snapshot every rewrite of
+-- a row leaves a version that every lookup of that row walks, while the
+-- rows a raise deletes lie behind the newest one and are never visited.
+--   * is_raise: written by a consumer that holds the channel guard
+--     exclusively (no producer in flight) after a fresh probe of the
+--     channel's first message; it deletes the rows it supersedes
+--     (_channel_place);
+--   * otherwise a lowering: a producer (create, defer, fail, redrive) that
+--     put a message below the floor, or may have (it could not read the
+--     floor in its snapshot), inserts its dequeue_at (_channel_floor_lower).
+--     Inserting never conflicts with anyone; the minimum makes concurrent
+--     lowerings safe in any order.
+CREATE TABLE @extschema@.channel_floor (
+    id bigint NOT NULL DEFAULT pg_catalog.nextval('@extschema@.channel_floor_id_seq'),
     channel_id bigint NOT NULL,
-    marked_at bigint NOT NULL
+    floor_at bigint NOT NULL,
+    is_raise boolean NOT NULL,
+    CONSTRAINT channel_floor_pkey PRIMARY KEY (id)
 ) WITH (
     autovacuum_vacuum_scale_factor = 0.0,
     autovacuum_vacuum_threshold = 1000
 );
 
-SELECT pg_catalog.pg_extension_config_dump('@extschema@.channel_floor_mark', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.channel_floor', '');
 
--- ---- sql/src/045_index_channel_floor_mark_channel.sql ----
--- A channel's marks: the one probe a batch dequeue makes to know whether its
--- channel's floor_at holds.
-CREATE INDEX channel_floor_mark_channel_ix
-ON @extschema@.channel_floor_mark (channel_id);
+-- ---- sql/src/046_index_channel_floor_channel.sql ----
+-- A channel's floor rows, read newest first (backwards).
+CREATE INDEX channel_floor_channel_ix
+ON @extschema@.channel_floor (channel_id, id);
 
 -- ---- sql/src/050_table_access_grant.sql ----
 -- Who was given which set of lonnymq's functions (grant_access).  Kept so
@@ -797,7 +805,7 @@ REVOKE ALL ON FUNCTION @extschema@._check_key(text) FROM PUBLIC;
 -- ---- sql/src/108_function_dead_letter_requeued.sql ----
 -- Internal: p_count messages were put back into a channel by
 -- dead_letter_redrive (its guard held shared): count them towards max_size,
--- wake the channel, mark its floor and notify, as a producer would.
+-- wake the channel, lower its floor and notify, as a producer would.
 CREATE FUNCTION @extschema@._dead_letter_requeued(
     p_channel @extschema@.channel,
     p_count integer,
@@ -814,7 +822,7 @@ BEGIN
         WHERE q.channel_id = p_channel.id;
     END IF;
     PERFORM @extschema@._channel_wake(p_channel.id, p_channel.wait_at, p_now);
-    PERFORM @extschema@._channel_floor_mark(p_channel.id, p_channel.floor_at, p_now);
+    PERFORM @extschema@._channel_floor_lower(p_channel.id, p_now);
     IF p_channel.notify AND NOT p_channel.is_paused THEN
         PERFORM pg_catalog.pg_notify('lonnymq', p_channel.name);
     END IF;
@@ -941,17 +949,22 @@ COMMENT ON FUNCTION @extschema@._channel_for_producer(text, bigint) IS
 
 REVOKE ALL ON FUNCTION @extschema@._channel_for_producer(text, bigint) FROM PUBLIC;
 
--- ---- sql/src/111_function_channel_floor_mark.sql ----
+-- ---- sql/src/111_function_channel_floor_lower.sql ----
 -- Internal: called by whoever puts a message in a channel at p_at (its
--- dequeue_at), holding the channel guard shared, with the channel's
--- floor_at as read after taking the guard.  A message below the floor
--- leaves a mark, so that batch dequeues walk the channel from the beginning
--- until the next floor raise has seen it.  Under REPEATABLE READ or
--- SERIALIZABLE the channel row came from the transaction's snapshot, which
--- may predate a raise: leave a mark whatever it said.
-CREATE FUNCTION @extschema@._channel_floor_mark(
+-- dequeue_at), holding the channel guard shared.  A message below the
+-- channel's floor lowers it (a lowering row of channel_floor), so that
+-- dequeues walk the channel from it.
+--
+-- A raise (_channel_place) never sets the floor above its clock less 20 ms,
+-- and it holds the guard exclusively until it commits; the clock read here,
+-- after the guard,
+-- is later than the raiser's: a message dated at most 20 ms before it is
+-- above every floor, in any isolation level, and costs no read (the common
+-- case: a producer's dequeue_at is its transaction's start).  Otherwise the
+-- floor is read; under REPEATABLE READ or SERIALIZABLE that read may predate
+-- a raise, so the lowering row is written whatever it said.
+CREATE FUNCTION @extschema@._channel_floor_lower(
     p_channel_id bigint,
-    p_floor_at bigint,
     p_at bigint
 )
 RETURNS void
@@ -959,31 +972,20 @@ LANGUAGE plpgsql
 VOLATILE
 AS $$
 BEGIN
-    IF pg_catalog.current_setting('transaction_isolation') = 'read committed' THEN
-        IF p_floor_at IS NULL OR p_at >= p_floor_at THEN
-            RETURN;
-        END IF;
-        -- One mark is enough: a raise cannot take a committed mark away
-        -- while this transaction holds the guard shared.
-        INSERT INTO @extschema@.channel_floor_mark (channel_id, marked_at)
-        SELECT p_channel_id, p_at
-        WHERE NOT EXISTS (
-            SELECT 1
-            FROM @extschema@.channel_floor_mark AS k
-            WHERE k.channel_id = p_channel_id
-        );
-    ELSE
-        -- The snapshot may still show a mark that a raise has deleted.
-        INSERT INTO @extschema@.channel_floor_mark (channel_id, marked_at)
-        VALUES (p_channel_id, p_at);
+    IF p_at >= @extschema@._clock_ms() - 20
+        OR pg_catalog.current_setting('transaction_isolation') = 'read committed'
+        AND p_at >= @extschema@._channel_scan_from(p_channel_id) THEN
+        RETURN;
     END IF;
+    INSERT INTO @extschema@.channel_floor (channel_id, floor_at, is_raise)
+    VALUES (p_channel_id, p_at, FALSE);
 END;
 $$;
 
-COMMENT ON FUNCTION @extschema@._channel_floor_mark(bigint, bigint, bigint) IS
-'Internal: leave a channel_floor_mark when a message is put below its channel''s floor_at (or the floor may have been read from an old snapshot).';
+COMMENT ON FUNCTION @extschema@._channel_floor_lower(bigint, bigint) IS
+'Internal: lower a channel''s floor to p_at when a message put there may lie below it.';
 
-REVOKE ALL ON FUNCTION @extschema@._channel_floor_mark(bigint, bigint, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._channel_floor_lower(bigint, bigint) FROM PUBLIC;
 
 -- ---- sql/src/111_function_channel_wake.sql ----
 -- Internal: called by a producer (or a defer) holding the channel guard
@@ -1088,41 +1090,57 @@ REVOKE ALL ON FUNCTION @extschema@._channel_release(bigint, integer, boolean, bi
 
 -- ---- sql/src/112_function_channel_scan_from.sql ----
 -- Internal: where a walk of a channel's messages starts, in dequeue_at: its
--- floor_at (no message sorts below it), or the beginning while the channel
--- has a floor mark (a message was put below the floor; the next raise, see
--- _channel_place, takes it into account and deletes the mark) or no floor.
--- STABLE, so that a scan can use it as an index bound.  PL/pgSQL, not SQL:
--- a SQL function with a sub-select is not inlined, and is parsed and planned
--- again in every transaction that calls it (55 of 221 us of a one-message
--- dequeue, measured); PL/pgSQL keeps the plan for the session.
-CREATE FUNCTION @extschema@._channel_scan_from(p_channel @extschema@.channel)
+-- floor (see channel_floor), the lowest floor_at among its rows from the
+-- newest raise on, read newest first (so never through the rows that
+-- earlier raises deleted); no raise yet: the beginning.  STABLE, so that a
+-- scan can use it as an index bound.  PL/pgSQL, not SQL: a SQL function
+-- with a sub-select is not inlined, and is parsed and planned again in
+-- every transaction that calls it (55 of 221 us of a one-message dequeue,
+-- measured); PL/pgSQL keeps the plan for the session.
+CREATE FUNCTION @extschema@._channel_scan_from(p_channel_id bigint)
 RETURNS bigint
 LANGUAGE plpgsql
 STABLE
 AS $$
+DECLARE
+    v_floor_at bigint;
+    v_is_raise boolean;
 BEGIN
-    RETURN CASE
-        WHEN EXISTS (
-            SELECT 1
-            FROM @extschema@.channel_floor_mark AS k
-            WHERE k.channel_id = p_channel.id
-        ) THEN -9223372036854775808
-        ELSE COALESCE(p_channel.floor_at, -9223372036854775808)
-    END;
+    -- Usually the newest row is the last raise, and is the floor.
+    SELECT f.floor_at, f.is_raise INTO v_floor_at, v_is_raise
+    FROM @extschema@.channel_floor AS f
+    WHERE f.channel_id = p_channel_id
+    ORDER BY f.id DESC
+    LIMIT 1;
+    IF NOT v_is_raise THEN
+        SELECT pg_catalog.min(f.floor_at) INTO v_floor_at
+        FROM @extschema@.channel_floor AS f
+        WHERE
+            f.channel_id = p_channel_id
+            AND f.id >= (
+                SELECT r.id
+                FROM @extschema@.channel_floor AS r
+                WHERE r.channel_id = p_channel_id AND r.is_raise
+                ORDER BY r.id DESC
+                LIMIT 1
+            );
+    END IF;
+    RETURN COALESCE(v_floor_at, -9223372036854775808);
 END;
 $$;
 
-COMMENT ON FUNCTION @extschema@._channel_scan_from(@extschema@.channel) IS
-'Internal: the dequeue_at from which a channel''s messages are walked: its floor, or the beginning while it has a floor mark.';
+COMMENT ON FUNCTION @extschema@._channel_scan_from(bigint) IS
+'Internal: the dequeue_at from which a channel''s messages are walked: its floor, or the beginning before its first raise.';
 
-REVOKE ALL ON FUNCTION @extschema@._channel_scan_from(@extschema@.channel) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._channel_scan_from(bigint) FROM PUBLIC;
 
 -- ---- sql/src/113_function_channel_place.sql ----
 -- Internal: the one decision of where a channel that message_dequeue
 -- visited goes next, and the one write of its row.  p_channel is the row as
 -- the dequeue read it; p_taken messages were delivered from it, p_fresh of
 -- them new locks (not recovered ones), p_dead expired locks went to the dead
--- letters; p_first_at is the dequeue_at of the first one taken (as it was);
+-- letters; p_first_at is the dequeue_at of the first one taken (as it was),
+-- p_floor_at the channel's floor as the takes read it;
 -- p_came_short: its last take gave less than was asked.  p_is_held: the
 -- dequeue locked the row (a channel with limits, or one it moves).  A channel
 -- without limits that was alone is not locked: serving it leaves it first in
@@ -1146,12 +1164,10 @@ REVOKE ALL ON FUNCTION @extschema@._channel_scan_from(@extschema@.channel) FROM 
 -- changed, or that consumer holds the row): that consumer's write already
 -- put it where it goes.
 --
--- The floor: when the first message taken lies more than a second past
--- floor_at (see v_raise) and the guard is held, floor_at rises to the first
--- message still visible, but never above a second ago (a producer whose
--- message sorts below the floor leaves a floor mark, which sends the scans
--- back to the beginning until a raise has seen it; the raise deletes the
--- marks).
+-- The floor (channel_floor): when the first message taken lies more than
+-- 20 ms past it (see v_raise) and the guard is held, it rises to the first
+-- message still visible, but never above the clock less 20 ms (a producer
+-- whose message sorts below the floor lowers it: _channel_floor_lower).
 CREATE FUNCTION @extschema@._channel_place(
     p_channel @extschema@.channel,
     p_now bigint,
@@ -1159,6 +1175,7 @@ CREATE FUNCTION @extschema@._channel_place(
     p_fresh integer,
     p_dead integer,
     p_first_at bigint,
+    p_floor_at bigint,
     p_came_short boolean,
     p_is_held boolean
 )
@@ -1172,21 +1189,20 @@ DECLARE
     v_wait bigint;
     v_head bigint;
     v_floor bigint;
-    -- The floor is behind: both the first message taken and the clock a
-    -- second back are more than a second past it (so a channel whose
-    -- consumers keep up has its floor raised about once a second, not at
-    -- every call); or the first message taken was below it (marked: the
-    -- raise deletes the marks, after which walks start at the floor again).
-    v_raise boolean := p_taken > 0 AND (
-        pg_catalog.int8smaller(p_first_at, p_now - 1000) > COALESCE(p_channel.floor_at, -9223372036854775807) + 1000
-        OR p_first_at < p_channel.floor_at
-    );
+    v_raise boolean := FALSE;
     v_exclusive boolean := FALSE;
     v_may_sleep boolean := FALSE;
     v_moves boolean;
 BEGIN
     IF p_taken > 0 THEN
         v_next := p_now + p_channel.release_interval_ms;
+        -- The floor is behind: both the first message taken and the clock
+        -- 20 ms back are more than 20 ms past it (so the walks of a channel
+        -- whose consumers keep up start at most about 40 ms of messages
+        -- behind its head, which under a long-open snapshot is what each
+        -- walk reads; at most 50 raises a second); or the first message
+        -- taken was below it (an expired lock).
+        v_raise := pg_catalog.int8smaller(p_first_at, p_now - 20) > p_floor_at + 20 OR p_first_at < p_floor_at;
     END IF;
     IF p_channel.max_concurrency IS NOT NULL THEN
         v_locked := pg_catalog.int4larger(v_locked + p_fresh - p_dead, 0);
@@ -1218,12 +1234,17 @@ BEGIN
     -- channel in the rotation).  When it says the channel may sleep, or
     -- the floor is to be raised, it runs again after the guard is taken
     -- exclusively: that snapshot sees every message put in the channel,
-    -- with its floor mark, and decides both.
+    -- with the floor it lowered (read again), and decides both.
     FOR v_probe IN 1..2 LOOP
         IF v_may_sleep OR v_exclusive THEN
             SELECT m.dequeue_at INTO v_head
             FROM @extschema@.message AS m
-            WHERE m.channel_id = p_channel.id AND m.dequeue_at >= @extschema@._channel_scan_from(p_channel)
+            WHERE
+                m.channel_id = p_channel.id
+                AND m.dequeue_at >= CASE
+                    WHEN v_exclusive OR p_floor_at IS NULL THEN @extschema@._channel_scan_from(p_channel.id)
+                    ELSE p_floor_at
+                END
             ORDER BY m.dequeue_at, m.id
             LIMIT 1;
         END IF;
@@ -1233,8 +1254,21 @@ BEGIN
                 v_next := GREATEST(v_next, v_head);
             END IF;
             IF v_raise THEN
-                v_floor := pg_catalog.int8smaller(p_now - 1000, COALESCE(v_head, p_now - 1000));
-                DELETE FROM @extschema@.channel_floor_mark AS k WHERE k.channel_id = p_channel.id;
+                -- The new floor supersedes every row from the last raise on
+                -- (no producer is in flight to add one meanwhile).
+                v_floor := pg_catalog.int8smaller(p_now - 20, COALESCE(v_head, p_now - 20));
+                DELETE FROM @extschema@.channel_floor AS f
+                WHERE
+                    f.channel_id = p_channel.id
+                    AND f.id >= COALESCE((
+                        SELECT r.id
+                        FROM @extschema@.channel_floor AS r
+                        WHERE r.channel_id = p_channel.id AND r.is_raise
+                        ORDER BY r.id DESC
+                        LIMIT 1
+                    ), 0);
+                INSERT INTO @extschema@.channel_floor (channel_id, floor_at, is_raise)
+                VALUES (p_channel.id, v_floor, TRUE);
             END IF;
             EXIT;
         END IF;
@@ -1244,12 +1278,12 @@ BEGIN
         EXIT WHEN NOT v_exclusive;
     END LOOP;
 
-    IF NOT p_is_held AND v_wait IS NULL AND v_floor IS NULL AND p_dead = 0 THEN
+    IF NOT p_is_held AND v_wait IS NULL AND p_dead = 0 THEN
         RETURN;
     END IF;
 
     -- A channel this call holds, or puts to sleep, goes to its new place;
-    -- any other keeps its place: only its floor and counts are written.
+    -- any other keeps its place: only its counts are written.
     v_moves := p_is_held OR v_wait IS NOT NULL;
     UPDATE @extschema@.channel AS c
     SET
@@ -1266,8 +1300,7 @@ BEGIN
         wait_at = CASE WHEN v_moves THEN v_wait ELSE c.wait_at END,
         last_served_at = CASE WHEN v_moves AND p_taken > 0 THEN p_now ELSE c.last_served_at END,
         num_locked = v_locked,
-        num_removed = c.num_removed + CASE WHEN c.max_size IS NULL THEN 0 ELSE p_dead END,
-        floor_at = COALESCE(v_floor, c.floor_at)
+        num_removed = c.num_removed + CASE WHEN c.max_size IS NULL THEN 0 ELSE p_dead END
     -- Not held: unless another consumer has moved it since, or holds it
     -- (it is placing it).  Removals are counted in any case: then it waits.
     WHERE
@@ -1285,12 +1318,12 @@ END;
 $$;
 
 COMMENT ON FUNCTION @extschema@._channel_place(
-    @extschema@.channel, bigint, integer, integer, integer, bigint, boolean, boolean
+    @extschema@.channel, bigint, integer, integer, integer, bigint, bigint, boolean, boolean
 ) IS
 'Internal: decide and write where a channel visited by message_dequeue goes next: the back of the rotation, waiting for a lock''s expiry, asleep, or (alone and without limits) where it is.';
 
 REVOKE ALL ON FUNCTION @extschema@._channel_place(
-    @extschema@.channel, bigint, integer, integer, integer, bigint, boolean, boolean
+    @extschema@.channel, bigint, integer, integer, integer, bigint, bigint, boolean, boolean
 ) FROM PUBLIC;
 
 -- ---- sql/src/115_function_message_key_claim.sql ----
@@ -1954,7 +1987,7 @@ BEGIN
 
     DELETE FROM @extschema@.message AS m WHERE m.channel_id = v_channel_id;
     DELETE FROM @extschema@.channel_wake AS w WHERE w.channel_id = v_channel_id;
-    DELETE FROM @extschema@.channel_floor_mark AS k WHERE k.channel_id = v_channel_id;
+    DELETE FROM @extschema@.channel_floor AS f WHERE f.channel_id = v_channel_id;
     DELETE FROM @extschema@.message_key AS k WHERE k.channel_id = v_channel_id;
     DELETE FROM @extschema@.channel_quota AS q WHERE q.channel_id = v_channel_id;
     DELETE FROM @extschema@.channel AS c WHERE c.id = v_channel_id;
@@ -2164,12 +2197,8 @@ BEGIN
         );
     END IF;
     -- Below the channel's floor (a past or negative dequeue_at, or a
-    -- transaction older than the floor), or read from an old snapshot: a
-    -- mark, so that batch dequeues walk the channel from its beginning.
-    IF v_dequeue_at < v_channel.floor_at
-        OR pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
-        PERFORM @extschema@._channel_floor_mark(v_channel.id, v_channel.floor_at, v_dequeue_at);
-    END IF;
+    -- transaction older than 20 ms): the floor goes down to it.
+    PERFORM @extschema@._channel_floor_lower(v_channel.id, v_dequeue_at);
     IF v_channel.notify AND v_dequeue_at <= v_now AND NOT v_channel.is_paused THEN
         PERFORM pg_catalog.pg_notify('lonnymq', p_channel);
     END IF;
@@ -2370,11 +2399,7 @@ BEGIN
             OR pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
             PERFORM @extschema@._channel_wake(v_channel.id, v_channel.wait_at, GREATEST(v_ready_at, v_now));
         END IF;
-        -- (_channel_floor_mark's own first test, inlined likewise.)
-        IF v_ready_at < v_channel.floor_at
-            OR pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
-            PERFORM @extschema@._channel_floor_mark(v_channel.id, v_channel.floor_at, v_ready_at);
-        END IF;
+        PERFORM @extschema@._channel_floor_lower(v_channel.id, v_ready_at);
         IF v_channel.notify AND v_ready_at <= v_now AND NOT v_channel.is_paused THEN
             PERFORM pg_catalog.pg_notify('lonnymq', p_channel);
         END IF;
@@ -2536,6 +2561,7 @@ DECLARE
     v_fresh integer[] := '{}';
     v_dead integer[] := '{}';
     v_first_at bigint[] := '{}';
+    v_floor_at bigint[] := '{}';
     v_short boolean[] := '{}';
     v_held boolean[] := '{}';
     v_is_held boolean;
@@ -2738,6 +2764,7 @@ BEGIN
             v_fresh := v_fresh || 0;
             v_dead := v_dead || 0;
             v_first_at := v_first_at || NULL::bigint;
+            v_floor_at := v_floor_at || NULL::bigint;
             v_short := v_short || FALSE;
             v_held := v_held || v_is_held;
             -- What it may give: up to its free places (at max_concurrency,
@@ -2777,7 +2804,8 @@ BEGIN
                 -- goes to the dead letters, and is replaced (each freed a
                 -- place): at most v_limit + 16 buried per share.
                 v_channel := v_channels[i];
-                v_from := @extschema@._channel_scan_from(v_channel);
+                v_from := @extschema@._channel_scan_from(v_channel.id);
+                v_floor_at[i] := v_from;
                 v_expired_only := COALESCE(v_channel.num_locked >= v_channel.max_concurrency, FALSE);
                 v_got := 0;
                 v_buried := 0;
@@ -2891,7 +2919,7 @@ BEGIN
     FOREACH i IN ARRAY COALESCE(v_order, '{}') LOOP
         PERFORM @extschema@._channel_place(
             v_channels[i], v_now, v_taken[i], v_fresh[i], v_dead[i],
-            v_first_at[i], v_short[i], v_held[i]
+            v_first_at[i], v_floor_at[i], v_short[i], v_held[i]
         );
     END LOOP;
 
@@ -3081,7 +3109,6 @@ DECLARE
     v_constrained boolean;
     v_name text;
     v_notify boolean;
-    v_floor_at bigint;
 BEGIN
     PERFORM @extschema@._check_token(p_id, p_num_attempts);
     IF pg_catalog.octet_length(p_state) > 16777216 THEN
@@ -3113,7 +3140,7 @@ BEGIN
         FOR NO KEY UPDATE;
     END IF;
     PERFORM @extschema@._channel_guard_shared(v_name);
-    SELECT c.wait_at, c.notify AND NOT c.is_paused, c.floor_at INTO v_wait_at, v_notify, v_floor_at
+    SELECT c.wait_at, c.notify AND NOT c.is_paused INTO v_wait_at, v_notify
     FROM @extschema@.channel AS c
     WHERE c.id = v_channel_id;
 
@@ -3136,8 +3163,8 @@ BEGIN
     PERFORM @extschema@._channel_wake(
         v_channel_id, v_wait_at, GREATEST(v_dequeue_at, v_now)
     );
-    -- A new time below the channel's floor: a mark.
-    PERFORM @extschema@._channel_floor_mark(v_channel_id, v_floor_at, v_dequeue_at);
+    -- A new time below the channel's floor: the floor goes down to it.
+    PERFORM @extschema@._channel_floor_lower(v_channel_id, v_dequeue_at);
     IF v_notify AND v_dequeue_at <= v_now THEN
         PERFORM pg_catalog.pg_notify('lonnymq', v_name);
     END IF;
@@ -3451,7 +3478,7 @@ BEGIN
     PERFORM @extschema@._channel_wake(v_channel_id, v_channel.wait_at, v_dequeue_at);
     -- (The clock was read after the guard, so the backoff is above any floor
     -- that a committed raise set, unless the clock stepped back: checked.)
-    PERFORM @extschema@._channel_floor_mark(v_channel_id, v_channel.floor_at, v_dequeue_at);
+    PERFORM @extschema@._channel_floor_lower(v_channel_id, v_dequeue_at);
     IF v_channel.notify AND v_dequeue_at <= v_now AND NOT v_channel.is_paused THEN
         PERFORM pg_catalog.pg_notify('lonnymq', v_channel.name);
     END IF;

@@ -25,17 +25,8 @@
 -- num_removed only for channels with max_size: an unconstrained channel's row
 -- is written only when it is served, never by producers or by completes.
 --
--- floor_at (the last column; added in 0.7.0) is where a dequeue starts its
--- walk of the channel's messages: no message of the channel has a
--- dequeue_at below it unless a channel_floor_mark row of the channel exists
--- (then the walk starts at the beginning).  Without it, every dequeue would
--- step over the index entries of every message consumed since the last
--- VACUUM (a FIFO's consumed head: pages that only VACUUM removes).  A
--- dequeue raises it (_channel_place) when it is more than a second behind,
--- with the producer guard held exclusively, to the first message then
--- visible, and never above one second ago.  Producers (and defer, fail,
--- redrive) that put a message below it leave a channel_floor_mark row
--- instead of writing this row.  NULL: no floor.
+-- Where a dequeue starts its walk of the channel's messages is not kept
+-- here but in channel_floor (raised up to 50 times a second).
 CREATE TABLE @extschema@.channel (
     id bigint NOT NULL DEFAULT pg_catalog.nextval('@extschema@.channel_id_seq'),
     name text NOT NULL,
@@ -58,7 +49,6 @@ CREATE TABLE @extschema@.channel (
     dedup_window_ms bigint NOT NULL DEFAULT 0,
     retain_history boolean NOT NULL DEFAULT FALSE,
     notify boolean NOT NULL DEFAULT FALSE,
-    floor_at bigint,
     CONSTRAINT channel_pkey PRIMARY KEY (id),
     CONSTRAINT channel_name_key UNIQUE (name),
     CONSTRAINT channel_name_check CHECK (

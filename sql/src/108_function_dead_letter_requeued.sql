@@ -1,6 +1,6 @@
 -- Internal: p_count messages were put back into a channel by
 -- dead_letter_redrive (its guard held shared): count them towards max_size,
--- wake the channel, mark its floor and notify, as a producer would.
+-- wake the channel, lower its floor and notify, as a producer would.
 CREATE FUNCTION @extschema@._dead_letter_requeued(
     p_channel @extschema@.channel,
     p_count integer,
@@ -17,7 +17,7 @@ BEGIN
         WHERE q.channel_id = p_channel.id;
     END IF;
     PERFORM @extschema@._channel_wake(p_channel.id, p_channel.wait_at, p_now);
-    PERFORM @extschema@._channel_floor_mark(p_channel.id, p_channel.floor_at, p_now);
+    PERFORM @extschema@._channel_floor_lower(p_channel.id, p_now);
     IF p_channel.notify AND NOT p_channel.is_paused THEN
         PERFORM pg_catalog.pg_notify('lonnymq', p_channel.name);
     END IF;

@@ -2,7 +2,8 @@
 -- visited goes next, and the one write of its row.  p_channel is the row as
 -- the dequeue read it; p_taken messages were delivered from it, p_fresh of
 -- them new locks (not recovered ones), p_dead expired locks went to the dead
--- letters; p_first_at is the dequeue_at of the first one taken (as it was);
+-- letters; p_first_at is the dequeue_at of the first one taken (as it was),
+-- p_floor_at the channel's floor as the takes read it;
 -- p_came_short: its last take gave less than was asked.  p_is_held: the
 -- dequeue locked the row (a channel with limits, or one it moves).  A channel
 -- without limits that was alone is not locked: serving it leaves it first in
@@ -26,12 +27,10 @@
 -- changed, or that consumer holds the row): that consumer's write already
 -- put it where it goes.
 --
--- The floor: when the first message taken lies more than a second past
--- floor_at (see v_raise) and the guard is held, floor_at rises to the first
--- message still visible, but never above a second ago (a producer whose
--- message sorts below the floor leaves a floor mark, which sends the scans
--- back to the beginning until a raise has seen it; the raise deletes the
--- marks).
+-- The floor (channel_floor): when the first message taken lies more than
+-- 20 ms past it (see v_raise) and the guard is held, it rises to the first
+-- message still visible, but never above the clock less 20 ms (a producer
+-- whose message sorts below the floor lowers it: _channel_floor_lower).
 CREATE FUNCTION @extschema@._channel_place(
     p_channel @extschema@.channel,
     p_now bigint,
@@ -39,6 +38,7 @@ CREATE FUNCTION @extschema@._channel_place(
     p_fresh integer,
     p_dead integer,
     p_first_at bigint,
+    p_floor_at bigint,
     p_came_short boolean,
     p_is_held boolean
 )
@@ -52,21 +52,20 @@ DECLARE
     v_wait bigint;
     v_head bigint;
     v_floor bigint;
-    -- The floor is behind: both the first message taken and the clock a
-    -- second back are more than a second past it (so a channel whose
-    -- consumers keep up has its floor raised about once a second, not at
-    -- every call); or the first message taken was below it (marked: the
-    -- raise deletes the marks, after which walks start at the floor again).
-    v_raise boolean := p_taken > 0 AND (
-        pg_catalog.int8smaller(p_first_at, p_now - 1000) > COALESCE(p_channel.floor_at, -9223372036854775807) + 1000
-        OR p_first_at < p_channel.floor_at
-    );
+    v_raise boolean := FALSE;
     v_exclusive boolean := FALSE;
     v_may_sleep boolean := FALSE;
     v_moves boolean;
 BEGIN
     IF p_taken > 0 THEN
         v_next := p_now + p_channel.release_interval_ms;
+        -- The floor is behind: both the first message taken and the clock
+        -- 20 ms back are more than 20 ms past it (so the walks of a channel
+        -- whose consumers keep up start at most about 40 ms of messages
+        -- behind its head, which under a long-open snapshot is what each
+        -- walk reads; at most 50 raises a second); or the first message
+        -- taken was below it (an expired lock).
+        v_raise := pg_catalog.int8smaller(p_first_at, p_now - 20) > p_floor_at + 20 OR p_first_at < p_floor_at;
     END IF;
     IF p_channel.max_concurrency IS NOT NULL THEN
         v_locked := pg_catalog.int4larger(v_locked + p_fresh - p_dead, 0);
@@ -98,12 +97,17 @@ BEGIN
     -- channel in the rotation).  When it says the channel may sleep, or
     -- the floor is to be raised, it runs again after the guard is taken
     -- exclusively: that snapshot sees every message put in the channel,
-    -- with its floor mark, and decides both.
+    -- with the floor it lowered (read again), and decides both.
     FOR v_probe IN 1..2 LOOP
         IF v_may_sleep OR v_exclusive THEN
             SELECT m.dequeue_at INTO v_head
             FROM @extschema@.message AS m
-            WHERE m.channel_id = p_channel.id AND m.dequeue_at >= @extschema@._channel_scan_from(p_channel)
+            WHERE
+                m.channel_id = p_channel.id
+                AND m.dequeue_at >= CASE
+                    WHEN v_exclusive OR p_floor_at IS NULL THEN @extschema@._channel_scan_from(p_channel.id)
+                    ELSE p_floor_at
+                END
             ORDER BY m.dequeue_at, m.id
             LIMIT 1;
         END IF;
@@ -113,8 +117,21 @@ BEGIN
                 v_next := GREATEST(v_next, v_head);
             END IF;
             IF v_raise THEN
-                v_floor := pg_catalog.int8smaller(p_now - 1000, COALESCE(v_head, p_now - 1000));
-                DELETE FROM @extschema@.channel_floor_mark AS k WHERE k.channel_id = p_channel.id;
+                -- The new floor supersedes every row from the last raise on
+                -- (no producer is in flight to add one meanwhile).
+                v_floor := pg_catalog.int8smaller(p_now - 20, COALESCE(v_head, p_now - 20));
+                DELETE FROM @extschema@.channel_floor AS f
+                WHERE
+                    f.channel_id = p_channel.id
+                    AND f.id >= COALESCE((
+                        SELECT r.id
+                        FROM @extschema@.channel_floor AS r
+                        WHERE r.channel_id = p_channel.id AND r.is_raise
+                        ORDER BY r.id DESC
+                        LIMIT 1
+                    ), 0);
+                INSERT INTO @extschema@.channel_floor (channel_id, floor_at, is_raise)
+                VALUES (p_channel.id, v_floor, TRUE);
             END IF;
             EXIT;
         END IF;
@@ -124,12 +141,12 @@ BEGIN
         EXIT WHEN NOT v_exclusive;
     END LOOP;
 
-    IF NOT p_is_held AND v_wait IS NULL AND v_floor IS NULL AND p_dead = 0 THEN
+    IF NOT p_is_held AND v_wait IS NULL AND p_dead = 0 THEN
         RETURN;
     END IF;
 
     -- A channel this call holds, or puts to sleep, goes to its new place;
-    -- any other keeps its place: only its floor and counts are written.
+    -- any other keeps its place: only its counts are written.
     v_moves := p_is_held OR v_wait IS NOT NULL;
     UPDATE @extschema@.channel AS c
     SET
@@ -146,8 +163,7 @@ BEGIN
         wait_at = CASE WHEN v_moves THEN v_wait ELSE c.wait_at END,
         last_served_at = CASE WHEN v_moves AND p_taken > 0 THEN p_now ELSE c.last_served_at END,
         num_locked = v_locked,
-        num_removed = c.num_removed + CASE WHEN c.max_size IS NULL THEN 0 ELSE p_dead END,
-        floor_at = COALESCE(v_floor, c.floor_at)
+        num_removed = c.num_removed + CASE WHEN c.max_size IS NULL THEN 0 ELSE p_dead END
     -- Not held: unless another consumer has moved it since, or holds it
     -- (it is placing it).  Removals are counted in any case: then it waits.
     WHERE
@@ -165,10 +181,10 @@ END;
 $$;
 
 COMMENT ON FUNCTION @extschema@._channel_place(
-    @extschema@.channel, bigint, integer, integer, integer, bigint, boolean, boolean
+    @extschema@.channel, bigint, integer, integer, integer, bigint, bigint, boolean, boolean
 ) IS
 'Internal: decide and write where a channel visited by message_dequeue goes next: the back of the rotation, waiting for a lock''s expiry, asleep, or (alone and without limits) where it is.';
 
 REVOKE ALL ON FUNCTION @extschema@._channel_place(
-    @extschema@.channel, bigint, integer, integer, integer, bigint, boolean, boolean
+    @extschema@.channel, bigint, integer, integer, integer, bigint, bigint, boolean, boolean
 ) FROM PUBLIC;

@@ -43,7 +43,7 @@ BEGIN
 
     DELETE FROM @extschema@.message AS m WHERE m.channel_id = v_channel_id;
     DELETE FROM @extschema@.channel_wake AS w WHERE w.channel_id = v_channel_id;
-    DELETE FROM @extschema@.channel_floor_mark AS k WHERE k.channel_id = v_channel_id;
+    DELETE FROM @extschema@.channel_floor AS f WHERE f.channel_id = v_channel_id;
     DELETE FROM @extschema@.message_key AS k WHERE k.channel_id = v_channel_id;
     DELETE FROM @extschema@.channel_quota AS q WHERE q.channel_id = v_channel_id;
     DELETE FROM @extschema@.channel AS c WHERE c.id = v_channel_id;

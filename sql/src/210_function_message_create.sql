@@ -108,12 +108,8 @@ BEGIN
         );
     END IF;
     -- Below the channel's floor (a past or negative dequeue_at, or a
-    -- transaction older than the floor), or read from an old snapshot: a
-    -- mark, so that batch dequeues walk the channel from its beginning.
-    IF v_dequeue_at < v_channel.floor_at
-        OR pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
-        PERFORM @extschema@._channel_floor_mark(v_channel.id, v_channel.floor_at, v_dequeue_at);
-    END IF;
+    -- transaction older than 20 ms): the floor goes down to it.
+    PERFORM @extschema@._channel_floor_lower(v_channel.id, v_dequeue_at);
     IF v_channel.notify AND v_dequeue_at <= v_now AND NOT v_channel.is_paused THEN
         PERFORM pg_catalog.pg_notify('lonnymq', p_channel);
     END IF;

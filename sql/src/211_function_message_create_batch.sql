@@ -185,11 +185,7 @@ BEGIN
             OR pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
             PERFORM @extschema@._channel_wake(v_channel.id, v_channel.wait_at, GREATEST(v_ready_at, v_now));
         END IF;
-        -- (_channel_floor_mark's own first test, inlined likewise.)
-        IF v_ready_at < v_channel.floor_at
-            OR pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
-            PERFORM @extschema@._channel_floor_mark(v_channel.id, v_channel.floor_at, v_ready_at);
-        END IF;
+        PERFORM @extschema@._channel_floor_lower(v_channel.id, v_ready_at);
         IF v_channel.notify AND v_ready_at <= v_now AND NOT v_channel.is_paused THEN
             PERFORM pg_catalog.pg_notify('lonnymq', p_channel);
         END IF;

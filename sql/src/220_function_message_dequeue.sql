@@ -75,6 +75,7 @@ DECLARE
     v_fresh integer[] := '{}';
     v_dead integer[] := '{}';
     v_first_at bigint[] := '{}';
+    v_floor_at bigint[] := '{}';
     v_short boolean[] := '{}';
     v_held boolean[] := '{}';
     v_is_held boolean;
@@ -277,6 +278,7 @@ BEGIN
             v_fresh := v_fresh || 0;
             v_dead := v_dead || 0;
             v_first_at := v_first_at || NULL::bigint;
+            v_floor_at := v_floor_at || NULL::bigint;
             v_short := v_short || FALSE;
             v_held := v_held || v_is_held;
             -- What it may give: up to its free places (at max_concurrency,
@@ -316,7 +318,8 @@ BEGIN
                 -- goes to the dead letters, and is replaced (each freed a
                 -- place): at most v_limit + 16 buried per share.
                 v_channel := v_channels[i];
-                v_from := @extschema@._channel_scan_from(v_channel);
+                v_from := @extschema@._channel_scan_from(v_channel.id);
+                v_floor_at[i] := v_from;
                 v_expired_only := COALESCE(v_channel.num_locked >= v_channel.max_concurrency, FALSE);
                 v_got := 0;
                 v_buried := 0;
@@ -430,7 +433,7 @@ BEGIN
     FOREACH i IN ARRAY COALESCE(v_order, '{}') LOOP
         PERFORM @extschema@._channel_place(
             v_channels[i], v_now, v_taken[i], v_fresh[i], v_dead[i],
-            v_first_at[i], v_short[i], v_held[i]
+            v_first_at[i], v_floor_at[i], v_short[i], v_held[i]
         );
     END LOOP;
 

@@ -26,7 +26,6 @@ DECLARE
     v_constrained boolean;
     v_name text;
     v_notify boolean;
-    v_floor_at bigint;
 BEGIN
     PERFORM @extschema@._check_token(p_id, p_num_attempts);
     IF pg_catalog.octet_length(p_state) > 16777216 THEN
@@ -58,7 +57,7 @@ BEGIN
         FOR NO KEY UPDATE;
     END IF;
     PERFORM @extschema@._channel_guard_shared(v_name);
-    SELECT c.wait_at, c.notify AND NOT c.is_paused, c.floor_at INTO v_wait_at, v_notify, v_floor_at
+    SELECT c.wait_at, c.notify AND NOT c.is_paused INTO v_wait_at, v_notify
     FROM @extschema@.channel AS c
     WHERE c.id = v_channel_id;
 
@@ -81,8 +80,8 @@ BEGIN
     PERFORM @extschema@._channel_wake(
         v_channel_id, v_wait_at, GREATEST(v_dequeue_at, v_now)
     );
-    -- A new time below the channel's floor: a mark.
-    PERFORM @extschema@._channel_floor_mark(v_channel_id, v_floor_at, v_dequeue_at);
+    -- A new time below the channel's floor: the floor goes down to it.
+    PERFORM @extschema@._channel_floor_lower(v_channel_id, v_dequeue_at);
     IF v_notify AND v_dequeue_at <= v_now THEN
         PERFORM pg_catalog.pg_notify('lonnymq', v_name);
     END IF;

@@ -87,7 +87,7 @@ BEGIN
     PERFORM @extschema@._channel_wake(v_channel_id, v_channel.wait_at, v_dequeue_at);
     -- (The clock was read after the guard, so the backoff is above any floor
     -- that a committed raise set, unless the clock stepped back: checked.)
-    PERFORM @extschema@._channel_floor_mark(v_channel_id, v_channel.floor_at, v_dequeue_at);
+    PERFORM @extschema@._channel_floor_lower(v_channel_id, v_dequeue_at);
     IF v_channel.notify AND v_dequeue_at <= v_now AND NOT v_channel.is_paused THEN
         PERFORM pg_catalog.pg_notify('lonnymq', v_channel.name);
     END IF;

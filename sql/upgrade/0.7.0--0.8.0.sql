@@ -15,3 +15,22 @@ DROP FUNCTION @extschema@._message_take(
 
 -- The floor is raised when it is behind, not on a once-a-second cadence.
 ALTER TABLE @extschema@.channel DROP COLUMN floor_checked_at;
+
+-- The floor moves from channel.floor_at and channel_floor_mark to
+-- channel_floor, an insert-only log read newest row first: a raise row per
+-- floor, and a lowering to the beginning for each channel with marks.
+DROP FUNCTION @extschema@._channel_floor_mark(bigint, bigint, bigint);
+-- @include sql/src/044_sequence_channel_floor_id.sql
+-- @include sql/src/045_table_channel_floor.sql
+-- @include sql/src/046_index_channel_floor_channel.sql
+INSERT INTO @extschema@.channel_floor (channel_id, floor_at, is_raise)
+SELECT c.id, c.floor_at, TRUE
+FROM @extschema@.channel AS c
+WHERE c.floor_at IS NOT NULL
+ORDER BY c.id;
+INSERT INTO @extschema@.channel_floor (channel_id, floor_at, is_raise)
+SELECT DISTINCT k.channel_id, -9223372036854775808, FALSE
+FROM @extschema@.channel_floor_mark AS k;
+ALTER EXTENSION lonnymq DROP TABLE @extschema@.channel_floor_mark;
+DROP TABLE @extschema@.channel_floor_mark;
+ALTER TABLE @extschema@.channel DROP COLUMN floor_at;

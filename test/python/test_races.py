@@ -159,8 +159,8 @@ def test_a_repeatable_read_producer_below_a_floor_raised_after_its_snapshot_is_n
     """0.7.0: batch dequeues start their walk at the channel's floor.  A
     REPEATABLE READ producer reads the channel row from its snapshot, which
     may predate a raise: its message, dated at its transaction's start, can
-    fall below the raised floor while the floor it read was lower.  It leaves
-    a mark whatever it read, so the next batch walks from the beginning."""
+    fall below the raised floor while the floor it read was lower.  It lowers
+    the floor whatever it read (0.8.0: a lowering row of channel_floor)."""
     _one(db, "SELECT count(*) FROM lonnymq.message_create_batch('r', ARRAY['a', 'b']::bytea[])")
     # The first batch finds the new channel through its wake-up (the general
     # way); the channel is then alone in the rotation.
@@ -175,7 +175,8 @@ def test_a_repeatable_read_producer_below_a_floor_raised_after_its_snapshot_is_n
     assert [g[0] for g in got] == ["c", "d"]
     floor_at, started = _one(
         db,
-        "SELECT c.floor_at, (SELECT lonnymq.to_epoch(xact_start) FROM pg_stat_activity WHERE pid = %s) "
+        "SELECT lonnymq._channel_scan_from(c.id), "
+        "(SELECT lonnymq.to_epoch(xact_start) FROM pg_stat_activity WHERE pid = %s) "
         "FROM lonnymq.channel AS c WHERE c.name = 'r'",
         (producer.info.backend_pid,),
     )[0]
@@ -184,6 +185,6 @@ def test_a_repeatable_read_producer_below_a_floor_raised_after_its_snapshot_is_n
     producer.execute("SELECT lonnymq.message_create('r', 'late')")
     producer.commit()
     producer.close()
-    assert _one(db, "SELECT count(*) FROM lonnymq.channel_floor_mark") == [(1,)], "no mark"
+    assert _one(db, "SELECT count(*) FROM lonnymq.channel_floor WHERE NOT is_raise") == [(1,)], "no lowering"
     got = _one(db, "SELECT convert_from(content, 'UTF8') FROM lonnymq.message_dequeue(60000, 5)")
     assert [g[0] for g in got] == ["late", "e"]
