@@ -512,14 +512,15 @@ REVOKE ALL ON FUNCTION @extschema@._channel_for_producer(text, bigint) FROM PUBL
 -- channel's floor lowers it (a lowering row of channel_floor), so that
 -- dequeues walk the channel from it.
 --
--- A raise (_channel_place) never sets the floor above its clock less 20 ms,
--- and it holds the guard exclusively until it commits; the clock read here,
--- after the guard,
--- is later than the raiser's: a message dated at most 20 ms before it is
--- above every floor, in any isolation level, and costs no read (the common
--- case: a producer's dequeue_at is its transaction's start).  Otherwise the
--- floor is read; under REPEATABLE READ or SERIALIZABLE that read may predate
--- a raise, so the lowering row is written whatever it said.
+-- In READ COMMITTED the floor is read as committed now: the guard is held,
+-- so no raise is in flight, and a later one sees this message.  Under
+-- REPEATABLE READ or SERIALIZABLE the snapshot may predate a raise: the
+-- clock decides instead.  A raise never sets the floor above its clock less
+-- 20 ms and holds the guard exclusively until it commits, so the clock read
+-- here, after the guard, is later than the raiser's: a message dated at
+-- most 20 ms before it is above every floor, unless the server's clock
+-- stepped back meanwhile (hence not in READ COMMITTED, where the read is
+-- exact).  Older messages lower the floor whatever it was.
 CREATE OR REPLACE FUNCTION @extschema@._channel_floor_lower(
     p_channel_id bigint,
     p_at bigint
@@ -529,9 +530,11 @@ LANGUAGE plpgsql
 VOLATILE
 AS $$
 BEGIN
-    IF p_at >= @extschema@._clock_ms() - 20
-        OR pg_catalog.current_setting('transaction_isolation') = 'read committed'
-        AND p_at >= @extschema@._channel_scan_from(p_channel_id) THEN
+    IF pg_catalog.current_setting('transaction_isolation') = 'read committed' THEN
+        IF p_at >= @extschema@._channel_scan_from(p_channel_id) THEN
+            RETURN;
+        END IF;
+    ELSIF p_at >= @extschema@._clock_ms() - 20 THEN
         RETURN;
     END IF;
     INSERT INTO @extschema@.channel_floor (channel_id, floor_at, is_raise)
