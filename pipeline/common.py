@@ -127,18 +127,22 @@ class Progress:
                         failed += stage.numFailedTasks
             return total, done, active, failed
 
+        last: list[tuple[int, int, int, int] | None] = [None]
+
+        def report() -> None:
+            now = counts()
+            if now != last[0] and now[0]:
+                total, done, active, failed = now
+                extra = f", {failed} failed attempt(s)" if failed else ""
+                self(f"{label}: {done}/{total} tasks done, {active} running{extra}")
+                last[0] = now
+
         def poll() -> None:
-            last = None
             while not stop.wait(interval):
                 try:
-                    now = counts()
+                    report()
                 except Exception:  # noqa: BLE001 - the context is shutting down
                     return
-                if now != last and now[0]:
-                    total, done, active, failed = now
-                    extra = f", {failed} failed attempt(s)" if failed else ""
-                    self(f"{label}: {done}/{total} tasks done, {active} running{extra}")
-                    last = now
 
         thread = threading.Thread(target=poll, name=f"progress-{group}", daemon=True)
         thread.start()
@@ -147,5 +151,11 @@ class Progress:
         finally:
             stop.set()
             thread.join(timeout=5)
+            # The final counts, also for a job shorter than one interval (the
+            # poll printed nothing then).
+            try:
+                report()
+            except Exception:  # noqa: BLE001 - the context is shutting down
+                pass
             sc.setLocalProperty("spark.jobGroup.id", None)
             sc.setLocalProperty("spark.job.description", None)
