@@ -1583,8 +1583,12 @@ BEGIN
             FOR UPDATE OF q SKIP LOCKED;
             CONTINUE WHEN NOT FOUND;
         END IF;
-        v_missed := (p_now - v_schedule.next_at) / v_schedule.every_ms;
-        v_due := v_schedule.next_at + v_missed * v_schedule.every_ms;
+        -- In numeric: a schedule stored by 0.7.0 may start anywhere in
+        -- bigint, and p_now - next_at overflowed (every dequeue failed).
+        v_missed := LEAST(
+            pg_catalog.div(p_now::numeric - v_schedule.next_at, v_schedule.every_ms), 9223372036854775807
+        );
+        v_due := p_now - pg_catalog.mod(p_now::numeric - v_schedule.next_at, v_schedule.every_ms);
         IF @extschema@.message_create(v_schedule.channel, v_schedule.content, v_due) IS NOT NULL THEN
             created := created + 1;
         END IF;
@@ -1593,7 +1597,7 @@ BEGIN
             next_at = v_due + v_schedule.every_ms,
             last_run_at = p_now,
             num_runs = s.num_runs + 1,
-            num_missed = s.num_missed + v_missed
+            num_missed = LEAST(s.num_missed::numeric + v_missed, 9223372036854775807)
         WHERE s.name = v_schedule.name;
         processed := processed + 1;
     END LOOP;
@@ -3748,6 +3752,13 @@ BEGIN
     IF p_every_ms NOT BETWEEN 1 AND 31536000000 THEN
         RAISE EXCEPTION 'lonnymq: p_every_ms must be between 1 and 31536000000 (365 days), got %',
             p_every_ms
+            USING ERRCODE = '22023';
+    END IF;
+    -- Years 1 to 9999: every period boundary of such a schedule, and its
+    -- distance from any clock reading, fits a bigint.
+    IF p_start_at NOT BETWEEN -62135596800000 AND 253402300799999 THEN
+        RAISE EXCEPTION 'lonnymq: p_start_at must be between -62135596800000 and 253402300799999 (years 1 to 9999), got %',
+            p_start_at
             USING ERRCODE = '22023';
     END IF;
     v_now := @extschema@._clock_ms();

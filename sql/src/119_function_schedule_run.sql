@@ -53,8 +53,12 @@ BEGIN
             FOR UPDATE OF q SKIP LOCKED;
             CONTINUE WHEN NOT FOUND;
         END IF;
-        v_missed := (p_now - v_schedule.next_at) / v_schedule.every_ms;
-        v_due := v_schedule.next_at + v_missed * v_schedule.every_ms;
+        -- In numeric: a schedule stored by 0.7.0 may start anywhere in
+        -- bigint, and p_now - next_at overflowed (every dequeue failed).
+        v_missed := LEAST(
+            pg_catalog.div(p_now::numeric - v_schedule.next_at, v_schedule.every_ms), 9223372036854775807
+        );
+        v_due := p_now - pg_catalog.mod(p_now::numeric - v_schedule.next_at, v_schedule.every_ms);
         IF @extschema@.message_create(v_schedule.channel, v_schedule.content, v_due) IS NOT NULL THEN
             created := created + 1;
         END IF;
@@ -63,7 +67,7 @@ BEGIN
             next_at = v_due + v_schedule.every_ms,
             last_run_at = p_now,
             num_runs = s.num_runs + 1,
-            num_missed = s.num_missed + v_missed
+            num_missed = LEAST(s.num_missed::numeric + v_missed, 9223372036854775807)
         WHERE s.name = v_schedule.name;
         processed := processed + 1;
     END LOOP;

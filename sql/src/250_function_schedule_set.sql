@@ -44,6 +44,13 @@ BEGIN
             p_every_ms
             USING ERRCODE = '22023';
     END IF;
+    -- Years 1 to 9999: every period boundary of such a schedule, and its
+    -- distance from any clock reading, fits a bigint.
+    IF p_start_at NOT BETWEEN -62135596800000 AND 253402300799999 THEN
+        RAISE EXCEPTION 'lonnymq: p_start_at must be between -62135596800000 and 253402300799999 (years 1 to 9999), got %',
+            p_start_at
+            USING ERRCODE = '22023';
+    END IF;
     v_now := @extschema@._clock_ms();
     v_start := COALESCE(p_start_at, v_now);
     INSERT INTO @extschema@.schedule AS s (

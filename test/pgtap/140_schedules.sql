@@ -1,6 +1,6 @@
 \ir include/setup.psql
 -- Periodic messages: schedule_set, schedule_drop, tick() and message_dequeue's step 0.
-SELECT plan(48);
+SELECT plan(53);
 
 -- Messages of a channel: "content@dequeue_at" in id order.
 CREATE FUNCTION pg_temp.msgs(p_channel text)
@@ -140,10 +140,34 @@ SELECT throws_ok($$ SELECT lonnymq.schedule_set(NULL, 'c', 'x', 1000) $$, '22004
 SELECT throws_ok($$ SELECT lonnymq.schedule_set('late', 'c', 'x', 0) $$, '22023', NULL, 'every_ms 0: 22023');
 SELECT throws_ok($$ SELECT lonnymq.schedule_set('late', '', 'x', 1000) $$, '22023', NULL, 'an empty channel name: 22023');
 SELECT throws_ok($$ SELECT lonnymq.schedule_set('late', 'c', NULL, 1000) $$, '22004', NULL, 'NULL content: 22004');
+SELECT throws_ok(
+    $$ SELECT lonnymq.schedule_set('late', 'c', 'x', 60000, -9223372036854775807) $$, '22023', NULL,
+    'a start before year 1: 22023 (0.7.0 stored it, and then every dequeue failed with 22003)'
+);
+SELECT throws_ok(
+    $$ SELECT lonnymq.schedule_set('late', 'c', 'x', 1, 9223372036854775807) $$, '22023', NULL,
+    'a start after year 9999: 22023'
+);
 SELECT is(
     (SELECT string_agg(s::text, ',' ORDER BY s::text) FROM lonnymq.schedule AS s),
     (SELECT string_agg(r, ',' ORDER BY r) FROM sched_before),
     'refused calls change no schedule'
+);
+
+-- A schedule that 0.7.0 stored at the very beginning of bigint (its upgrade
+-- keeps it): materialising it overflows nothing, and the dequeues that meet
+-- it go on.
+INSERT INTO lonnymq.schedule (name, channel, content, every_ms, start_at, next_at, created_at)
+VALUES ('ancient', 'anc', 'x', 1, -9223372036854775807, -9223372036854775807, 0);
+SELECT lives_ok($$ SELECT * FROM lonnymq.message_dequeue(60000, 1) $$, 'a dequeue meets it without error');
+SELECT is(
+    (SELECT count(*) FROM lonnymq.message AS m JOIN lonnymq.channel AS c ON c.id = m.channel_id WHERE c.name = 'anc'),
+    1::bigint,
+    'one message for every missed period'
+);
+SELECT ok(
+    (SELECT s.next_at > pg_temp.lmq_now() - 1000 AND s.num_missed > 0 FROM lonnymq.schedule AS s WHERE s.name = 'ancient'),
+    'the schedule is caught up, its missed periods counted'
 );
 
 SELECT * FROM finish();
