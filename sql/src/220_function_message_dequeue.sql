@@ -311,9 +311,8 @@ BEGIN
                 -- The one statement that takes messages: up to v_want of the
                 -- channel's first deliverable messages, in (dequeue_at, id)
                 -- order, SKIP LOCKED, from its floor (at max_concurrency only
-                -- its expired locks, found through message_locked_ix, never
-                -- its ready backlog: the two probes are one statement, one
-                -- gated off), locked for p_lock_ms, appended to the output.
+                -- its expired locks: _message_head), locked for p_lock_ms,
+                -- appended to the output.
                 -- An expired lock that used up max_attempts is not taken but
                 -- goes to the dead letters, and is replaced (each freed a
                 -- place): at most v_limit + 16 buried per share.
@@ -326,29 +325,7 @@ BEGIN
                 LOOP
                     WITH head AS (
                         SELECT *
-                        FROM (
-                            SELECT m.id, m.dequeue_at, m.is_locked, m.num_attempts
-                            FROM @extschema@.message AS m
-                            WHERE
-                                v_expired_only AND m.channel_id = v_channel.id
-                                AND m.is_locked AND m.is_counted AND m.dequeue_at <= v_now
-                            ORDER BY m.dequeue_at, m.id
-                            LIMIT v_want - v_got
-                            FOR UPDATE SKIP LOCKED
-                        ) AS e
-                        UNION ALL
-                        SELECT *
-                        FROM (
-                            SELECT q.id, q.dequeue_at, q.is_locked, q.num_attempts
-                            FROM @extschema@.message AS q
-                            WHERE
-                                NOT v_expired_only AND q.channel_id = v_channel.id
-                                AND q.dequeue_at >= v_from
-                                AND q.dequeue_at <= v_now
-                            ORDER BY q.dequeue_at, q.id
-                            LIMIT v_want - v_got
-                            FOR UPDATE SKIP LOCKED
-                        ) AS r
+                        FROM @extschema@._message_head(v_channel.id, v_from, v_now, v_want - v_got, v_expired_only)
                     ),
 
                     taken AS (
