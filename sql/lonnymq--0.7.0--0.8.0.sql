@@ -506,6 +506,33 @@ COMMENT ON FUNCTION @extschema@._channel_for_producer(text, bigint) IS
 
 REVOKE ALL ON FUNCTION @extschema@._channel_for_producer(text, bigint) FROM PUBLIC;
 
+-- ---- sql/src/111_function_channel_floor_last_raise.sql ----
+-- Internal: the id of a channel's newest raise row in channel_floor (NULL:
+-- never raised).  The rows from it on make the floor (_channel_scan_from)
+-- and are what the next raise supersedes (_channel_place): one definition
+-- for both.  Read newest first, so never through the rows earlier raises
+-- deleted.
+CREATE OR REPLACE FUNCTION @extschema@._channel_floor_last_raise(p_channel_id bigint)
+RETURNS bigint
+LANGUAGE plpgsql
+STABLE
+AS $$
+BEGIN
+    RETURN (
+        SELECT r.id
+        FROM @extschema@.channel_floor AS r
+        WHERE r.channel_id = p_channel_id AND r.is_raise
+        ORDER BY r.id DESC
+        LIMIT 1
+    );
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_floor_last_raise(bigint) IS
+'Internal: the id of a channel''s newest floor raise row (NULL: never raised).';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_floor_last_raise(bigint) FROM PUBLIC;
+
 -- ---- sql/src/111_function_channel_floor_lower.sql ----
 -- Internal: called by whoever puts a message in a channel at p_at (its
 -- dequeue_at), holding the channel guard shared.  A message below the
@@ -677,13 +704,7 @@ BEGIN
         FROM @extschema@.channel_floor AS f
         WHERE
             f.channel_id = p_channel_id
-            AND f.id >= (
-                SELECT r.id
-                FROM @extschema@.channel_floor AS r
-                WHERE r.channel_id = p_channel_id AND r.is_raise
-                ORDER BY r.id DESC
-                LIMIT 1
-            );
+            AND f.id >= @extschema@._channel_floor_last_raise(p_channel_id);
     END IF;
     RETURN COALESCE(v_floor_at, -9223372036854775808);
 END;
@@ -820,13 +841,7 @@ BEGIN
                 DELETE FROM @extschema@.channel_floor AS f
                 WHERE
                     f.channel_id = p_channel.id
-                    AND f.id >= COALESCE((
-                        SELECT r.id
-                        FROM @extschema@.channel_floor AS r
-                        WHERE r.channel_id = p_channel.id AND r.is_raise
-                        ORDER BY r.id DESC
-                        LIMIT 1
-                    ), 0);
+                    AND f.id >= COALESCE(@extschema@._channel_floor_last_raise(p_channel.id), 0);
                 INSERT INTO @extschema@.channel_floor (channel_id, floor_at, is_raise)
                 VALUES (p_channel.id, v_floor, TRUE);
             END IF;

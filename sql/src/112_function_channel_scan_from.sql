@@ -26,13 +26,7 @@ BEGIN
         FROM @extschema@.channel_floor AS f
         WHERE
             f.channel_id = p_channel_id
-            AND f.id >= (
-                SELECT r.id
-                FROM @extschema@.channel_floor AS r
-                WHERE r.channel_id = p_channel_id AND r.is_raise
-                ORDER BY r.id DESC
-                LIMIT 1
-            );
+            AND f.id >= @extschema@._channel_floor_last_raise(p_channel_id);
     END IF;
     RETURN COALESCE(v_floor_at, -9223372036854775808);
 END;

@@ -123,13 +123,7 @@ BEGIN
                 DELETE FROM @extschema@.channel_floor AS f
                 WHERE
                     f.channel_id = p_channel.id
-                    AND f.id >= COALESCE((
-                        SELECT r.id
-                        FROM @extschema@.channel_floor AS r
-                        WHERE r.channel_id = p_channel.id AND r.is_raise
-                        ORDER BY r.id DESC
-                        LIMIT 1
-                    ), 0);
+                    AND f.id >= COALESCE(@extschema@._channel_floor_last_raise(p_channel.id), 0);
                 INSERT INTO @extschema@.channel_floor (channel_id, floor_at, is_raise)
                 VALUES (p_channel.id, v_floor, TRUE);
             END IF;

@@ -3,8 +3,8 @@
 -- writing its row: serving it leaves it first in the rotation anyway, so
 -- any number of consumers take from it at once, as from a plain SKIP
 -- LOCKED table, and it gets no new row version per serve (nor when its
--- floor is raised: that is channel_floor).  Alone or in batches, and the rotation is
--- what it would have been.
+-- floor is raised: that is channel_floor).  Alone or in batches, and the
+-- rotation is what it would have been.
 SELECT plan(17);
 
 CREATE FUNCTION pg_temp.take(p_limit integer DEFAULT 1, p_lock_ms bigint DEFAULT 60000)
