@@ -78,6 +78,56 @@ ALTER EXTENSION lonnymq DROP TABLE @extschema@.channel_floor_mark;
 DROP TABLE @extschema@.channel_floor_mark;
 ALTER TABLE @extschema@.channel DROP COLUMN floor_at;
 
+-- message_dequeue keeps what it read and got of each channel it visits, and
+-- each message it takes, as one value each (after the changes to channel
+-- above: _channel_visit holds its row type).
+
+-- ---- sql/src/069_type_channel_visit.sql ----
+-- Internal: a channel that message_dequeue visited, as it read the row, and
+-- what its takes got from it; _channel_place decides from this where the
+-- channel goes next.  One value per channel, rather than one array per
+-- field, so that the dequeue's bookkeeping and the placing read alike.
+CREATE TYPE @extschema@._channel_visit AS (
+    channel @extschema@.channel,
+    -- The dequeue locked the row: the channel has limits, or it moves.
+    is_held boolean,
+    -- How many more it may give (its free places; one with a release
+    -- interval); 0 once it dropped out of the sharing.
+    cap integer,
+    num_taken integer,
+    -- Of them, new locks (not recovered expired ones).
+    num_fresh integer,
+    -- Expired locks that used up max_attempts, moved to the dead letters.
+    num_dead integer,
+    -- The dequeue_at of the first message taken, as it was.
+    first_at bigint,
+    -- The channel's floor as the takes read it.
+    floor_at bigint,
+    -- Its last take gave less than was asked.
+    came_short boolean
+);
+
+COMMENT ON TYPE @extschema@._channel_visit IS
+'Internal: a channel visited by message_dequeue and what its takes got from it.';
+
+-- ---- sql/src/070_type_delivery.sql ----
+-- Internal: a message message_dequeue took, kept until the end of the call,
+-- which returns them in rotation order (by visit, round-robin).
+CREATE TYPE @extschema@._delivery AS (
+    -- The position of its channel among the call's visits.
+    visit integer,
+    id bigint,
+    content bytea,
+    state bytea,
+    num_attempts integer,
+    -- Its dequeue_at before it was taken (the lock's expiry when recovered).
+    dequeue_at bigint,
+    is_recovered boolean
+);
+
+COMMENT ON TYPE @extschema@._delivery IS
+'Internal: a message taken by message_dequeue, returned at the end of the call.';
+
 -- ---- every function, as a fresh install defines it ----
 
 -- ---- sql/src/100_function_to_epoch.sql ----
@@ -717,15 +767,9 @@ REVOKE ALL ON FUNCTION @extschema@._channel_scan_from(bigint) FROM PUBLIC;
 
 -- ---- sql/src/113_function_channel_place.sql ----
 -- Internal: the one decision of where a channel that message_dequeue
--- visited goes next, and the one write of its row.  p_channel is the row as
--- the dequeue read it; p_taken messages were delivered from it, p_fresh of
--- them new locks (not recovered ones), p_dead expired locks went to the dead
--- letters; p_first_at is the dequeue_at of the first one taken (as it was),
--- p_floor_at the channel's floor as the takes read it;
--- p_came_short: its last take gave less than was asked.  p_is_held: the
--- dequeue locked the row (a channel with limits, or one it moves).  A channel
--- without limits that was alone is not locked: serving it leaves it first in
--- the rotation.
+-- visited goes next, and the one write of its row (see _channel_visit for
+-- what the dequeue read and got).  A channel without limits that was alone
+-- is not locked: serving it leaves it first in the rotation.
 --
 -- The places:
 --   * at max_concurrency: eligible again at its first lock's expiry (or
@@ -750,22 +794,16 @@ REVOKE ALL ON FUNCTION @extschema@._channel_scan_from(bigint) FROM PUBLIC;
 -- message still visible, but never above the clock less 20 ms (a producer
 -- whose message sorts below the floor lowers it: _channel_floor_lower).
 CREATE OR REPLACE FUNCTION @extschema@._channel_place(
-    p_channel @extschema@.channel,
-    p_now bigint,
-    p_taken integer,
-    p_fresh integer,
-    p_dead integer,
-    p_first_at bigint,
-    p_floor_at bigint,
-    p_came_short boolean,
-    p_is_held boolean
+    p_visit @extschema@._channel_visit,
+    p_now bigint
 )
 RETURNS void
 LANGUAGE plpgsql
 VOLATILE
 AS $$
 DECLARE
-    v_locked integer := p_channel.num_locked;
+    v_channel @extschema@.channel := p_visit.channel;
+    v_locked integer := v_channel.num_locked;
     v_next bigint := p_now;
     v_wait bigint;
     v_head bigint;
@@ -775,24 +813,24 @@ DECLARE
     v_may_sleep boolean := FALSE;
     v_moves boolean;
 BEGIN
-    IF p_taken > 0 THEN
-        v_next := p_now + p_channel.release_interval_ms;
+    IF p_visit.num_taken > 0 THEN
+        v_next := p_now + v_channel.release_interval_ms;
         -- The floor is behind: both the first message taken and the clock
         -- 20 ms back are more than 20 ms past it (so the walks of a channel
         -- whose consumers keep up start at most about 40 ms of messages
         -- behind its head, which under a long-open snapshot is what each
         -- walk reads; at most 50 raises a second); or the first message
         -- taken was below it (an expired lock).
-        v_raise := pg_catalog.int8smaller(p_first_at, p_now - 20) > p_floor_at + 20 OR p_first_at < p_floor_at;
+        v_raise := pg_catalog.int8smaller(p_visit.first_at, p_now - 20) > p_visit.floor_at + 20 OR p_visit.first_at < p_visit.floor_at;
     END IF;
-    IF p_channel.max_concurrency IS NOT NULL THEN
-        v_locked := pg_catalog.int4larger(v_locked + p_fresh - p_dead, 0);
+    IF v_channel.max_concurrency IS NOT NULL THEN
+        v_locked := pg_catalog.int4larger(v_locked + p_visit.num_fresh - p_visit.num_dead, 0);
     END IF;
 
-    IF v_locked >= p_channel.max_concurrency THEN
+    IF v_locked >= v_channel.max_concurrency THEN
         SELECT m.dequeue_at INTO v_head
         FROM @extschema@.message AS m
-        WHERE m.channel_id = p_channel.id AND m.is_locked AND m.is_counted
+        WHERE m.channel_id = v_channel.id AND m.is_locked AND m.is_counted
         ORDER BY m.dequeue_at, m.id
         LIMIT 1;
         -- No lock at all although the count says full: the count is wrong;
@@ -807,7 +845,7 @@ BEGIN
         -- channel: so it asks only when that is at most one, or when the
         -- take came up short (it walked as far itself).  A channel that
         -- filled a larger share is left to its next visit, which finds out.
-        v_may_sleep := (p_taken <= 1 OR p_came_short) AND (p_taken = 0 OR p_is_held);
+        v_may_sleep := (p_visit.num_taken <= 1 OR p_visit.came_short) AND (p_visit.num_taken = 0 OR p_visit.is_held);
     END IF;
 
     -- The probe: the channel's first message, not SKIP LOCKED (a message
@@ -821,10 +859,10 @@ BEGIN
             SELECT m.dequeue_at INTO v_head
             FROM @extschema@.message AS m
             WHERE
-                m.channel_id = p_channel.id
+                m.channel_id = v_channel.id
                 AND m.dequeue_at >= CASE
-                    WHEN v_exclusive OR p_floor_at IS NULL THEN @extschema@._channel_scan_from(p_channel.id)
-                    ELSE p_floor_at
+                    WHEN v_exclusive OR p_visit.floor_at IS NULL THEN @extschema@._channel_scan_from(v_channel.id)
+                    ELSE p_visit.floor_at
                 END
             ORDER BY m.dequeue_at, m.id
             LIMIT 1;
@@ -840,26 +878,26 @@ BEGIN
                 v_floor := pg_catalog.int8smaller(p_now - 20, COALESCE(v_head, p_now - 20));
                 DELETE FROM @extschema@.channel_floor AS f
                 WHERE
-                    f.channel_id = p_channel.id
-                    AND f.id >= COALESCE(@extschema@._channel_floor_last_raise(p_channel.id), 0);
+                    f.channel_id = v_channel.id
+                    AND f.id >= COALESCE(@extschema@._channel_floor_last_raise(v_channel.id), 0);
                 INSERT INTO @extschema@.channel_floor (channel_id, floor_at, is_raise)
-                VALUES (p_channel.id, v_floor, TRUE);
+                VALUES (v_channel.id, v_floor, TRUE);
             END IF;
             EXIT;
         END IF;
         EXIT WHEN NOT (v_raise OR v_may_sleep AND NOT v_head <= p_now IS TRUE);
         v_exclusive := pg_catalog.current_setting('transaction_isolation') = 'read committed'
-            AND @extschema@._channel_guard_try_exclusive(p_channel.name);
+            AND @extschema@._channel_guard_try_exclusive(v_channel.name);
         EXIT WHEN NOT v_exclusive;
     END LOOP;
 
-    IF NOT p_is_held AND v_wait IS NULL AND p_dead = 0 THEN
+    IF NOT p_visit.is_held AND v_wait IS NULL AND p_visit.num_dead = 0 THEN
         RETURN;
     END IF;
 
     -- A channel this call holds, or puts to sleep, goes to its new place;
     -- any other keeps its place: only its counts are written.
-    v_moves := p_is_held OR v_wait IS NOT NULL;
+    v_moves := p_visit.is_held OR v_wait IS NOT NULL;
     UPDATE @extschema@.channel AS c
     SET
         next_at = CASE
@@ -873,33 +911,29 @@ BEGIN
             ELSE pg_catalog.nextval('@extschema@.channel_turn_seq')
         END,
         wait_at = CASE WHEN v_moves THEN v_wait ELSE c.wait_at END,
-        last_served_at = CASE WHEN v_moves AND p_taken > 0 THEN p_now ELSE c.last_served_at END,
+        last_served_at = CASE WHEN v_moves AND p_visit.num_taken > 0 THEN p_now ELSE c.last_served_at END,
         num_locked = v_locked,
-        num_removed = c.num_removed + CASE WHEN c.max_size IS NULL THEN 0 ELSE p_dead END
+        num_removed = c.num_removed + CASE WHEN c.max_size IS NULL THEN 0 ELSE p_visit.num_dead END
     -- Not held: unless another consumer has moved it since, or holds it
     -- (it is placing it).  Removals are counted in any case: then it waits.
     WHERE
-        c.id = p_channel.id
+        c.id = v_channel.id
         AND (
-            p_is_held OR p_dead > 0
+            p_visit.is_held OR p_visit.num_dead > 0
             OR c.id = (
                 SELECT o.id
                 FROM @extschema@.channel AS o
-                WHERE o.id = p_channel.id AND o.turn IS NOT DISTINCT FROM p_channel.turn
+                WHERE o.id = v_channel.id AND o.turn IS NOT DISTINCT FROM v_channel.turn
                 FOR NO KEY UPDATE SKIP LOCKED
             )
         );
 END;
 $$;
 
-COMMENT ON FUNCTION @extschema@._channel_place(
-    @extschema@.channel, bigint, integer, integer, integer, bigint, bigint, boolean, boolean
-) IS
+COMMENT ON FUNCTION @extschema@._channel_place(@extschema@._channel_visit, bigint) IS
 'Internal: decide and write where a channel visited by message_dequeue goes next: the back of the rotation, waiting for a lock''s expiry, asleep, or (alone and without limits) where it is.';
 
-REVOKE ALL ON FUNCTION @extschema@._channel_place(
-    @extschema@.channel, bigint, integer, integer, integer, bigint, bigint, boolean, boolean
-) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._channel_place(@extschema@._channel_visit, bigint) FROM PUBLIC;
 
 -- ---- sql/src/114_function_message_head.sql ----
 -- Internal: the messages a take locks, up to p_count of a channel's first
@@ -2181,18 +2215,11 @@ DECLARE
     v_wake record;
     v_next bigint;
     v_channel @extschema@.channel%ROWTYPE;
-    -- The channels held, in rotation order, and what happened to each.
+    -- The channels visited, in rotation order, and what each gave.
     v_first integer;
-    v_channels @extschema@.channel[] := '{}';
+    v_visits @extschema@._channel_visit[] := '{}';
+    v_visit @extschema@._channel_visit;
     v_seen bigint[] := '{}';
-    v_cap integer[] := '{}';
-    v_taken integer[] := '{}';
-    v_fresh integer[] := '{}';
-    v_dead integer[] := '{}';
-    v_first_at bigint[] := '{}';
-    v_floor_at bigint[] := '{}';
-    v_short boolean[] := '{}';
-    v_held boolean[] := '{}';
     v_is_held boolean;
     v_busy @extschema@.channel[] := '{}';
     v_busy_turn boolean := FALSE;
@@ -2204,23 +2231,14 @@ DECLARE
     v_got integer;
     v_new integer;
     v_pass integer;
-    v_buried integer;
     v_expired_only boolean;
     v_dead_ids bigint[];
     v_id bigint;
-    v_from bigint;
     v_changed boolean;
-    v_order integer[];
-    i integer;
     v_min_at bigint;
+    i integer;
     -- The messages taken, returned in rotation order at the end.
-    v_out_id bigint[] := '{}';
-    v_out_pos integer[] := '{}';
-    v_out_content bytea[] := '{}';
-    v_out_state bytea[] := '{}';
-    v_out_attempts integer[] := '{}';
-    v_out_dequeue_at bigint[] := '{}';
-    v_out_recovered boolean[] := '{}';
+    v_out @extschema@._delivery[] := '{}';
 BEGIN
     IF p_lock_ms IS NULL OR p_lock_ms NOT BETWEEN 1 AND 31536000000 THEN
         PERFORM @extschema@._check_lock_ms(p_lock_ms);
@@ -2348,7 +2366,7 @@ BEGIN
 
 
         -- 2. Hold the front channels.
-        v_first := pg_catalog.cardinality(v_channels) + 1;
+        v_first := pg_catalog.cardinality(v_visits) + 1;
         EXIT WHEN pg_catalog.cardinality(v_front) = 0;
         -- (All of the busy ones: each drops out when it gives nothing.)
         FOR j IN 1..CASE
@@ -2388,39 +2406,36 @@ BEGIN
                     AND c.max_concurrency IS NULL AND c.release_interval_ms = 0;
                 CONTINUE WHEN NOT FOUND;
             END IF;
-            v_channels := v_channels || v_channel;
-            v_taken := v_taken || 0;
-            v_fresh := v_fresh || 0;
-            v_dead := v_dead || 0;
-            v_first_at := v_first_at || NULL::bigint;
-            v_floor_at := v_floor_at || NULL::bigint;
-            v_short := v_short || FALSE;
-            v_held := v_held || v_is_held;
             -- What it may give: up to its free places (at max_concurrency,
             -- its expired locks), and one message when it has a release
             -- interval.
-            v_cap := v_cap || LEAST(
-                CASE
-                    WHEN v_channel.num_locked >= v_channel.max_concurrency THEN v_limit
-                    ELSE COALESCE(v_channel.max_concurrency - v_channel.num_locked, v_limit)
-                END,
-                CASE WHEN v_channel.release_interval_ms > 0 THEN 1 ELSE v_limit END
-            );
+            v_visits := v_visits || ROW(
+                v_channel, v_is_held,
+                LEAST(
+                    CASE
+                        WHEN v_channel.num_locked >= v_channel.max_concurrency THEN v_limit
+                        ELSE COALESCE(v_channel.max_concurrency - v_channel.num_locked, v_limit)
+                    END,
+                    CASE WHEN v_channel.release_interval_ms > 0 THEN 1 ELSE v_limit END
+                ),
+                0, 0, 0, NULL, NULL, FALSE
+            )::@extschema@._channel_visit;
         END LOOP;
 
         -- 3. Share what is left among the live channels: equal shares, the
         -- remainder to the first ones in turn order; a channel that gives
         -- less than its share drops out and the rest is shared again.
-        v_live := pg_catalog.cardinality(v_channels) - v_first + 1;
+        v_live := pg_catalog.cardinality(v_visits) - v_first + 1;
         LOOP
             EXIT WHEN v_live <= 0 OR v_remaining = 0;
             v_share := v_remaining / v_live;
             v_extra := v_remaining % v_live;
             v_rank := 0;
             v_changed := FALSE;
-            FOR i IN v_first..pg_catalog.cardinality(v_channels) LOOP
-                CONTINUE WHEN v_cap[i] <= 0;
-                v_want := LEAST(v_cap[i], v_share + CASE WHEN v_rank < v_extra THEN 1 ELSE 0 END);
+            FOR i IN v_first..pg_catalog.cardinality(v_visits) LOOP
+                v_visit := v_visits[i];
+                CONTINUE WHEN v_visit.cap <= 0;
+                v_want := LEAST(v_visit.cap, v_share + CASE WHEN v_rank < v_extra THEN 1 ELSE 0 END);
                 v_rank := v_rank + 1;
                 CONTINUE WHEN v_want <= 0;
                 -- The one statement that takes messages: up to v_want of the
@@ -2430,17 +2445,17 @@ BEGIN
                 -- appended to the output.
                 -- An expired lock that used up max_attempts is not taken but
                 -- goes to the dead letters, and is replaced (each freed a
-                -- place): at most v_limit + 16 buried per share.
-                v_channel := v_channels[i];
-                v_from := @extschema@._channel_scan_from(v_channel.id);
-                v_floor_at[i] := v_from;
+                -- place): at most v_limit + 16 buried per channel.
+                v_channel := v_visit.channel;
+                v_visit.floor_at := @extschema@._channel_scan_from(v_channel.id);
                 v_expired_only := COALESCE(v_channel.num_locked >= v_channel.max_concurrency, FALSE);
                 v_got := 0;
-                v_buried := 0;
                 LOOP
                     WITH head AS (
                         SELECT *
-                        FROM @extschema@._message_head(v_channel.id, v_from, v_now, v_want - v_got, v_expired_only)
+                        FROM @extschema@._message_head(
+                            v_channel.id, v_visit.floor_at, v_now, v_want - v_got, v_expired_only
+                        )
                     ),
 
                     taken AS (
@@ -2466,25 +2481,19 @@ BEGIN
                         pg_catalog.count(*),
                         pg_catalog.count(*) FILTER (WHERE NOT t.old_locked),
                         pg_catalog.min(t.old_at),
-                        v_out_id || pg_catalog.array_agg(t.id),
-                        v_out_pos || pg_catalog.array_agg(i),
-                        v_out_content || pg_catalog.array_agg(t.content),
-                        v_out_state || pg_catalog.array_agg(t.state),
-                        v_out_attempts || pg_catalog.array_agg(t.num_attempts),
-                        v_out_dequeue_at || pg_catalog.array_agg(t.old_at),
-                        v_out_recovered || pg_catalog.array_agg(t.old_locked),
+                        v_out || pg_catalog.array_agg(
+                            ROW(i, t.id, t.content, t.state, t.num_attempts, t.old_at, t.old_locked)::@extschema@._delivery
+                        ),
                         ARRAY(
                             SELECT h.id
                             FROM head AS h
                             WHERE h.is_locked AND h.num_attempts >= v_channel.max_attempts
                         )
-                    INTO
-                        v_pass, v_new, v_min_at, v_out_id, v_out_pos, v_out_content, v_out_state,
-                        v_out_attempts, v_out_dequeue_at, v_out_recovered, v_dead_ids
+                    INTO v_pass, v_new, v_min_at, v_out, v_dead_ids
                     FROM taken AS t;
                     v_got := v_got + v_pass;
-                    v_fresh[i] := v_fresh[i] + v_new;
-                    v_first_at[i] := LEAST(v_first_at[i], v_min_at);
+                    v_visit.num_fresh := v_visit.num_fresh + v_new;
+                    v_visit.first_at := LEAST(v_visit.first_at, v_min_at);
                     EXIT WHEN pg_catalog.cardinality(v_dead_ids) = 0;
                     FOREACH v_id IN ARRAY v_dead_ids LOOP
                         PERFORM @extschema@._message_bury(
@@ -2492,22 +2501,22 @@ BEGIN
                             v_channel.dedup_window_ms
                         );
                     END LOOP;
-                    v_dead[i] := v_dead[i] + pg_catalog.cardinality(v_dead_ids);
-                    v_buried := v_buried + pg_catalog.cardinality(v_dead_ids);
-                    EXIT WHEN v_buried >= v_limit + 16;
+                    v_visit.num_dead := v_visit.num_dead + pg_catalog.cardinality(v_dead_ids);
+                    EXIT WHEN v_visit.num_dead >= v_limit + 16;
                     v_expired_only := FALSE;
                 END LOOP;
                 v_changed := v_changed OR v_got > 0;
-                v_taken[i] := v_taken[i] + v_got;
-                v_cap[i] := v_cap[i] - v_got;
+                v_visit.num_taken := v_visit.num_taken + v_got;
+                v_visit.cap := v_visit.cap - v_got;
                 v_remaining := v_remaining - v_got;
-                v_short[i] := v_got < v_want;
-                IF v_got < v_want OR v_cap[i] <= 0 THEN
+                v_visit.came_short := v_got < v_want;
+                IF v_got < v_want OR v_visit.cap <= 0 THEN
                     -- It drops out.
-                    v_cap[i] := 0;
+                    v_visit.cap := 0;
                     v_live := v_live - 1;
                     v_changed := TRUE;
                 END IF;
+                v_visits[i] := v_visit;
             END LOOP;
             EXIT WHEN NOT v_changed;
         END LOOP;
@@ -2515,34 +2524,20 @@ BEGIN
         EXIT WHEN v_busy_turn OR p_channel IS NOT NULL AND pg_catalog.cardinality(v_busy) = 0;
     END LOOP;
 
-    -- 4. Where each held channel goes next, in the order of its last
+    -- 4. Where each visited channel goes next, in the order of its last
     -- delivery in this batch (those that gave nothing first).
-    v_order := '{1}';
-    IF pg_catalog.cardinality(v_taken) <> 1 THEN
-        SELECT pg_catalog.array_agg(k.i ORDER BY k.taken - 1, k.i) INTO v_order
-        FROM ROWS FROM (pg_catalog.unnest(v_taken)) WITH ORDINALITY AS k (taken, i);
-    END IF;
-    FOREACH i IN ARRAY COALESCE(v_order, '{}') LOOP
-        PERFORM @extschema@._channel_place(
-            v_channels[i], v_now, v_taken[i], v_fresh[i], v_dead[i],
-            v_first_at[i], v_floor_at[i], v_short[i], v_held[i]
-        );
+    FOR i IN
+        SELECT k.ordinality
+        FROM pg_catalog.unnest(v_visits) WITH ORDINALITY AS k
+        ORDER BY k.num_taken - 1, k.ordinality
+    LOOP
+        PERFORM @extschema@._channel_place(v_visits[i], v_now);
     END LOOP;
 
     RETURN QUERY
-    SELECT t.id, (v_channels[t.pos]).name, t.content, t.state, t.num_attempts, t.dequeue_at, t.is_recovered
-    FROM ROWS FROM (
-        pg_catalog.unnest(v_out_id),
-        pg_catalog.unnest(v_out_pos),
-        pg_catalog.unnest(v_out_content),
-        pg_catalog.unnest(v_out_state),
-        pg_catalog.unnest(v_out_attempts),
-        pg_catalog.unnest(v_out_dequeue_at),
-        pg_catalog.unnest(v_out_recovered)
-    ) AS t (id, pos, content, state, num_attempts, dequeue_at, is_recovered)
-    ORDER BY
-        pg_catalog.row_number() OVER (PARTITION BY t.pos ORDER BY t.dequeue_at, t.id),
-        t.pos;
+    SELECT d.id, ((v_visits[d.visit]).channel).name, d.content, d.state, d.num_attempts, d.dequeue_at, d.is_recovered
+    FROM pg_catalog.unnest(v_out) AS d
+    ORDER BY pg_catalog.row_number() OVER (PARTITION BY d.visit ORDER BY d.dequeue_at, d.id), d.visit;
 END;
 $$;
 

@@ -1,13 +1,7 @@
 -- Internal: the one decision of where a channel that message_dequeue
--- visited goes next, and the one write of its row.  p_channel is the row as
--- the dequeue read it; p_taken messages were delivered from it, p_fresh of
--- them new locks (not recovered ones), p_dead expired locks went to the dead
--- letters; p_first_at is the dequeue_at of the first one taken (as it was),
--- p_floor_at the channel's floor as the takes read it;
--- p_came_short: its last take gave less than was asked.  p_is_held: the
--- dequeue locked the row (a channel with limits, or one it moves).  A channel
--- without limits that was alone is not locked: serving it leaves it first in
--- the rotation.
+-- visited goes next, and the one write of its row (see _channel_visit for
+-- what the dequeue read and got).  A channel without limits that was alone
+-- is not locked: serving it leaves it first in the rotation.
 --
 -- The places:
 --   * at max_concurrency: eligible again at its first lock's expiry (or
@@ -32,22 +26,16 @@
 -- message still visible, but never above the clock less 20 ms (a producer
 -- whose message sorts below the floor lowers it: _channel_floor_lower).
 CREATE FUNCTION @extschema@._channel_place(
-    p_channel @extschema@.channel,
-    p_now bigint,
-    p_taken integer,
-    p_fresh integer,
-    p_dead integer,
-    p_first_at bigint,
-    p_floor_at bigint,
-    p_came_short boolean,
-    p_is_held boolean
+    p_visit @extschema@._channel_visit,
+    p_now bigint
 )
 RETURNS void
 LANGUAGE plpgsql
 VOLATILE
 AS $$
 DECLARE
-    v_locked integer := p_channel.num_locked;
+    v_channel @extschema@.channel := p_visit.channel;
+    v_locked integer := v_channel.num_locked;
     v_next bigint := p_now;
     v_wait bigint;
     v_head bigint;
@@ -57,24 +45,24 @@ DECLARE
     v_may_sleep boolean := FALSE;
     v_moves boolean;
 BEGIN
-    IF p_taken > 0 THEN
-        v_next := p_now + p_channel.release_interval_ms;
+    IF p_visit.num_taken > 0 THEN
+        v_next := p_now + v_channel.release_interval_ms;
         -- The floor is behind: both the first message taken and the clock
         -- 20 ms back are more than 20 ms past it (so the walks of a channel
         -- whose consumers keep up start at most about 40 ms of messages
         -- behind its head, which under a long-open snapshot is what each
         -- walk reads; at most 50 raises a second); or the first message
         -- taken was below it (an expired lock).
-        v_raise := pg_catalog.int8smaller(p_first_at, p_now - 20) > p_floor_at + 20 OR p_first_at < p_floor_at;
+        v_raise := pg_catalog.int8smaller(p_visit.first_at, p_now - 20) > p_visit.floor_at + 20 OR p_visit.first_at < p_visit.floor_at;
     END IF;
-    IF p_channel.max_concurrency IS NOT NULL THEN
-        v_locked := pg_catalog.int4larger(v_locked + p_fresh - p_dead, 0);
+    IF v_channel.max_concurrency IS NOT NULL THEN
+        v_locked := pg_catalog.int4larger(v_locked + p_visit.num_fresh - p_visit.num_dead, 0);
     END IF;
 
-    IF v_locked >= p_channel.max_concurrency THEN
+    IF v_locked >= v_channel.max_concurrency THEN
         SELECT m.dequeue_at INTO v_head
         FROM @extschema@.message AS m
-        WHERE m.channel_id = p_channel.id AND m.is_locked AND m.is_counted
+        WHERE m.channel_id = v_channel.id AND m.is_locked AND m.is_counted
         ORDER BY m.dequeue_at, m.id
         LIMIT 1;
         -- No lock at all although the count says full: the count is wrong;
@@ -89,7 +77,7 @@ BEGIN
         -- channel: so it asks only when that is at most one, or when the
         -- take came up short (it walked as far itself).  A channel that
         -- filled a larger share is left to its next visit, which finds out.
-        v_may_sleep := (p_taken <= 1 OR p_came_short) AND (p_taken = 0 OR p_is_held);
+        v_may_sleep := (p_visit.num_taken <= 1 OR p_visit.came_short) AND (p_visit.num_taken = 0 OR p_visit.is_held);
     END IF;
 
     -- The probe: the channel's first message, not SKIP LOCKED (a message
@@ -103,10 +91,10 @@ BEGIN
             SELECT m.dequeue_at INTO v_head
             FROM @extschema@.message AS m
             WHERE
-                m.channel_id = p_channel.id
+                m.channel_id = v_channel.id
                 AND m.dequeue_at >= CASE
-                    WHEN v_exclusive OR p_floor_at IS NULL THEN @extschema@._channel_scan_from(p_channel.id)
-                    ELSE p_floor_at
+                    WHEN v_exclusive OR p_visit.floor_at IS NULL THEN @extschema@._channel_scan_from(v_channel.id)
+                    ELSE p_visit.floor_at
                 END
             ORDER BY m.dequeue_at, m.id
             LIMIT 1;
@@ -122,26 +110,26 @@ BEGIN
                 v_floor := pg_catalog.int8smaller(p_now - 20, COALESCE(v_head, p_now - 20));
                 DELETE FROM @extschema@.channel_floor AS f
                 WHERE
-                    f.channel_id = p_channel.id
-                    AND f.id >= COALESCE(@extschema@._channel_floor_last_raise(p_channel.id), 0);
+                    f.channel_id = v_channel.id
+                    AND f.id >= COALESCE(@extschema@._channel_floor_last_raise(v_channel.id), 0);
                 INSERT INTO @extschema@.channel_floor (channel_id, floor_at, is_raise)
-                VALUES (p_channel.id, v_floor, TRUE);
+                VALUES (v_channel.id, v_floor, TRUE);
             END IF;
             EXIT;
         END IF;
         EXIT WHEN NOT (v_raise OR v_may_sleep AND NOT v_head <= p_now IS TRUE);
         v_exclusive := pg_catalog.current_setting('transaction_isolation') = 'read committed'
-            AND @extschema@._channel_guard_try_exclusive(p_channel.name);
+            AND @extschema@._channel_guard_try_exclusive(v_channel.name);
         EXIT WHEN NOT v_exclusive;
     END LOOP;
 
-    IF NOT p_is_held AND v_wait IS NULL AND p_dead = 0 THEN
+    IF NOT p_visit.is_held AND v_wait IS NULL AND p_visit.num_dead = 0 THEN
         RETURN;
     END IF;
 
     -- A channel this call holds, or puts to sleep, goes to its new place;
     -- any other keeps its place: only its counts are written.
-    v_moves := p_is_held OR v_wait IS NOT NULL;
+    v_moves := p_visit.is_held OR v_wait IS NOT NULL;
     UPDATE @extschema@.channel AS c
     SET
         next_at = CASE
@@ -155,30 +143,26 @@ BEGIN
             ELSE pg_catalog.nextval('@extschema@.channel_turn_seq')
         END,
         wait_at = CASE WHEN v_moves THEN v_wait ELSE c.wait_at END,
-        last_served_at = CASE WHEN v_moves AND p_taken > 0 THEN p_now ELSE c.last_served_at END,
+        last_served_at = CASE WHEN v_moves AND p_visit.num_taken > 0 THEN p_now ELSE c.last_served_at END,
         num_locked = v_locked,
-        num_removed = c.num_removed + CASE WHEN c.max_size IS NULL THEN 0 ELSE p_dead END
+        num_removed = c.num_removed + CASE WHEN c.max_size IS NULL THEN 0 ELSE p_visit.num_dead END
     -- Not held: unless another consumer has moved it since, or holds it
     -- (it is placing it).  Removals are counted in any case: then it waits.
     WHERE
-        c.id = p_channel.id
+        c.id = v_channel.id
         AND (
-            p_is_held OR p_dead > 0
+            p_visit.is_held OR p_visit.num_dead > 0
             OR c.id = (
                 SELECT o.id
                 FROM @extschema@.channel AS o
-                WHERE o.id = p_channel.id AND o.turn IS NOT DISTINCT FROM p_channel.turn
+                WHERE o.id = v_channel.id AND o.turn IS NOT DISTINCT FROM v_channel.turn
                 FOR NO KEY UPDATE SKIP LOCKED
             )
         );
 END;
 $$;
 
-COMMENT ON FUNCTION @extschema@._channel_place(
-    @extschema@.channel, bigint, integer, integer, integer, bigint, bigint, boolean, boolean
-) IS
+COMMENT ON FUNCTION @extschema@._channel_place(@extschema@._channel_visit, bigint) IS
 'Internal: decide and write where a channel visited by message_dequeue goes next: the back of the rotation, waiting for a lock''s expiry, asleep, or (alone and without limits) where it is.';
 
-REVOKE ALL ON FUNCTION @extschema@._channel_place(
-    @extschema@.channel, bigint, integer, integer, integer, bigint, bigint, boolean, boolean
-) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._channel_place(@extschema@._channel_visit, bigint) FROM PUBLIC;

@@ -66,18 +66,11 @@ DECLARE
     v_wake record;
     v_next bigint;
     v_channel @extschema@.channel%ROWTYPE;
-    -- The channels held, in rotation order, and what happened to each.
+    -- The channels visited, in rotation order, and what each gave.
     v_first integer;
-    v_channels @extschema@.channel[] := '{}';
+    v_visits @extschema@._channel_visit[] := '{}';
+    v_visit @extschema@._channel_visit;
     v_seen bigint[] := '{}';
-    v_cap integer[] := '{}';
-    v_taken integer[] := '{}';
-    v_fresh integer[] := '{}';
-    v_dead integer[] := '{}';
-    v_first_at bigint[] := '{}';
-    v_floor_at bigint[] := '{}';
-    v_short boolean[] := '{}';
-    v_held boolean[] := '{}';
     v_is_held boolean;
     v_busy @extschema@.channel[] := '{}';
     v_busy_turn boolean := FALSE;
@@ -89,23 +82,14 @@ DECLARE
     v_got integer;
     v_new integer;
     v_pass integer;
-    v_buried integer;
     v_expired_only boolean;
     v_dead_ids bigint[];
     v_id bigint;
-    v_from bigint;
     v_changed boolean;
-    v_order integer[];
-    i integer;
     v_min_at bigint;
+    i integer;
     -- The messages taken, returned in rotation order at the end.
-    v_out_id bigint[] := '{}';
-    v_out_pos integer[] := '{}';
-    v_out_content bytea[] := '{}';
-    v_out_state bytea[] := '{}';
-    v_out_attempts integer[] := '{}';
-    v_out_dequeue_at bigint[] := '{}';
-    v_out_recovered boolean[] := '{}';
+    v_out @extschema@._delivery[] := '{}';
 BEGIN
     IF p_lock_ms IS NULL OR p_lock_ms NOT BETWEEN 1 AND 31536000000 THEN
         PERFORM @extschema@._check_lock_ms(p_lock_ms);
@@ -233,7 +217,7 @@ BEGIN
 
 
         -- 2. Hold the front channels.
-        v_first := pg_catalog.cardinality(v_channels) + 1;
+        v_first := pg_catalog.cardinality(v_visits) + 1;
         EXIT WHEN pg_catalog.cardinality(v_front) = 0;
         -- (All of the busy ones: each drops out when it gives nothing.)
         FOR j IN 1..CASE
@@ -273,39 +257,36 @@ BEGIN
                     AND c.max_concurrency IS NULL AND c.release_interval_ms = 0;
                 CONTINUE WHEN NOT FOUND;
             END IF;
-            v_channels := v_channels || v_channel;
-            v_taken := v_taken || 0;
-            v_fresh := v_fresh || 0;
-            v_dead := v_dead || 0;
-            v_first_at := v_first_at || NULL::bigint;
-            v_floor_at := v_floor_at || NULL::bigint;
-            v_short := v_short || FALSE;
-            v_held := v_held || v_is_held;
             -- What it may give: up to its free places (at max_concurrency,
             -- its expired locks), and one message when it has a release
             -- interval.
-            v_cap := v_cap || LEAST(
-                CASE
-                    WHEN v_channel.num_locked >= v_channel.max_concurrency THEN v_limit
-                    ELSE COALESCE(v_channel.max_concurrency - v_channel.num_locked, v_limit)
-                END,
-                CASE WHEN v_channel.release_interval_ms > 0 THEN 1 ELSE v_limit END
-            );
+            v_visits := v_visits || ROW(
+                v_channel, v_is_held,
+                LEAST(
+                    CASE
+                        WHEN v_channel.num_locked >= v_channel.max_concurrency THEN v_limit
+                        ELSE COALESCE(v_channel.max_concurrency - v_channel.num_locked, v_limit)
+                    END,
+                    CASE WHEN v_channel.release_interval_ms > 0 THEN 1 ELSE v_limit END
+                ),
+                0, 0, 0, NULL, NULL, FALSE
+            )::@extschema@._channel_visit;
         END LOOP;
 
         -- 3. Share what is left among the live channels: equal shares, the
         -- remainder to the first ones in turn order; a channel that gives
         -- less than its share drops out and the rest is shared again.
-        v_live := pg_catalog.cardinality(v_channels) - v_first + 1;
+        v_live := pg_catalog.cardinality(v_visits) - v_first + 1;
         LOOP
             EXIT WHEN v_live <= 0 OR v_remaining = 0;
             v_share := v_remaining / v_live;
             v_extra := v_remaining % v_live;
             v_rank := 0;
             v_changed := FALSE;
-            FOR i IN v_first..pg_catalog.cardinality(v_channels) LOOP
-                CONTINUE WHEN v_cap[i] <= 0;
-                v_want := LEAST(v_cap[i], v_share + CASE WHEN v_rank < v_extra THEN 1 ELSE 0 END);
+            FOR i IN v_first..pg_catalog.cardinality(v_visits) LOOP
+                v_visit := v_visits[i];
+                CONTINUE WHEN v_visit.cap <= 0;
+                v_want := LEAST(v_visit.cap, v_share + CASE WHEN v_rank < v_extra THEN 1 ELSE 0 END);
                 v_rank := v_rank + 1;
                 CONTINUE WHEN v_want <= 0;
                 -- The one statement that takes messages: up to v_want of the
@@ -315,17 +296,17 @@ BEGIN
                 -- appended to the output.
                 -- An expired lock that used up max_attempts is not taken but
                 -- goes to the dead letters, and is replaced (each freed a
-                -- place): at most v_limit + 16 buried per share.
-                v_channel := v_channels[i];
-                v_from := @extschema@._channel_scan_from(v_channel.id);
-                v_floor_at[i] := v_from;
+                -- place): at most v_limit + 16 buried per channel.
+                v_channel := v_visit.channel;
+                v_visit.floor_at := @extschema@._channel_scan_from(v_channel.id);
                 v_expired_only := COALESCE(v_channel.num_locked >= v_channel.max_concurrency, FALSE);
                 v_got := 0;
-                v_buried := 0;
                 LOOP
                     WITH head AS (
                         SELECT *
-                        FROM @extschema@._message_head(v_channel.id, v_from, v_now, v_want - v_got, v_expired_only)
+                        FROM @extschema@._message_head(
+                            v_channel.id, v_visit.floor_at, v_now, v_want - v_got, v_expired_only
+                        )
                     ),
 
                     taken AS (
@@ -351,25 +332,19 @@ BEGIN
                         pg_catalog.count(*),
                         pg_catalog.count(*) FILTER (WHERE NOT t.old_locked),
                         pg_catalog.min(t.old_at),
-                        v_out_id || pg_catalog.array_agg(t.id),
-                        v_out_pos || pg_catalog.array_agg(i),
-                        v_out_content || pg_catalog.array_agg(t.content),
-                        v_out_state || pg_catalog.array_agg(t.state),
-                        v_out_attempts || pg_catalog.array_agg(t.num_attempts),
-                        v_out_dequeue_at || pg_catalog.array_agg(t.old_at),
-                        v_out_recovered || pg_catalog.array_agg(t.old_locked),
+                        v_out || pg_catalog.array_agg(
+                            ROW(i, t.id, t.content, t.state, t.num_attempts, t.old_at, t.old_locked)::@extschema@._delivery
+                        ),
                         ARRAY(
                             SELECT h.id
                             FROM head AS h
                             WHERE h.is_locked AND h.num_attempts >= v_channel.max_attempts
                         )
-                    INTO
-                        v_pass, v_new, v_min_at, v_out_id, v_out_pos, v_out_content, v_out_state,
-                        v_out_attempts, v_out_dequeue_at, v_out_recovered, v_dead_ids
+                    INTO v_pass, v_new, v_min_at, v_out, v_dead_ids
                     FROM taken AS t;
                     v_got := v_got + v_pass;
-                    v_fresh[i] := v_fresh[i] + v_new;
-                    v_first_at[i] := LEAST(v_first_at[i], v_min_at);
+                    v_visit.num_fresh := v_visit.num_fresh + v_new;
+                    v_visit.first_at := LEAST(v_visit.first_at, v_min_at);
                     EXIT WHEN pg_catalog.cardinality(v_dead_ids) = 0;
                     FOREACH v_id IN ARRAY v_dead_ids LOOP
                         PERFORM @extschema@._message_bury(
@@ -377,22 +352,22 @@ BEGIN
                             v_channel.dedup_window_ms
                         );
                     END LOOP;
-                    v_dead[i] := v_dead[i] + pg_catalog.cardinality(v_dead_ids);
-                    v_buried := v_buried + pg_catalog.cardinality(v_dead_ids);
-                    EXIT WHEN v_buried >= v_limit + 16;
+                    v_visit.num_dead := v_visit.num_dead + pg_catalog.cardinality(v_dead_ids);
+                    EXIT WHEN v_visit.num_dead >= v_limit + 16;
                     v_expired_only := FALSE;
                 END LOOP;
                 v_changed := v_changed OR v_got > 0;
-                v_taken[i] := v_taken[i] + v_got;
-                v_cap[i] := v_cap[i] - v_got;
+                v_visit.num_taken := v_visit.num_taken + v_got;
+                v_visit.cap := v_visit.cap - v_got;
                 v_remaining := v_remaining - v_got;
-                v_short[i] := v_got < v_want;
-                IF v_got < v_want OR v_cap[i] <= 0 THEN
+                v_visit.came_short := v_got < v_want;
+                IF v_got < v_want OR v_visit.cap <= 0 THEN
                     -- It drops out.
-                    v_cap[i] := 0;
+                    v_visit.cap := 0;
                     v_live := v_live - 1;
                     v_changed := TRUE;
                 END IF;
+                v_visits[i] := v_visit;
             END LOOP;
             EXIT WHEN NOT v_changed;
         END LOOP;
@@ -400,34 +375,20 @@ BEGIN
         EXIT WHEN v_busy_turn OR p_channel IS NOT NULL AND pg_catalog.cardinality(v_busy) = 0;
     END LOOP;
 
-    -- 4. Where each held channel goes next, in the order of its last
+    -- 4. Where each visited channel goes next, in the order of its last
     -- delivery in this batch (those that gave nothing first).
-    v_order := '{1}';
-    IF pg_catalog.cardinality(v_taken) <> 1 THEN
-        SELECT pg_catalog.array_agg(k.i ORDER BY k.taken - 1, k.i) INTO v_order
-        FROM ROWS FROM (pg_catalog.unnest(v_taken)) WITH ORDINALITY AS k (taken, i);
-    END IF;
-    FOREACH i IN ARRAY COALESCE(v_order, '{}') LOOP
-        PERFORM @extschema@._channel_place(
-            v_channels[i], v_now, v_taken[i], v_fresh[i], v_dead[i],
-            v_first_at[i], v_floor_at[i], v_short[i], v_held[i]
-        );
+    FOR i IN
+        SELECT k.ordinality
+        FROM pg_catalog.unnest(v_visits) WITH ORDINALITY AS k
+        ORDER BY k.num_taken - 1, k.ordinality
+    LOOP
+        PERFORM @extschema@._channel_place(v_visits[i], v_now);
     END LOOP;
 
     RETURN QUERY
-    SELECT t.id, (v_channels[t.pos]).name, t.content, t.state, t.num_attempts, t.dequeue_at, t.is_recovered
-    FROM ROWS FROM (
-        pg_catalog.unnest(v_out_id),
-        pg_catalog.unnest(v_out_pos),
-        pg_catalog.unnest(v_out_content),
-        pg_catalog.unnest(v_out_state),
-        pg_catalog.unnest(v_out_attempts),
-        pg_catalog.unnest(v_out_dequeue_at),
-        pg_catalog.unnest(v_out_recovered)
-    ) AS t (id, pos, content, state, num_attempts, dequeue_at, is_recovered)
-    ORDER BY
-        pg_catalog.row_number() OVER (PARTITION BY t.pos ORDER BY t.dequeue_at, t.id),
-        t.pos;
+    SELECT d.id, ((v_visits[d.visit]).channel).name, d.content, d.state, d.num_attempts, d.dequeue_at, d.is_recovered
+    FROM pg_catalog.unnest(v_out) AS d
+    ORDER BY pg_catalog.row_number() OVER (PARTITION BY d.visit ORDER BY d.dequeue_at, d.id), d.visit;
 END;
 $$;
 

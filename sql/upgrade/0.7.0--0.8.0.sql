@@ -34,3 +34,9 @@ FROM @extschema@.channel_floor_mark AS k;
 ALTER EXTENSION lonnymq DROP TABLE @extschema@.channel_floor_mark;
 DROP TABLE @extschema@.channel_floor_mark;
 ALTER TABLE @extschema@.channel DROP COLUMN floor_at;
+
+-- message_dequeue keeps what it read and got of each channel it visits, and
+-- each message it takes, as one value each (after the changes to channel
+-- above: _channel_visit holds its row type).
+-- @include sql/src/069_type_channel_visit.sql
+-- @include sql/src/070_type_delivery.sql
