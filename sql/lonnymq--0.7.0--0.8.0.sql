@@ -630,7 +630,7 @@ REVOKE ALL ON FUNCTION @extschema@._channel_floor_lower(bigint, bigint) FROM PUB
 -- a consumer has found the channel with nothing deliverable before
 -- p_wait_at, and this message is earlier, leave a wake-up unless an earlier
 -- one is already pending.  Inserting never blocks: the channel row is not
--- written.  message_create runs a copy inline: change both.
+-- written.
 CREATE OR REPLACE FUNCTION @extschema@._channel_wake(
     p_channel_id bigint,
     p_wait_at bigint,
@@ -1225,20 +1225,18 @@ BEGIN
         FOR UPDATE SKIP LOCKED
     LOOP
         CONTINUE WHEN NOT @extschema@._channel_guard_try_shared(v_schedule.channel);
-        -- A size-limited channel's producers serialise on its quota row:
-        -- take it now if free, else leave the schedule for a later caller
-        -- (message_dequeue never waits for a producer's transaction).
+        -- A size-limited channel's producers serialise on its quota row
+        -- (only such a channel has one): take it now if free, else leave
+        -- the schedule for a later caller (message_dequeue never waits for
+        -- a producer's transaction).
         PERFORM 1
-        FROM @extschema@.channel AS c
-        WHERE c.name = v_schedule.channel AND c.max_size IS NOT NULL;
-        IF FOUND THEN
-            PERFORM 1
-            FROM @extschema@.channel_quota AS q
-            INNER JOIN @extschema@.channel AS c ON c.id = q.channel_id
-            WHERE c.name = v_schedule.channel
-            FOR UPDATE OF q SKIP LOCKED;
-            CONTINUE WHEN NOT FOUND;
-        END IF;
+        FROM @extschema@.channel_quota AS q
+        INNER JOIN @extschema@.channel AS c ON c.id = q.channel_id
+        WHERE c.name = v_schedule.channel
+        FOR UPDATE OF q SKIP LOCKED;
+        CONTINUE WHEN NOT FOUND AND EXISTS (
+            SELECT 1 FROM @extschema@.channel AS c WHERE c.name = v_schedule.channel AND c.max_size IS NOT NULL
+        );
         -- In numeric: a schedule stored by 0.7.0 may start anywhere in
         -- bigint, and p_now - next_at overflowed (every dequeue failed).
         v_missed := LEAST(
@@ -1775,11 +1773,6 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_generic_plan
-SET enable_seqscan = off
-SET enable_bitmapscan = off
-SET enable_hashjoin = off
-SET enable_mergejoin = off
 AS $$
 DECLARE
     v_now bigint;
@@ -1808,17 +1801,9 @@ BEGIN
     -- The default is the transaction's start, so that messages created in one
     -- transaction share a dequeue_at and keep their order by id.
     v_dequeue_at := COALESCE(p_dequeue_at, @extschema@.to_epoch(pg_catalog.now()));
-    -- _channel_for_producer, inlined for a channel that exists: the guard
-    -- shared, then the row.
-    PERFORM @extschema@._channel_guard_shared(p_channel);
-    SELECT c.* INTO v_channel
-    FROM @extschema@.channel AS c
-    WHERE c.name = p_channel;
-    IF NOT FOUND THEN
-        v_channel := @extschema@._channel_for_producer(p_channel, v_now);
-    END IF;
+    v_channel := @extschema@._channel_for_producer(p_channel, v_now);
+    v_id := pg_catalog.nextval('@extschema@.message_id_seq');
     IF p_key IS NOT NULL THEN
-        v_id := pg_catalog.nextval('@extschema@.message_id_seq');
         v_existing := @extschema@._message_key_claim(v_channel.id, p_key, v_id, v_now);
         IF v_existing IS NOT NULL THEN
             RETURN v_existing;
@@ -1834,31 +1819,10 @@ BEGIN
         RETURN NULL;
     END IF;
 
-    IF p_key IS NULL THEN
-        INSERT INTO @extschema@.message (channel_id, dequeue_at, created_at, content)
-        VALUES (v_channel.id, v_dequeue_at, v_now, p_content)
-        RETURNING id INTO v_id;
-    ELSE
-        INSERT INTO @extschema@.message (id, channel_id, dequeue_at, created_at, content, key)
-        VALUES (v_id, v_channel.id, v_dequeue_at, v_now, p_content, p_key);
-    END IF;
+    INSERT INTO @extschema@.message (id, channel_id, dequeue_at, created_at, content, key)
+    VALUES (v_id, v_channel.id, v_dequeue_at, v_now, p_content, p_key);
 
-    -- _channel_wake, inlined (a PL/pgSQL call costs more than its one
-    -- statement): nothing to do for a channel in the rotation, or one
-    -- waiting for a time this message is not earlier than, in READ
-    -- COMMITTED; else a wake-up, unless one as early is pending.
-    IF GREATEST(v_dequeue_at, v_now) < v_channel.wait_at
-        OR pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
-        INSERT INTO @extschema@.channel_wake (channel_id, wake_at)
-        SELECT v_channel.id, GREATEST(v_dequeue_at, v_now)
-        WHERE NOT EXISTS (
-            SELECT 1
-            FROM @extschema@.channel_wake AS w
-            WHERE
-                w.channel_id = v_channel.id
-                AND w.wake_at <= GREATEST(v_dequeue_at, v_now)
-        );
-    END IF;
+    PERFORM @extschema@._channel_wake(v_channel.id, v_channel.wait_at, GREATEST(v_dequeue_at, v_now));
     -- Below the channel's floor (a past or negative dequeue_at, or a
     -- transaction older than 20 ms): the floor goes down to it.
     PERFORM @extschema@._channel_floor_lower(v_channel.id, v_dequeue_at);
@@ -1895,11 +1859,6 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_generic_plan
-SET enable_seqscan = off
-SET enable_bitmapscan = off
-SET enable_hashjoin = off
-SET enable_mergejoin = off
 AS $$
 DECLARE
     v_n integer;
@@ -2095,11 +2054,6 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_generic_plan
-SET enable_seqscan = off
-SET enable_bitmapscan = off
-SET enable_hashjoin = off
-SET enable_mergejoin = off
 AS $$
 DECLARE
     v_channel_id bigint;
@@ -2195,11 +2149,6 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_generic_plan
-SET enable_seqscan = off
-SET enable_bitmapscan = off
-SET enable_hashjoin = off
-SET enable_mergejoin = off
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -2374,9 +2323,7 @@ BEGIN
             ELSE LEAST(pg_catalog.cardinality(v_front), v_remaining)
         END LOOP
             v_channel := v_front[j];
-            IF NOT v_busy_turn THEN
-                v_seen := v_seen || v_channel.id;
-            END IF;
+            v_seen := v_seen || v_channel.id;
             PERFORM @extschema@._channel_guard_consumer(v_channel.name);
             -- A channel with limits, or one this call will move (it is not
             -- alone), is locked, as it was read: unless another consumer
@@ -2566,11 +2513,6 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_generic_plan
-SET enable_seqscan = off
-SET enable_bitmapscan = off
-SET enable_hashjoin = off
-SET enable_mergejoin = off
 AS $$
 DECLARE
     v_channel record;
@@ -2696,11 +2638,6 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_generic_plan
-SET enable_seqscan = off
-SET enable_bitmapscan = off
-SET enable_hashjoin = off
-SET enable_mergejoin = off
 AS $$
 DECLARE
     v_now bigint;
@@ -2791,11 +2728,6 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_generic_plan
-SET enable_seqscan = off
-SET enable_bitmapscan = off
-SET enable_hashjoin = off
-SET enable_mergejoin = off
 AS $$
 BEGIN
     PERFORM @extschema@._check_token(p_id, p_num_attempts);
@@ -2836,11 +2768,7 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_generic_plan
-SET enable_seqscan = off
-SET enable_bitmapscan = off
 SET enable_hashjoin = on
-SET enable_mergejoin = off
 AS $$
 DECLARE
     v_now bigint;
@@ -3009,11 +2937,6 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_generic_plan
-SET enable_seqscan = off
-SET enable_bitmapscan = off
-SET enable_hashjoin = off
-SET enable_mergejoin = off
 AS $$
 DECLARE
     v_now bigint;
@@ -3456,6 +3379,41 @@ COMMENT ON FUNCTION @extschema@.tick() IS
 'Housekeeping for pg_cron (optional): create due periodic messages and delete expired deduplication claims. Returns how many periodic messages were created.';
 
 REVOKE ALL ON FUNCTION @extschema@.tick() FROM PUBLIC;
+
+-- ---- sql/src/900_hot_path_settings.sql ----
+-- The planner settings of the functions on the hot path, every public
+-- message_* function (create, dequeue, settle), set here once rather than
+-- in each header; the functions they call run with them too.  Their plans
+-- are made once per session and must be right at any size of the tables
+-- (doc/README.md, Indexes): generic plans, and no sequential scan, bitmap
+-- scan, merge join or (unless a function's header turns it on) hash join,
+-- which a plan made while the queue looked empty could choose and keep.
+-- make appends this file to the upgrade script too: CREATE OR REPLACE
+-- FUNCTION clears a function's settings.
+DO $$
+DECLARE
+    v_function record;
+BEGIN
+    FOR v_function IN
+        SELECT
+            p.oid::pg_catalog.regprocedure AS signature,
+            NOT COALESCE(p.proconfig @> '{enable_hashjoin=on}', FALSE) AS no_hashjoin
+        FROM pg_catalog.pg_proc AS p
+        WHERE
+            p.pronamespace = '@extschema@'::pg_catalog.regnamespace
+            AND p.proname OPERATOR(pg_catalog.~) '^message_'
+    LOOP
+        EXECUTE pg_catalog.format(
+            'ALTER FUNCTION %s SET plan_cache_mode = force_generic_plan SET enable_seqscan = off '
+            'SET enable_bitmapscan = off SET enable_mergejoin = off',
+            v_function.signature
+        );
+        IF v_function.no_hashjoin THEN
+            EXECUTE pg_catalog.format('ALTER FUNCTION %s SET enable_hashjoin = off', v_function.signature);
+        END IF;
+    END LOOP;
+END;
+$$;
 
 -- Grants recorded by grant_access, applied to the new signatures and sets.
 SELECT @extschema@._access_apply();

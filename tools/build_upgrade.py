@@ -94,6 +94,11 @@ def main(head_path: str, out_path: str, extension: str) -> int:
             return 1
         parts.append(f"\n-- ---- sql/src/{path.name} ----\n")
         parts.append(replaced.rstrip("\n") + "\n")
+    # CREATE OR REPLACE FUNCTION clears the settings set apart from the
+    # headers: set them again, as a fresh install does.
+    settings = ROOT / "sql" / "src" / "900_hot_path_settings.sql"
+    parts.append(f"\n-- ---- sql/src/{settings.name} ----\n")
+    parts.append(settings.read_text().rstrip("\n") + "\n")
     parts.append("\n-- Grants recorded by grant_access, applied to the new signatures and sets.\n")
     parts.append("SELECT @extschema@._access_apply();\n")
     parts.append(INIT_PRIVS_FIX.format(extension=extension))

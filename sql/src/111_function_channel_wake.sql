@@ -3,7 +3,7 @@
 -- a consumer has found the channel with nothing deliverable before
 -- p_wait_at, and this message is earlier, leave a wake-up unless an earlier
 -- one is already pending.  Inserting never blocks: the channel row is not
--- written.  message_create runs a copy inline: change both.
+-- written.
 CREATE FUNCTION @extschema@._channel_wake(
     p_channel_id bigint,
     p_wait_at bigint,

@@ -39,20 +39,18 @@ BEGIN
         FOR UPDATE SKIP LOCKED
     LOOP
         CONTINUE WHEN NOT @extschema@._channel_guard_try_shared(v_schedule.channel);
-        -- A size-limited channel's producers serialise on its quota row:
-        -- take it now if free, else leave the schedule for a later caller
-        -- (message_dequeue never waits for a producer's transaction).
+        -- A size-limited channel's producers serialise on its quota row
+        -- (only such a channel has one): take it now if free, else leave
+        -- the schedule for a later caller (message_dequeue never waits for
+        -- a producer's transaction).
         PERFORM 1
-        FROM @extschema@.channel AS c
-        WHERE c.name = v_schedule.channel AND c.max_size IS NOT NULL;
-        IF FOUND THEN
-            PERFORM 1
-            FROM @extschema@.channel_quota AS q
-            INNER JOIN @extschema@.channel AS c ON c.id = q.channel_id
-            WHERE c.name = v_schedule.channel
-            FOR UPDATE OF q SKIP LOCKED;
-            CONTINUE WHEN NOT FOUND;
-        END IF;
+        FROM @extschema@.channel_quota AS q
+        INNER JOIN @extschema@.channel AS c ON c.id = q.channel_id
+        WHERE c.name = v_schedule.channel
+        FOR UPDATE OF q SKIP LOCKED;
+        CONTINUE WHEN NOT FOUND AND EXISTS (
+            SELECT 1 FROM @extschema@.channel AS c WHERE c.name = v_schedule.channel AND c.max_size IS NOT NULL
+        );
         -- In numeric: a schedule stored by 0.7.0 may start anywhere in
         -- bigint, and p_now - next_at overflowed (every dequeue failed).
         v_missed := LEAST(

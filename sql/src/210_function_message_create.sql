@@ -23,11 +23,6 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_generic_plan
-SET enable_seqscan = off
-SET enable_bitmapscan = off
-SET enable_hashjoin = off
-SET enable_mergejoin = off
 AS $$
 DECLARE
     v_now bigint;
@@ -56,17 +51,9 @@ BEGIN
     -- The default is the transaction's start, so that messages created in one
     -- transaction share a dequeue_at and keep their order by id.
     v_dequeue_at := COALESCE(p_dequeue_at, @extschema@.to_epoch(pg_catalog.now()));
-    -- _channel_for_producer, inlined for a channel that exists: the guard
-    -- shared, then the row.
-    PERFORM @extschema@._channel_guard_shared(p_channel);
-    SELECT c.* INTO v_channel
-    FROM @extschema@.channel AS c
-    WHERE c.name = p_channel;
-    IF NOT FOUND THEN
-        v_channel := @extschema@._channel_for_producer(p_channel, v_now);
-    END IF;
+    v_channel := @extschema@._channel_for_producer(p_channel, v_now);
+    v_id := pg_catalog.nextval('@extschema@.message_id_seq');
     IF p_key IS NOT NULL THEN
-        v_id := pg_catalog.nextval('@extschema@.message_id_seq');
         v_existing := @extschema@._message_key_claim(v_channel.id, p_key, v_id, v_now);
         IF v_existing IS NOT NULL THEN
             RETURN v_existing;
@@ -82,31 +69,10 @@ BEGIN
         RETURN NULL;
     END IF;
 
-    IF p_key IS NULL THEN
-        INSERT INTO @extschema@.message (channel_id, dequeue_at, created_at, content)
-        VALUES (v_channel.id, v_dequeue_at, v_now, p_content)
-        RETURNING id INTO v_id;
-    ELSE
-        INSERT INTO @extschema@.message (id, channel_id, dequeue_at, created_at, content, key)
-        VALUES (v_id, v_channel.id, v_dequeue_at, v_now, p_content, p_key);
-    END IF;
+    INSERT INTO @extschema@.message (id, channel_id, dequeue_at, created_at, content, key)
+    VALUES (v_id, v_channel.id, v_dequeue_at, v_now, p_content, p_key);
 
-    -- _channel_wake, inlined (a PL/pgSQL call costs more than its one
-    -- statement): nothing to do for a channel in the rotation, or one
-    -- waiting for a time this message is not earlier than, in READ
-    -- COMMITTED; else a wake-up, unless one as early is pending.
-    IF GREATEST(v_dequeue_at, v_now) < v_channel.wait_at
-        OR pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
-        INSERT INTO @extschema@.channel_wake (channel_id, wake_at)
-        SELECT v_channel.id, GREATEST(v_dequeue_at, v_now)
-        WHERE NOT EXISTS (
-            SELECT 1
-            FROM @extschema@.channel_wake AS w
-            WHERE
-                w.channel_id = v_channel.id
-                AND w.wake_at <= GREATEST(v_dequeue_at, v_now)
-        );
-    END IF;
+    PERFORM @extschema@._channel_wake(v_channel.id, v_channel.wait_at, GREATEST(v_dequeue_at, v_now));
     -- Below the channel's floor (a past or negative dequeue_at, or a
     -- transaction older than 20 ms): the floor goes down to it.
     PERFORM @extschema@._channel_floor_lower(v_channel.id, v_dequeue_at);

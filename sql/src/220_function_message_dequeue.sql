@@ -46,11 +46,6 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_generic_plan
-SET enable_seqscan = off
-SET enable_bitmapscan = off
-SET enable_hashjoin = off
-SET enable_mergejoin = off
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -225,9 +220,7 @@ BEGIN
             ELSE LEAST(pg_catalog.cardinality(v_front), v_remaining)
         END LOOP
             v_channel := v_front[j];
-            IF NOT v_busy_turn THEN
-                v_seen := v_seen || v_channel.id;
-            END IF;
+            v_seen := v_seen || v_channel.id;
             PERFORM @extschema@._channel_guard_consumer(v_channel.name);
             -- A channel with limits, or one this call will move (it is not
             -- alone), is locked, as it was read: unless another consumer
