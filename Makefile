@@ -187,10 +187,9 @@ bench:
 # against an EXISTING, running server that has this version installed (`make install`),
 # connecting with the standard libpq environment: PGHOST, PGPORT, PGUSER, PGDATABASE
 # (PGUSER must be a superuser). It first runs CREATE EXTENSION IF NOT EXISTS pgtap and
-# lonnymq in that database. All files share the one database, unlike `make test`, which
+# lonnymq in that database and vacuums lonnymq's tables (test/pgtap/include/installcheck.psql). All files share the one database, unlike `make test`, which
 # gives every file a fresh database cloned from a template on a throwaway cluster.
 installcheck:
 	@if [ -z "$(PGTAP_FILES)" ]; then echo "error: no pgTAP files in test/pgtap/" >&2; exit 1; fi
-	"$$($(PG_CONFIG) --bindir)/psql" -X -q -v ON_ERROR_STOP=1 \
-	  -c 'CREATE EXTENSION IF NOT EXISTS pgtap' -c 'CREATE EXTENSION IF NOT EXISTS $(EXTENSION)'
+	"$$($(PG_CONFIG) --bindir)/psql" -X -q -v ON_ERROR_STOP=1 -f test/pgtap/include/installcheck.psql
 	pg_prove --psql-bin "$$($(PG_CONFIG) --bindir)/psql" -f $(PGTAP_FILES)

@@ -46,7 +46,7 @@ SELECT pg_catalog.pg_extension_config_dump('@extschema@.channel_floor_id_seq', '
 --     (_channel_place);
 --   * otherwise a lowering: a producer (create, defer, fail, redrive) that
 --     put a message below the floor, or may have (it could not read the
---     floor in its snapshot), inserts its dequeue_at (_channel_floor_lower).
+--     floor in its snapshot), inserts its dequeue_at (_channel_arrival).
 --     Inserting never conflicts with anyone; the minimum makes concurrent
 --     lowerings safe in any order.
 CREATE TABLE @extschema@.channel_floor (
@@ -127,6 +127,13 @@ CREATE TYPE @extschema@._delivery AS (
 
 COMMENT ON TYPE @extschema@._delivery IS
 'Internal: a message taken by message_dequeue, returned at the end of the call.';
+
+-- What a producer owes a channel's consumers (a wake-up, the floor, a
+-- notification) is one function, _channel_arrival.
+DROP FUNCTION @extschema@._channel_wake(bigint, bigint, bigint);
+
+-- _schedule_run returns how many messages it created, nothing else.
+DROP FUNCTION @extschema@._schedule_run(bigint, integer, OUT integer, OUT integer);
 
 -- ---- every function, as a fresh install defines it ----
 
@@ -409,6 +416,28 @@ COMMENT ON FUNCTION @extschema@._check_key(text) IS
 
 REVOKE ALL ON FUNCTION @extschema@._check_key(text) FROM PUBLIC;
 
+-- ---- sql/src/107_function_check_size.sql ----
+-- Internal: refuses a value of p_bytes bytes given as p_name when it is
+-- over p_limit bytes (54000), with one wording for every such limit
+-- (contents and states 16 MiB, errors 1 MiB).
+CREATE OR REPLACE FUNCTION @extschema@._check_size(p_name text, p_bytes bigint, p_limit bigint)
+RETURNS void
+LANGUAGE plpgsql
+IMMUTABLE
+AS $$
+BEGIN
+    IF p_bytes > p_limit THEN
+        RAISE EXCEPTION 'lonnymq: % is % bytes, the limit is % (% MiB)', p_name, p_bytes, p_limit, p_limit / 1048576
+            USING ERRCODE = '54000';
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._check_size(text, bigint, bigint) IS
+'Internal: raises 54000 when a value is larger than its limit.';
+
+REVOKE ALL ON FUNCTION @extschema@._check_size(text, bigint, bigint) FROM PUBLIC;
+
 -- ---- sql/src/108_function_dead_letter_requeued.sql ----
 -- Internal: p_count messages were put back into a channel by
 -- dead_letter_redrive (its guard held shared): count them towards max_size,
@@ -428,11 +457,7 @@ BEGIN
         SET num_created = q.num_created + p_count
         WHERE q.channel_id = p_channel.id;
     END IF;
-    PERFORM @extschema@._channel_wake(p_channel.id, p_channel.wait_at, p_now);
-    PERFORM @extschema@._channel_floor_lower(p_channel.id, p_now);
-    IF p_channel.notify AND NOT p_channel.is_paused THEN
-        PERFORM pg_catalog.pg_notify('lonnymq', p_channel.name);
-    END IF;
+    PERFORM @extschema@._channel_arrival(p_channel, p_now, p_now);
 END;
 $$;
 
@@ -556,6 +581,119 @@ COMMENT ON FUNCTION @extschema@._channel_for_producer(text, bigint) IS
 
 REVOKE ALL ON FUNCTION @extschema@._channel_for_producer(text, bigint) FROM PUBLIC;
 
+-- ---- sql/src/110_function_channel_of_message.sql ----
+-- Internal: the channel of message p_id, for a call that settles the message
+-- or returns it to the channel (complete, cancel, defer, fail), with the
+-- locks those take, in the order every writer takes them (the message row
+-- is the caller's, last):
+--   * the channel row, when the channel has limits: max_concurrency counts
+--     its locks, max_size its removals (both in the row);
+--   * with p_guard, the channel guard shared, as a producer's (the message
+--     becomes deliverable again: no consumer may declare the channel empty
+--     or waiting while its new time is invisible), and then the row read
+--     again, for the limits and wait_at committed meanwhile.
+-- NULL (every field): no such message.
+CREATE OR REPLACE FUNCTION @extschema@._channel_of_message(p_id bigint, p_guard boolean)
+RETURNS @extschema@.channel
+LANGUAGE plpgsql
+VOLATILE
+AS $$
+DECLARE
+    v_channel @extschema@.channel%ROWTYPE;
+BEGIN
+    SELECT c.* INTO v_channel
+    FROM @extschema@.channel AS c
+    WHERE c.id = (SELECT m.channel_id FROM @extschema@.message AS m WHERE m.id = p_id);
+    IF v_channel.max_concurrency IS NOT NULL OR v_channel.max_size IS NOT NULL THEN
+        PERFORM 1
+        FROM @extschema@.channel AS c
+        WHERE c.id = v_channel.id
+        FOR NO KEY UPDATE;
+    END IF;
+    IF p_guard AND v_channel.id IS NOT NULL THEN
+        PERFORM @extschema@._channel_guard_shared(v_channel.name);
+        SELECT c.* INTO v_channel
+        FROM @extschema@.channel AS c
+        WHERE c.id = v_channel.id;
+    END IF;
+    RETURN v_channel;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_of_message(bigint, boolean) IS
+'Internal: the channel of a message, its row locked when it has limits and (p_guard) its guard held shared, for complete, cancel, defer and fail.';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_of_message(bigint, boolean) FROM PUBLIC;
+
+-- ---- sql/src/111_function_channel_arrival.sql ----
+-- Internal: a message was put in a channel (created, deferred, retried after
+-- a failure, redriven) and is deliverable from p_at; called by whoever put
+-- it there, holding the channel guard shared, with p_channel read after the
+-- guard.  What every producer owes the consumers:
+--
+--   * a wake-up, when a consumer has found the channel with nothing
+--     deliverable before its wait_at and this message is earlier, unless one
+--     as early is pending.  Inserting never blocks: the channel row is not
+--     written.  Under REPEATABLE READ or SERIALIZABLE the row was read from
+--     the transaction's snapshot, which may predate a consumer declaring the
+--     channel empty: a wake-up whatever it said.
+--   * the floor lowered (a lowering row of channel_floor) when the message
+--     lies below it, so that dequeues walk the channel from it.  In READ
+--     COMMITTED the floor is read as committed now: the guard is held, so no
+--     raise is in flight, and a later one sees this message.  Under
+--     REPEATABLE READ or SERIALIZABLE the snapshot may predate a raise: the
+--     clock decides instead.  A raise never sets the floor above its clock
+--     less 20 ms and holds the guard exclusively until it commits, so the
+--     clock read here, after the guard, is later than the raiser's: a
+--     message dated at most 20 ms before it is above every floor, unless the
+--     server's clock stepped back meanwhile (hence not in READ COMMITTED,
+--     where the read is exact).  Older messages lower the floor whatever it
+--     was.
+--   * a notification, for a channel with notify that is not paused, when
+--     the message is deliverable now.
+CREATE OR REPLACE FUNCTION @extschema@._channel_arrival(
+    p_channel @extschema@.channel,
+    p_at bigint,
+    p_now bigint
+)
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+AS $$
+DECLARE
+    v_ready_at bigint := pg_catalog.int8larger(p_at, p_now);
+    v_read_committed boolean := pg_catalog.current_setting('transaction_isolation') = 'read committed';
+    -- The floor (READ COMMITTED), or the lowest a raise may have set it.
+    v_floor_at bigint;
+BEGIN
+    IF v_ready_at < p_channel.wait_at OR NOT v_read_committed THEN
+        INSERT INTO @extschema@.channel_wake (channel_id, wake_at)
+        SELECT p_channel.id, v_ready_at
+        WHERE NOT EXISTS (
+            SELECT 1
+            FROM @extschema@.channel_wake AS w
+            WHERE w.channel_id = p_channel.id AND w.wake_at <= v_ready_at
+        );
+    END IF;
+    v_floor_at := CASE
+        WHEN v_read_committed THEN @extschema@._channel_scan_from(p_channel.id)
+        ELSE @extschema@._clock_ms() - 20
+    END;
+    IF p_at < v_floor_at THEN
+        INSERT INTO @extschema@.channel_floor (channel_id, floor_at, is_raise)
+        VALUES (p_channel.id, p_at, FALSE);
+    END IF;
+    IF p_channel.notify AND p_at <= p_now AND NOT p_channel.is_paused THEN
+        PERFORM pg_catalog.pg_notify('lonnymq', p_channel.name);
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_arrival(@extschema@.channel, bigint, bigint) IS
+'Internal: what a producer owes the consumers of a channel it put a message in: a wake-up for a waiting channel, the floor lowered below the message, a notification.';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_arrival(@extschema@.channel, bigint, bigint) FROM PUBLIC;
+
 -- ---- sql/src/111_function_channel_floor_last_raise.sql ----
 -- Internal: the id of a channel's newest raise row in channel_floor (NULL:
 -- never raised).  The rows from it on make the floor (_channel_scan_from)
@@ -583,87 +721,6 @@ COMMENT ON FUNCTION @extschema@._channel_floor_last_raise(bigint) IS
 
 REVOKE ALL ON FUNCTION @extschema@._channel_floor_last_raise(bigint) FROM PUBLIC;
 
--- ---- sql/src/111_function_channel_floor_lower.sql ----
--- Internal: called by whoever puts a message in a channel at p_at (its
--- dequeue_at), holding the channel guard shared.  A message below the
--- channel's floor lowers it (a lowering row of channel_floor), so that
--- dequeues walk the channel from it.
---
--- In READ COMMITTED the floor is read as committed now: the guard is held,
--- so no raise is in flight, and a later one sees this message.  Under
--- REPEATABLE READ or SERIALIZABLE the snapshot may predate a raise: the
--- clock decides instead.  A raise never sets the floor above its clock less
--- 20 ms and holds the guard exclusively until it commits, so the clock read
--- here, after the guard, is later than the raiser's: a message dated at
--- most 20 ms before it is above every floor, unless the server's clock
--- stepped back meanwhile (hence not in READ COMMITTED, where the read is
--- exact).  Older messages lower the floor whatever it was.
-CREATE OR REPLACE FUNCTION @extschema@._channel_floor_lower(
-    p_channel_id bigint,
-    p_at bigint
-)
-RETURNS void
-LANGUAGE plpgsql
-VOLATILE
-AS $$
-BEGIN
-    IF pg_catalog.current_setting('transaction_isolation') = 'read committed' THEN
-        IF p_at >= @extschema@._channel_scan_from(p_channel_id) THEN
-            RETURN;
-        END IF;
-    ELSIF p_at >= @extschema@._clock_ms() - 20 THEN
-        RETURN;
-    END IF;
-    INSERT INTO @extschema@.channel_floor (channel_id, floor_at, is_raise)
-    VALUES (p_channel_id, p_at, FALSE);
-END;
-$$;
-
-COMMENT ON FUNCTION @extschema@._channel_floor_lower(bigint, bigint) IS
-'Internal: lower a channel''s floor to p_at when a message put there may lie below it.';
-
-REVOKE ALL ON FUNCTION @extschema@._channel_floor_lower(bigint, bigint) FROM PUBLIC;
-
--- ---- sql/src/111_function_channel_wake.sql ----
--- Internal: called by a producer (or a defer) holding the channel guard
--- shared, after writing a message that becomes deliverable at p_ready_at.  If
--- a consumer has found the channel with nothing deliverable before
--- p_wait_at, and this message is earlier, leave a wake-up unless an earlier
--- one is already pending.  Inserting never blocks: the channel row is not
--- written.
-CREATE OR REPLACE FUNCTION @extschema@._channel_wake(
-    p_channel_id bigint,
-    p_wait_at bigint,
-    p_ready_at bigint
-)
-RETURNS void
-LANGUAGE plpgsql
-VOLATILE
-AS $$
-BEGIN
-    -- Under REPEATABLE READ or SERIALIZABLE the channel row was read from the
-    -- transaction's snapshot, which may predate a consumer declaring the
-    -- channel empty: leave a wake-up whatever it said.
-    IF (p_wait_at IS NULL OR p_ready_at >= p_wait_at)
-        AND pg_catalog.current_setting('transaction_isolation') = 'read committed' THEN
-        RETURN;
-    END IF;
-    -- One statement: the wake-up, unless one as early is pending.
-    INSERT INTO @extschema@.channel_wake (channel_id, wake_at)
-    SELECT p_channel_id, p_ready_at
-    WHERE NOT EXISTS (
-        SELECT 1
-        FROM @extschema@.channel_wake AS w
-        WHERE w.channel_id = p_channel_id AND w.wake_at <= p_ready_at
-    );
-END;
-$$;
-
-COMMENT ON FUNCTION @extschema@._channel_wake(bigint, bigint, bigint) IS
-'Internal: leave a wake-up for a waiting channel when a new message is deliverable before it would be looked at.';
-
-REVOKE ALL ON FUNCTION @extschema@._channel_wake(bigint, bigint, bigint) FROM PUBLIC;
-
 -- ---- sql/src/112_function_channel_release.sql ----
 -- Internal: p_count locked messages left their locks (completed, deferred,
 -- failed, dead-lettered; p_removed: they left the channel).  Touches
@@ -673,8 +730,7 @@ REVOKE ALL ON FUNCTION @extschema@._channel_wake(bigint, bigint, bigint) FROM PU
 -- lock and writes nothing.  (It is evaluated after the caller's change, with
 -- a fresh snapshot, so a limit that channel_set committed meanwhile is seen.)
 -- PL/pgSQL rather than SQL so that its plan is cached: a SQL function called
--- from PL/pgSQL is planned again on every call.  message_complete runs a copy
--- of this UPDATE inline (p_count 1, p_removed TRUE): change both.
+-- from PL/pgSQL is planned again on every call.
 CREATE OR REPLACE FUNCTION @extschema@._channel_release(
     p_channel_id bigint,
     p_count integer,
@@ -792,7 +848,7 @@ REVOKE ALL ON FUNCTION @extschema@._channel_scan_from(bigint) FROM PUBLIC;
 -- The floor (channel_floor): when the first message taken lies more than
 -- 20 ms past it (see v_raise) and the guard is held, it rises to the first
 -- message still visible, but never above the clock less 20 ms (a producer
--- whose message sorts below the floor lowers it: _channel_floor_lower).
+-- whose message sorts below the floor lowers it: _channel_arrival).
 CREATE OR REPLACE FUNCTION @extschema@._channel_place(
     p_visit @extschema@._channel_visit,
     p_now bigint
@@ -835,9 +891,7 @@ BEGIN
         LIMIT 1;
         -- No lock at all although the count says full: the count is wrong;
         -- repair it rather than stall.
-        IF v_head IS NULL THEN
-            v_locked := 0;
-        END IF;
+        v_locked := CASE WHEN v_head IS NULL THEN 0 ELSE v_locked END;
         v_next := GREATEST(v_next, v_head);
     ELSE
         -- Is anything deliverable left?  The probe walks from the floor,
@@ -1200,12 +1254,8 @@ REVOKE ALL ON FUNCTION @extschema@._backoff_ms(@extschema@.channel, integer) FRO
 -- dropped, or written by a producer of a size-limited channel, right now is
 -- left for the next caller.  The message goes through message_create (max_size applies: a
 -- full channel misses that period).
-CREATE OR REPLACE FUNCTION @extschema@._schedule_run(
-    p_now bigint,
-    p_limit integer,
-    OUT created integer,
-    OUT processed integer
-)
+CREATE OR REPLACE FUNCTION @extschema@._schedule_run(p_now bigint, p_limit integer)
+RETURNS integer
 LANGUAGE plpgsql
 VOLATILE
 AS $$
@@ -1213,9 +1263,8 @@ DECLARE
     v_schedule record;
     v_due bigint;
     v_missed bigint;
+    v_created integer := 0;
 BEGIN
-    created := 0;
-    processed := 0;
     FOR v_schedule IN
         SELECT s.name, s.channel, s.content, s.every_ms, s.next_at
         FROM @extschema@.schedule AS s
@@ -1244,7 +1293,7 @@ BEGIN
         );
         v_due := p_now - pg_catalog.mod(p_now::numeric - v_schedule.next_at, v_schedule.every_ms);
         IF @extschema@.message_create(v_schedule.channel, v_schedule.content, v_due) IS NOT NULL THEN
-            created := created + 1;
+            v_created := v_created + 1;
         END IF;
         UPDATE @extschema@.schedule AS s
         SET
@@ -1253,15 +1302,15 @@ BEGIN
             num_runs = s.num_runs + 1,
             num_missed = LEAST(s.num_missed::numeric + v_missed, 9223372036854775807)
         WHERE s.name = v_schedule.name;
-        processed := processed + 1;
     END LOOP;
+    RETURN v_created;
 END;
 $$;
 
-COMMENT ON FUNCTION @extschema@._schedule_run(bigint, integer, OUT integer, OUT integer) IS
-'Internal: create the messages of up to p_limit due schedules, one per schedule (missed periods coalesced); returns how many messages were created and how many schedules advanced.';
+COMMENT ON FUNCTION @extschema@._schedule_run(bigint, integer) IS
+'Internal: create the messages of up to p_limit due schedules, one per schedule (missed periods coalesced); returns how many messages were created.';
 
-REVOKE ALL ON FUNCTION @extschema@._schedule_run(bigint, integer, OUT integer, OUT integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._schedule_run(bigint, integer) FROM PUBLIC;
 
 -- ---- sql/src/120_function_access_functions.sql ----
 -- Internal: the functions each access set grants.
@@ -1789,9 +1838,7 @@ BEGIN
             USING ERRCODE = '22004';
     END IF;
     IF pg_catalog.octet_length(p_content) > 16777216 THEN
-        RAISE EXCEPTION 'lonnymq: p_content is % bytes, the limit is 16777216 (16 MiB)',
-            pg_catalog.octet_length(p_content)
-            USING ERRCODE = '54000';
+        PERFORM @extschema@._check_size('p_content', pg_catalog.octet_length(p_content), 16777216);
     END IF;
     IF p_key IS NOT NULL THEN
         PERFORM @extschema@._check_key(p_key);
@@ -1822,13 +1869,7 @@ BEGIN
     INSERT INTO @extschema@.message (id, channel_id, dequeue_at, created_at, content, key)
     VALUES (v_id, v_channel.id, v_dequeue_at, v_now, p_content, p_key);
 
-    PERFORM @extschema@._channel_wake(v_channel.id, v_channel.wait_at, GREATEST(v_dequeue_at, v_now));
-    -- Below the channel's floor (a past or negative dequeue_at, or a
-    -- transaction older than 20 ms): the floor goes down to it.
-    PERFORM @extschema@._channel_floor_lower(v_channel.id, v_dequeue_at);
-    IF v_channel.notify AND v_dequeue_at <= v_now AND NOT v_channel.is_paused THEN
-        PERFORM pg_catalog.pg_notify('lonnymq', p_channel);
-    END IF;
+    PERFORM @extschema@._channel_arrival(v_channel, v_dequeue_at, v_now);
     RETURN v_id;
 END;
 $$;
@@ -1910,10 +1951,7 @@ BEGIN
     END IF;
     SELECT pg_catalog.max(pg_catalog.octet_length(c.content)) INTO v_largest
     FROM pg_catalog.unnest(p_contents) AS c (content);
-    IF v_largest > 16777216 THEN
-        RAISE EXCEPTION 'lonnymq: a content is % bytes, the limit is 16777216 (16 MiB)', v_largest
-            USING ERRCODE = '54000';
-    END IF;
+    PERFORM @extschema@._check_size('a content', v_largest, 16777216);
     IF p_keys IS NOT NULL THEN
         SELECT pg_catalog.min(k.key) INTO v_key
         FROM pg_catalog.unnest(p_keys) AS k (key)
@@ -2016,15 +2054,7 @@ BEGIN
     FROM ROWS FROM (pg_catalog.unnest(p_dequeue_at), pg_catalog.unnest(v_keep)) AS r (dequeue_at, keep)
     WHERE r.keep;
     IF v_ready_at IS NOT NULL THEN
-        -- (_channel_wake's own first test, inlined as in message_create.)
-        IF GREATEST(v_ready_at, v_now) < v_channel.wait_at
-            OR pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
-            PERFORM @extschema@._channel_wake(v_channel.id, v_channel.wait_at, GREATEST(v_ready_at, v_now));
-        END IF;
-        PERFORM @extschema@._channel_floor_lower(v_channel.id, v_ready_at);
-        IF v_channel.notify AND v_ready_at <= v_now AND NOT v_channel.is_paused THEN
-            PERFORM pg_catalog.pg_notify('lonnymq', p_channel);
-        END IF;
+        PERFORM @extschema@._channel_arrival(v_channel, v_ready_at, v_now);
     END IF;
 
     RETURN QUERY
@@ -2045,9 +2075,9 @@ REVOKE ALL ON FUNCTION @extschema@.message_create_batch(text, bytea[], bigint[],
 -- worker holds it (a locked message is the worker's to complete or fail,
 -- even once its lock has expired).  Its deduplication key is released at
 -- once (a cancelled message was never processed).  Lock order, as
--- everywhere: the channel row (only for a max_size channel, whose removal
--- count it updates), then the message row; a consumer taking the message
--- concurrently wins, and cancel then returns false.
+-- everywhere: the channel row (a channel with limits, _channel_of_message),
+-- then the message row; a consumer taking the message concurrently wins,
+-- and cancel then returns false.
 CREATE OR REPLACE FUNCTION @extschema@.message_cancel(p_id bigint)
 RETURNS boolean
 LANGUAGE plpgsql
@@ -2056,28 +2086,16 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_channel_id bigint;
-    v_sized boolean;
+    v_channel @extschema@.channel%ROWTYPE;
     v_key text;
 BEGIN
     IF p_id IS NULL THEN
         RAISE EXCEPTION 'lonnymq: p_id must not be NULL'
             USING ERRCODE = '22004';
     END IF;
-    SELECT m.channel_id INTO v_channel_id
-    FROM @extschema@.message AS m
-    WHERE m.id = p_id;
-    IF NOT FOUND THEN
+    v_channel := @extschema@._channel_of_message(p_id, FALSE);
+    IF v_channel.id IS NULL THEN
         RETURN FALSE;
-    END IF;
-    SELECT c.max_size IS NOT NULL INTO v_sized
-    FROM @extschema@.channel AS c
-    WHERE c.id = v_channel_id;
-    IF v_sized THEN
-        PERFORM 1
-        FROM @extschema@.channel AS c
-        WHERE c.id = v_channel_id
-        FOR NO KEY UPDATE;
     END IF;
     DELETE FROM @extschema@.message AS m
     WHERE m.id = p_id AND NOT m.is_locked
@@ -2086,11 +2104,11 @@ BEGIN
         RETURN FALSE;
     END IF;
     IF v_key IS NOT NULL THEN
-        PERFORM @extschema@._message_key_release(v_channel_id, v_key, p_id, 0, 0);
+        PERFORM @extschema@._message_key_release(v_channel.id, v_key, p_id, 0, 0);
     END IF;
     UPDATE @extschema@.channel AS c
     SET num_removed = c.num_removed + 1
-    WHERE c.id = v_channel_id AND c.max_size IS NOT NULL;
+    WHERE c.id = v_channel.id AND c.max_size IS NOT NULL;
     RETURN TRUE;
 END;
 $$;
@@ -2257,10 +2275,8 @@ BEGIN
             v_applied := TRUE;
             -- Read the front again unless nothing that was applied can
             -- change it (wake-ups of other channels than p_channel's).
-            v_reread := p_channel IS NULL;
-            IF v_schedule_due THEN
-                v_reread := (SELECT r.created > 0 FROM @extschema@._schedule_run(v_now, 4) AS r) OR v_reread;
-            END IF;
+            v_reread := CASE WHEN v_schedule_due THEN @extschema@._schedule_run(v_now, 4) > 0 ELSE FALSE END;
+            v_reread := v_reread OR p_channel IS NULL;
             -- A waiting channel got a message deliverable earlier than it
             -- was waiting for.  It joins the rotation at the back as of the
             -- wake-up's time (when that message became deliverable, never
@@ -2502,8 +2518,8 @@ REVOKE ALL ON FUNCTION @extschema@.message_dequeue(bigint, integer, text) FROM P
 -- stays claimed for the channel's dedup window.
 --
 -- Three statements in the common case: the message's channel (one
--- primary-key probe each), the DELETE, and the channel's counters (which
--- write nothing for an unconstrained channel).
+-- primary-key probe each), the DELETE, and the channel's counters
+-- (_channel_release, which writes nothing for an unconstrained channel).
 CREATE OR REPLACE FUNCTION @extschema@.message_complete(
     p_id bigint,
     p_num_attempts integer
@@ -2515,7 +2531,7 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_channel record;
+    v_channel @extschema@.channel%ROWTYPE;
     v_gone record;
     v_key text;
     v_now bigint;
@@ -2523,31 +2539,11 @@ BEGIN
     IF p_id IS NULL OR p_num_attempts IS NULL THEN
         PERFORM @extschema@._check_token(p_id, p_num_attempts);
     END IF;
-    SELECT
-        c.id,
-        c.name,
-        c.max_concurrency IS NOT NULL OR c.max_size IS NOT NULL AS is_constrained,
-        c.retain_history,
-        c.dedup_window_ms
-    INTO v_channel
-    FROM @extschema@.channel AS c
-    WHERE c.id = (
-        SELECT m.channel_id
-        FROM @extschema@.message AS m
-        WHERE m.id = p_id
-    );
-    IF NOT FOUND THEN
+    v_channel := @extschema@._channel_of_message(p_id, FALSE);
+    IF v_channel.id IS NULL THEN
         RETURN FALSE;
     END IF;
     v_now := @extschema@._clock_ms();
-    -- Lock order, as everywhere: the channel row before the message row.
-    -- Only a channel with limits needs its row locked.
-    IF v_channel.is_constrained THEN
-        PERFORM 1
-        FROM @extschema@.channel AS c
-        WHERE c.id = v_channel.id
-        FOR NO KEY UPDATE;
-    END IF;
     IF v_channel.retain_history THEN
         DELETE FROM @extschema@.message AS m
         WHERE
@@ -2577,38 +2573,10 @@ BEGIN
             RETURN FALSE;
         END IF;
     END IF;
-    -- _channel_release(channel, 1, TRUE, now), inlined (a PL/pgSQL call
-    -- costs more than its statement): a statement of its own, after the
-    -- DELETE, even for a channel that had no limits at the lookup, so that a
-    -- limit that channel_set committed meanwhile (it waits for this message's
-    -- row lock) is seen, and counted.  For a channel without limits it
-    -- matches no row, takes no lock and writes nothing.
-    UPDATE @extschema@.channel AS c
-    SET
-        num_locked = CASE
-            WHEN c.max_concurrency IS NULL THEN c.num_locked
-            ELSE pg_catalog.int4larger(c.num_locked - 1, 0)
-        END,
-        num_removed = c.num_removed + CASE WHEN c.max_size IS NOT NULL THEN 1 ELSE 0 END,
-        next_at = CASE
-            WHEN c.num_locked >= c.max_concurrency AND c.next_at IS NOT NULL
-                THEN LEAST(
-                    c.next_at,
-                    GREATEST(
-                        v_now,
-                        COALESCE(c.last_served_at + c.release_interval_ms, v_now)
-                    )
-                )
-            ELSE c.next_at
-        END,
-        turn = CASE
-            WHEN c.num_locked >= c.max_concurrency AND c.next_at IS NOT NULL
-                THEN pg_catalog.nextval('@extschema@.channel_turn_seq')
-            ELSE c.turn
-        END
-    WHERE
-        c.id = v_channel.id
-        AND (c.max_concurrency IS NOT NULL OR c.max_size IS NOT NULL);
+    -- After the DELETE, even for a channel that had no limits at the
+    -- lookup, so that a limit that channel_set committed meanwhile (it
+    -- waits for this message's row lock) is seen, and counted.
+    PERFORM @extschema@._channel_release(v_channel.id, 1, TRUE, v_now);
     IF v_key IS NOT NULL THEN
         PERFORM @extschema@._message_key_release(
             v_channel.id, v_key, p_id, v_channel.dedup_window_ms, v_now
@@ -2642,45 +2610,19 @@ AS $$
 DECLARE
     v_now bigint;
     v_dequeue_at bigint;
-    v_channel_id bigint;
-    v_wait_at bigint;
-    v_constrained boolean;
-    v_name text;
-    v_notify boolean;
+    v_channel @extschema@.channel%ROWTYPE;
 BEGIN
     PERFORM @extschema@._check_token(p_id, p_num_attempts);
     IF pg_catalog.octet_length(p_state) > 16777216 THEN
-        RAISE EXCEPTION 'lonnymq: p_state is % bytes, the limit is 16777216 (16 MiB)',
-            pg_catalog.octet_length(p_state)
-            USING ERRCODE = '54000';
+        PERFORM @extschema@._check_size('p_state', pg_catalog.octet_length(p_state), 16777216);
     END IF;
     v_now := @extschema@._clock_ms();
     v_dequeue_at := COALESCE(p_dequeue_at, v_now);
 
-    SELECT m.channel_id INTO v_channel_id
-    FROM @extschema@.message AS m
-    WHERE m.id = p_id;
-    IF NOT FOUND THEN
+    v_channel := @extschema@._channel_of_message(p_id, TRUE);
+    IF v_channel.id IS NULL THEN
         RETURN FALSE;
     END IF;
-    SELECT c.name, c.max_concurrency IS NOT NULL INTO v_name, v_constrained
-    FROM @extschema@.channel AS c
-    WHERE c.id = v_channel_id;
-    -- Lock order, as everywhere: the channel row, then the channel guard,
-    -- then the message row.  A channel with max_concurrency is locked for
-    -- its counter; the guard is held shared, like a producer's, so that no
-    -- consumer declares the channel empty or waiting while this message's
-    -- new time is invisible to it.
-    IF v_constrained THEN
-        PERFORM 1
-        FROM @extschema@.channel AS c
-        WHERE c.id = v_channel_id
-        FOR NO KEY UPDATE;
-    END IF;
-    PERFORM @extschema@._channel_guard_shared(v_name);
-    SELECT c.wait_at, c.notify AND NOT c.is_paused INTO v_wait_at, v_notify
-    FROM @extschema@.channel AS c
-    WHERE c.id = v_channel_id;
 
     UPDATE @extschema@.message AS m
     SET
@@ -2695,17 +2637,10 @@ BEGIN
         RETURN FALSE;
     END IF;
 
-    PERFORM @extschema@._channel_release(v_channel_id, 1, FALSE, v_now);
+    PERFORM @extschema@._channel_release(v_channel.id, 1, FALSE, v_now);
     -- Like a producer: the message may now be deliverable before the time a
-    -- waiting channel will next be looked at.
-    PERFORM @extschema@._channel_wake(
-        v_channel_id, v_wait_at, GREATEST(v_dequeue_at, v_now)
-    );
-    -- A new time below the channel's floor: the floor goes down to it.
-    PERFORM @extschema@._channel_floor_lower(v_channel_id, v_dequeue_at);
-    IF v_notify AND v_dequeue_at <= v_now THEN
-        PERFORM pg_catalog.pg_notify('lonnymq', v_name);
-    END IF;
+    -- waiting channel will next be looked at, or below its floor.
+    PERFORM @extschema@._channel_arrival(v_channel, v_dequeue_at, v_now);
     RETURN TRUE;
 END;
 $$;
@@ -2831,58 +2766,37 @@ BEGIN
     -- One DELETE: one primary-key probe per (id, token) pair, the pairs
     -- driving the join.  (Not "m.id = ANY(p_ids)" besides: the planner then
     -- scanned the messages first and rescanned every pair for each of them,
-    -- n x n comparisons.)  Only channels that retain history make it copy
-    -- the rows.
-    IF v_history_ids IS NULL THEN
-        WITH gone AS (
-            DELETE FROM @extschema@.message AS m
-            USING ROWS FROM (
-                pg_catalog.unnest(p_ids), pg_catalog.unnest(p_num_attempts)
-            ) AS t (id, num_attempts)
-            WHERE
-                m.id = t.id
-                AND m.num_attempts = t.num_attempts
-                AND m.is_locked
-            RETURNING m.id, m.channel_id, m.key
+    -- n x n comparisons.)  The rows of channels that retain history are
+    -- copied (none when v_history_ids is NULL).
+    WITH gone AS (
+        DELETE FROM @extschema@.message AS m
+        USING ROWS FROM (
+            pg_catalog.unnest(p_ids), pg_catalog.unnest(p_num_attempts)
+        ) AS t (id, num_attempts)
+        WHERE
+            m.id = t.id
+            AND m.num_attempts = t.num_attempts
+            AND m.is_locked
+        RETURNING m.id, m.channel_id, m.key, m.content, m.state, m.num_attempts, m.created_at
+    ),
+
+    kept AS (
+        INSERT INTO @extschema@.message_history (
+            id, channel, key, content, state, num_attempts, created_at, completed_at
         )
-
         SELECT
-            pg_catalog.array_agg(g.id),
-            pg_catalog.array_agg(g.channel_id),
-            pg_catalog.array_agg(g.key)
-        INTO v_gone_ids, v_gone_channels, v_gone_keys
-        FROM gone AS g;
-    ELSE
-        WITH gone AS (
-            DELETE FROM @extschema@.message AS m
-            USING ROWS FROM (
-                pg_catalog.unnest(p_ids), pg_catalog.unnest(p_num_attempts)
-            ) AS t (id, num_attempts)
-            WHERE
-                m.id = t.id
-                AND m.num_attempts = t.num_attempts
-                AND m.is_locked
-            RETURNING m.id, m.channel_id, m.key, m.content, m.state, m.num_attempts, m.created_at
-        ),
+            g.id, c.name, g.key, g.content, g.state, g.num_attempts, g.created_at, v_now
+        FROM gone AS g
+        INNER JOIN @extschema@.channel AS c ON c.id = g.channel_id
+        WHERE g.channel_id = ANY(v_history_ids)
+    )
 
-        kept AS (
-            INSERT INTO @extschema@.message_history (
-                id, channel, key, content, state, num_attempts, created_at, completed_at
-            )
-            SELECT
-                g.id, c.name, g.key, g.content, g.state, g.num_attempts, g.created_at, v_now
-            FROM gone AS g
-            INNER JOIN @extschema@.channel AS c ON c.id = g.channel_id
-            WHERE g.channel_id = ANY(v_history_ids)
-        )
-
-        SELECT
-            pg_catalog.array_agg(g.id),
-            pg_catalog.array_agg(g.channel_id),
-            pg_catalog.array_agg(g.key)
-        INTO v_gone_ids, v_gone_channels, v_gone_keys
-        FROM gone AS g;
-    END IF;
+    SELECT
+        pg_catalog.array_agg(g.id),
+        pg_catalog.array_agg(g.channel_id),
+        pg_catalog.array_agg(g.key)
+    INTO v_gone_ids, v_gone_channels, v_gone_keys
+    FROM gone AS g;
     IF v_gone_ids IS NULL THEN
         RETURN 0;
     END IF;
@@ -2940,36 +2854,15 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_now bigint;
-    v_channel_id bigint;
     v_channel @extschema@.channel%ROWTYPE;
     v_dequeue_at bigint;
 BEGIN
     PERFORM @extschema@._check_token(p_id, p_num_attempts);
-    IF pg_catalog.octet_length(p_error) > 1048576 THEN
-        RAISE EXCEPTION 'lonnymq: p_error is % bytes, the limit is 1048576 (1 MiB)',
-            pg_catalog.octet_length(p_error)
-            USING ERRCODE = '54000';
-    END IF;
-    SELECT m.channel_id INTO v_channel_id
-    FROM @extschema@.message AS m
-    WHERE m.id = p_id;
-    IF NOT FOUND THEN
+    PERFORM @extschema@._check_size('p_error', pg_catalog.octet_length(p_error), 1048576);
+    v_channel := @extschema@._channel_of_message(p_id, TRUE);
+    IF v_channel.id IS NULL THEN
         RETURN NULL;
     END IF;
-    SELECT c.* INTO v_channel
-    FROM @extschema@.channel AS c
-    WHERE c.id = v_channel_id;
-    IF v_channel.max_concurrency IS NOT NULL OR v_channel.max_size IS NOT NULL THEN
-        PERFORM 1
-        FROM @extschema@.channel AS c
-        WHERE c.id = v_channel_id
-        FOR NO KEY UPDATE;
-    END IF;
-    PERFORM @extschema@._channel_guard_shared(v_channel.name);
-    -- Fresh after the locks: the policy, and wait_at for the wake-up.
-    SELECT c.* INTO v_channel
-    FROM @extschema@.channel AS c
-    WHERE c.id = v_channel_id;
     v_now := @extschema@._clock_ms();
 
     PERFORM 1
@@ -2985,9 +2878,9 @@ BEGIN
 
     IF p_num_attempts >= v_channel.max_attempts THEN
         PERFORM @extschema@._message_bury(
-            p_id, v_channel_id, v_channel.name, p_error, v_now, v_channel.dedup_window_ms
+            p_id, v_channel.id, v_channel.name, p_error, v_now, v_channel.dedup_window_ms
         );
-        PERFORM @extschema@._channel_release(v_channel_id, 1, TRUE, v_now);
+        PERFORM @extschema@._channel_release(v_channel.id, 1, TRUE, v_now);
         RETURN 'dead';
     END IF;
 
@@ -2998,14 +2891,8 @@ BEGIN
         dequeue_at = v_dequeue_at,
         attempt_log = @extschema@._attempt_log_append(m.attempt_log, m.num_attempts, v_now, p_error)
     WHERE m.id = p_id;
-    PERFORM @extschema@._channel_release(v_channel_id, 1, FALSE, v_now);
-    PERFORM @extschema@._channel_wake(v_channel_id, v_channel.wait_at, v_dequeue_at);
-    -- (The clock was read after the guard, so the backoff is above any floor
-    -- that a committed raise set, unless the clock stepped back: checked.)
-    PERFORM @extschema@._channel_floor_lower(v_channel_id, v_dequeue_at);
-    IF v_channel.notify AND v_dequeue_at <= v_now AND NOT v_channel.is_paused THEN
-        PERFORM pg_catalog.pg_notify('lonnymq', v_channel.name);
-    END IF;
+    PERFORM @extschema@._channel_release(v_channel.id, 1, FALSE, v_now);
+    PERFORM @extschema@._channel_arrival(v_channel, v_dequeue_at, v_now);
     RETURN 'retry';
 END;
 $$;
@@ -3261,11 +3148,7 @@ BEGIN
         RAISE EXCEPTION 'lonnymq: p_content and p_every_ms must not be NULL'
             USING ERRCODE = '22004';
     END IF;
-    IF pg_catalog.octet_length(p_content) > 16777216 THEN
-        RAISE EXCEPTION 'lonnymq: p_content is % bytes, the limit is 16777216 (16 MiB)',
-            pg_catalog.octet_length(p_content)
-            USING ERRCODE = '54000';
-    END IF;
+    PERFORM @extschema@._check_size('p_content', pg_catalog.octet_length(p_content), 16777216);
     IF p_every_ms NOT BETWEEN 1 AND 31536000000 THEN
         RAISE EXCEPTION 'lonnymq: p_every_ms must be between 1 and 31536000000 (365 days), got %',
             p_every_ms
@@ -3354,8 +3237,7 @@ BEGIN
     v_now := @extschema@._clock_ms();
     -- Every due schedule (up to 10000 a call), one pass: a schedule whose
     -- channel is busy right now is skipped and left for the next call.
-    SELECT r.created INTO v_created
-    FROM @extschema@._schedule_run(v_now, 10000) AS r;
+    v_created := @extschema@._schedule_run(v_now, 10000);
     -- Expired claims, 100 at a time (a nested loop of primary-key probes;
     -- one big DELETE would be planned as a hash join over the whole table).
     FOR v_try IN 1..100 LOOP
@@ -3380,14 +3262,16 @@ COMMENT ON FUNCTION @extschema@.tick() IS
 
 REVOKE ALL ON FUNCTION @extschema@.tick() FROM PUBLIC;
 
--- ---- sql/src/900_hot_path_settings.sql ----
--- The planner settings of the functions on the hot path, every public
--- message_* function (create, dequeue, settle), set here once rather than
--- in each header; the functions they call run with them too.  Their plans
--- are made once per session and must be right at any size of the tables
--- (doc/README.md, Indexes): generic plans, and no sequential scan, bitmap
--- scan, merge join or (unless a function's header turns it on) hash join,
--- which a plan made while the queue looked empty could choose and keep.
+-- ---- sql/src/900_entry_point_settings.sql ----
+-- The planner settings of lonnymq's entry points, every SECURITY DEFINER
+-- function (all public ones but grant_access, revoke_access and the inlined
+-- to_epoch), set here once rather than in each header; the internal
+-- functions they call run with them too.  Their plans are made once per
+-- session and must be right at any size of the tables (doc/README.md,
+-- Indexes): generic plans, and no sequential scan, bitmap scan, merge join
+-- or (unless a function's header turns it on) hash join, which a plan made
+-- while a table looked empty could choose and keep.  (Found on a vacuumed
+-- channel_floor, zero pages: dead_letter_redrive walked it sequentially.)
 -- make appends this file to the upgrade script too: CREATE OR REPLACE
 -- FUNCTION clears a function's settings.
 DO $$
@@ -3401,7 +3285,7 @@ BEGIN
         FROM pg_catalog.pg_proc AS p
         WHERE
             p.pronamespace = '@extschema@'::pg_catalog.regnamespace
-            AND p.proname OPERATOR(pg_catalog.~) '^message_'
+            AND p.prosecdef
     LOOP
         EXECUTE pg_catalog.format(
             'ALTER FUNCTION %s SET plan_cache_mode = force_generic_plan SET enable_seqscan = off '

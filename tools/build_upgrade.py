@@ -96,7 +96,7 @@ def main(head_path: str, out_path: str, extension: str) -> int:
         parts.append(replaced.rstrip("\n") + "\n")
     # CREATE OR REPLACE FUNCTION clears the settings set apart from the
     # headers: set them again, as a fresh install does.
-    settings = ROOT / "sql" / "src" / "900_hot_path_settings.sql"
+    settings = ROOT / "sql" / "src" / "900_entry_point_settings.sql"
     parts.append(f"\n-- ---- sql/src/{settings.name} ----\n")
     parts.append(settings.read_text().rstrip("\n") + "\n")
     parts.append("\n-- Grants recorded by grant_access, applied to the new signatures and sets.\n")

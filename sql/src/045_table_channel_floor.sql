@@ -14,7 +14,7 @@
 --     (_channel_place);
 --   * otherwise a lowering: a producer (create, defer, fail, redrive) that
 --     put a message below the floor, or may have (it could not read the
---     floor in its snapshot), inserts its dequeue_at (_channel_floor_lower).
+--     floor in its snapshot), inserts its dequeue_at (_channel_arrival).
 --     Inserting never conflicts with anyone; the minimum makes concurrent
 --     lowerings safe in any order.
 CREATE TABLE @extschema@.channel_floor (

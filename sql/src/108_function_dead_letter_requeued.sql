@@ -16,11 +16,7 @@ BEGIN
         SET num_created = q.num_created + p_count
         WHERE q.channel_id = p_channel.id;
     END IF;
-    PERFORM @extschema@._channel_wake(p_channel.id, p_channel.wait_at, p_now);
-    PERFORM @extschema@._channel_floor_lower(p_channel.id, p_now);
-    IF p_channel.notify AND NOT p_channel.is_paused THEN
-        PERFORM pg_catalog.pg_notify('lonnymq', p_channel.name);
-    END IF;
+    PERFORM @extschema@._channel_arrival(p_channel, p_now, p_now);
 END;
 $$;
 

@@ -6,8 +6,7 @@
 -- lock and writes nothing.  (It is evaluated after the caller's change, with
 -- a fresh snapshot, so a limit that channel_set committed meanwhile is seen.)
 -- PL/pgSQL rather than SQL so that its plan is cached: a SQL function called
--- from PL/pgSQL is planned again on every call.  message_complete runs a copy
--- of this UPDATE inline (p_count 1, p_removed TRUE): change both.
+-- from PL/pgSQL is planned again on every call.
 CREATE FUNCTION @extschema@._channel_release(
     p_channel_id bigint,
     p_count integer,

@@ -24,7 +24,7 @@
 -- The floor (channel_floor): when the first message taken lies more than
 -- 20 ms past it (see v_raise) and the guard is held, it rises to the first
 -- message still visible, but never above the clock less 20 ms (a producer
--- whose message sorts below the floor lowers it: _channel_floor_lower).
+-- whose message sorts below the floor lowers it: _channel_arrival).
 CREATE FUNCTION @extschema@._channel_place(
     p_visit @extschema@._channel_visit,
     p_now bigint
@@ -67,9 +67,7 @@ BEGIN
         LIMIT 1;
         -- No lock at all although the count says full: the count is wrong;
         -- repair it rather than stall.
-        IF v_head IS NULL THEN
-            v_locked := 0;
-        END IF;
+        v_locked := CASE WHEN v_head IS NULL THEN 0 ELSE v_locked END;
         v_next := GREATEST(v_next, v_head);
     ELSE
         -- Is anything deliverable left?  The probe walks from the floor,

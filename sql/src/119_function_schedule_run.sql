@@ -14,12 +14,8 @@
 -- dropped, or written by a producer of a size-limited channel, right now is
 -- left for the next caller.  The message goes through message_create (max_size applies: a
 -- full channel misses that period).
-CREATE FUNCTION @extschema@._schedule_run(
-    p_now bigint,
-    p_limit integer,
-    OUT created integer,
-    OUT processed integer
-)
+CREATE FUNCTION @extschema@._schedule_run(p_now bigint, p_limit integer)
+RETURNS integer
 LANGUAGE plpgsql
 VOLATILE
 AS $$
@@ -27,9 +23,8 @@ DECLARE
     v_schedule record;
     v_due bigint;
     v_missed bigint;
+    v_created integer := 0;
 BEGIN
-    created := 0;
-    processed := 0;
     FOR v_schedule IN
         SELECT s.name, s.channel, s.content, s.every_ms, s.next_at
         FROM @extschema@.schedule AS s
@@ -58,7 +53,7 @@ BEGIN
         );
         v_due := p_now - pg_catalog.mod(p_now::numeric - v_schedule.next_at, v_schedule.every_ms);
         IF @extschema@.message_create(v_schedule.channel, v_schedule.content, v_due) IS NOT NULL THEN
-            created := created + 1;
+            v_created := v_created + 1;
         END IF;
         UPDATE @extschema@.schedule AS s
         SET
@@ -67,12 +62,12 @@ BEGIN
             num_runs = s.num_runs + 1,
             num_missed = LEAST(s.num_missed::numeric + v_missed, 9223372036854775807)
         WHERE s.name = v_schedule.name;
-        processed := processed + 1;
     END LOOP;
+    RETURN v_created;
 END;
 $$;
 
-COMMENT ON FUNCTION @extschema@._schedule_run(bigint, integer, OUT integer, OUT integer) IS
-'Internal: create the messages of up to p_limit due schedules, one per schedule (missed periods coalesced); returns how many messages were created and how many schedules advanced.';
+COMMENT ON FUNCTION @extschema@._schedule_run(bigint, integer) IS
+'Internal: create the messages of up to p_limit due schedules, one per schedule (missed periods coalesced); returns how many messages were created.';
 
-REVOKE ALL ON FUNCTION @extschema@._schedule_run(bigint, integer, OUT integer, OUT integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._schedule_run(bigint, integer) FROM PUBLIC;

@@ -39,9 +39,7 @@ BEGIN
             USING ERRCODE = '22004';
     END IF;
     IF pg_catalog.octet_length(p_content) > 16777216 THEN
-        RAISE EXCEPTION 'lonnymq: p_content is % bytes, the limit is 16777216 (16 MiB)',
-            pg_catalog.octet_length(p_content)
-            USING ERRCODE = '54000';
+        PERFORM @extschema@._check_size('p_content', pg_catalog.octet_length(p_content), 16777216);
     END IF;
     IF p_key IS NOT NULL THEN
         PERFORM @extschema@._check_key(p_key);
@@ -72,13 +70,7 @@ BEGIN
     INSERT INTO @extschema@.message (id, channel_id, dequeue_at, created_at, content, key)
     VALUES (v_id, v_channel.id, v_dequeue_at, v_now, p_content, p_key);
 
-    PERFORM @extschema@._channel_wake(v_channel.id, v_channel.wait_at, GREATEST(v_dequeue_at, v_now));
-    -- Below the channel's floor (a past or negative dequeue_at, or a
-    -- transaction older than 20 ms): the floor goes down to it.
-    PERFORM @extschema@._channel_floor_lower(v_channel.id, v_dequeue_at);
-    IF v_channel.notify AND v_dequeue_at <= v_now AND NOT v_channel.is_paused THEN
-        PERFORM pg_catalog.pg_notify('lonnymq', p_channel);
-    END IF;
+    PERFORM @extschema@._channel_arrival(v_channel, v_dequeue_at, v_now);
     RETURN v_id;
 END;
 $$;

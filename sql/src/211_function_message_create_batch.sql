@@ -69,10 +69,7 @@ BEGIN
     END IF;
     SELECT pg_catalog.max(pg_catalog.octet_length(c.content)) INTO v_largest
     FROM pg_catalog.unnest(p_contents) AS c (content);
-    IF v_largest > 16777216 THEN
-        RAISE EXCEPTION 'lonnymq: a content is % bytes, the limit is 16777216 (16 MiB)', v_largest
-            USING ERRCODE = '54000';
-    END IF;
+    PERFORM @extschema@._check_size('a content', v_largest, 16777216);
     IF p_keys IS NOT NULL THEN
         SELECT pg_catalog.min(k.key) INTO v_key
         FROM pg_catalog.unnest(p_keys) AS k (key)
@@ -175,15 +172,7 @@ BEGIN
     FROM ROWS FROM (pg_catalog.unnest(p_dequeue_at), pg_catalog.unnest(v_keep)) AS r (dequeue_at, keep)
     WHERE r.keep;
     IF v_ready_at IS NOT NULL THEN
-        -- (_channel_wake's own first test, inlined as in message_create.)
-        IF GREATEST(v_ready_at, v_now) < v_channel.wait_at
-            OR pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
-            PERFORM @extschema@._channel_wake(v_channel.id, v_channel.wait_at, GREATEST(v_ready_at, v_now));
-        END IF;
-        PERFORM @extschema@._channel_floor_lower(v_channel.id, v_ready_at);
-        IF v_channel.notify AND v_ready_at <= v_now AND NOT v_channel.is_paused THEN
-            PERFORM pg_catalog.pg_notify('lonnymq', p_channel);
-        END IF;
+        PERFORM @extschema@._channel_arrival(v_channel, v_ready_at, v_now);
     END IF;
 
     RETURN QUERY

@@ -3,9 +3,9 @@
 -- worker holds it (a locked message is the worker's to complete or fail,
 -- even once its lock has expired).  Its deduplication key is released at
 -- once (a cancelled message was never processed).  Lock order, as
--- everywhere: the channel row (only for a max_size channel, whose removal
--- count it updates), then the message row; a consumer taking the message
--- concurrently wins, and cancel then returns false.
+-- everywhere: the channel row (a channel with limits, _channel_of_message),
+-- then the message row; a consumer taking the message concurrently wins,
+-- and cancel then returns false.
 CREATE FUNCTION @extschema@.message_cancel(p_id bigint)
 RETURNS boolean
 LANGUAGE plpgsql
@@ -14,28 +14,16 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_channel_id bigint;
-    v_sized boolean;
+    v_channel @extschema@.channel%ROWTYPE;
     v_key text;
 BEGIN
     IF p_id IS NULL THEN
         RAISE EXCEPTION 'lonnymq: p_id must not be NULL'
             USING ERRCODE = '22004';
     END IF;
-    SELECT m.channel_id INTO v_channel_id
-    FROM @extschema@.message AS m
-    WHERE m.id = p_id;
-    IF NOT FOUND THEN
+    v_channel := @extschema@._channel_of_message(p_id, FALSE);
+    IF v_channel.id IS NULL THEN
         RETURN FALSE;
-    END IF;
-    SELECT c.max_size IS NOT NULL INTO v_sized
-    FROM @extschema@.channel AS c
-    WHERE c.id = v_channel_id;
-    IF v_sized THEN
-        PERFORM 1
-        FROM @extschema@.channel AS c
-        WHERE c.id = v_channel_id
-        FOR NO KEY UPDATE;
     END IF;
     DELETE FROM @extschema@.message AS m
     WHERE m.id = p_id AND NOT m.is_locked
@@ -44,11 +32,11 @@ BEGIN
         RETURN FALSE;
     END IF;
     IF v_key IS NOT NULL THEN
-        PERFORM @extschema@._message_key_release(v_channel_id, v_key, p_id, 0, 0);
+        PERFORM @extschema@._message_key_release(v_channel.id, v_key, p_id, 0, 0);
     END IF;
     UPDATE @extschema@.channel AS c
     SET num_removed = c.num_removed + 1
-    WHERE c.id = v_channel_id AND c.max_size IS NOT NULL;
+    WHERE c.id = v_channel.id AND c.max_size IS NOT NULL;
     RETURN TRUE;
 END;
 $$;

@@ -154,10 +154,8 @@ BEGIN
             v_applied := TRUE;
             -- Read the front again unless nothing that was applied can
             -- change it (wake-ups of other channels than p_channel's).
-            v_reread := p_channel IS NULL;
-            IF v_schedule_due THEN
-                v_reread := (SELECT r.created > 0 FROM @extschema@._schedule_run(v_now, 4) AS r) OR v_reread;
-            END IF;
+            v_reread := CASE WHEN v_schedule_due THEN @extschema@._schedule_run(v_now, 4) > 0 ELSE FALSE END;
+            v_reread := v_reread OR p_channel IS NULL;
             -- A waiting channel got a message deliverable earlier than it
             -- was waiting for.  It joins the rotation at the back as of the
             -- wake-up's time (when that message became deliverable, never

@@ -6,8 +6,8 @@
 -- stays claimed for the channel's dedup window.
 --
 -- Three statements in the common case: the message's channel (one
--- primary-key probe each), the DELETE, and the channel's counters (which
--- write nothing for an unconstrained channel).
+-- primary-key probe each), the DELETE, and the channel's counters
+-- (_channel_release, which writes nothing for an unconstrained channel).
 CREATE FUNCTION @extschema@.message_complete(
     p_id bigint,
     p_num_attempts integer
@@ -19,7 +19,7 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_channel record;
+    v_channel @extschema@.channel%ROWTYPE;
     v_gone record;
     v_key text;
     v_now bigint;
@@ -27,31 +27,11 @@ BEGIN
     IF p_id IS NULL OR p_num_attempts IS NULL THEN
         PERFORM @extschema@._check_token(p_id, p_num_attempts);
     END IF;
-    SELECT
-        c.id,
-        c.name,
-        c.max_concurrency IS NOT NULL OR c.max_size IS NOT NULL AS is_constrained,
-        c.retain_history,
-        c.dedup_window_ms
-    INTO v_channel
-    FROM @extschema@.channel AS c
-    WHERE c.id = (
-        SELECT m.channel_id
-        FROM @extschema@.message AS m
-        WHERE m.id = p_id
-    );
-    IF NOT FOUND THEN
+    v_channel := @extschema@._channel_of_message(p_id, FALSE);
+    IF v_channel.id IS NULL THEN
         RETURN FALSE;
     END IF;
     v_now := @extschema@._clock_ms();
-    -- Lock order, as everywhere: the channel row before the message row.
-    -- Only a channel with limits needs its row locked.
-    IF v_channel.is_constrained THEN
-        PERFORM 1
-        FROM @extschema@.channel AS c
-        WHERE c.id = v_channel.id
-        FOR NO KEY UPDATE;
-    END IF;
     IF v_channel.retain_history THEN
         DELETE FROM @extschema@.message AS m
         WHERE
@@ -81,38 +61,10 @@ BEGIN
             RETURN FALSE;
         END IF;
     END IF;
-    -- _channel_release(channel, 1, TRUE, now), inlined (a PL/pgSQL call
-    -- costs more than its statement): a statement of its own, after the
-    -- DELETE, even for a channel that had no limits at the lookup, so that a
-    -- limit that channel_set committed meanwhile (it waits for this message's
-    -- row lock) is seen, and counted.  For a channel without limits it
-    -- matches no row, takes no lock and writes nothing.
-    UPDATE @extschema@.channel AS c
-    SET
-        num_locked = CASE
-            WHEN c.max_concurrency IS NULL THEN c.num_locked
-            ELSE pg_catalog.int4larger(c.num_locked - 1, 0)
-        END,
-        num_removed = c.num_removed + CASE WHEN c.max_size IS NOT NULL THEN 1 ELSE 0 END,
-        next_at = CASE
-            WHEN c.num_locked >= c.max_concurrency AND c.next_at IS NOT NULL
-                THEN LEAST(
-                    c.next_at,
-                    GREATEST(
-                        v_now,
-                        COALESCE(c.last_served_at + c.release_interval_ms, v_now)
-                    )
-                )
-            ELSE c.next_at
-        END,
-        turn = CASE
-            WHEN c.num_locked >= c.max_concurrency AND c.next_at IS NOT NULL
-                THEN pg_catalog.nextval('@extschema@.channel_turn_seq')
-            ELSE c.turn
-        END
-    WHERE
-        c.id = v_channel.id
-        AND (c.max_concurrency IS NOT NULL OR c.max_size IS NOT NULL);
+    -- After the DELETE, even for a channel that had no limits at the
+    -- lookup, so that a limit that channel_set committed meanwhile (it
+    -- waits for this message's row lock) is seen, and counted.
+    PERFORM @extschema@._channel_release(v_channel.id, 1, TRUE, v_now);
     IF v_key IS NOT NULL THEN
         PERFORM @extschema@._message_key_release(
             v_channel.id, v_key, p_id, v_channel.dedup_window_ms, v_now

@@ -16,45 +16,19 @@ AS $$
 DECLARE
     v_now bigint;
     v_dequeue_at bigint;
-    v_channel_id bigint;
-    v_wait_at bigint;
-    v_constrained boolean;
-    v_name text;
-    v_notify boolean;
+    v_channel @extschema@.channel%ROWTYPE;
 BEGIN
     PERFORM @extschema@._check_token(p_id, p_num_attempts);
     IF pg_catalog.octet_length(p_state) > 16777216 THEN
-        RAISE EXCEPTION 'lonnymq: p_state is % bytes, the limit is 16777216 (16 MiB)',
-            pg_catalog.octet_length(p_state)
-            USING ERRCODE = '54000';
+        PERFORM @extschema@._check_size('p_state', pg_catalog.octet_length(p_state), 16777216);
     END IF;
     v_now := @extschema@._clock_ms();
     v_dequeue_at := COALESCE(p_dequeue_at, v_now);
 
-    SELECT m.channel_id INTO v_channel_id
-    FROM @extschema@.message AS m
-    WHERE m.id = p_id;
-    IF NOT FOUND THEN
+    v_channel := @extschema@._channel_of_message(p_id, TRUE);
+    IF v_channel.id IS NULL THEN
         RETURN FALSE;
     END IF;
-    SELECT c.name, c.max_concurrency IS NOT NULL INTO v_name, v_constrained
-    FROM @extschema@.channel AS c
-    WHERE c.id = v_channel_id;
-    -- Lock order, as everywhere: the channel row, then the channel guard,
-    -- then the message row.  A channel with max_concurrency is locked for
-    -- its counter; the guard is held shared, like a producer's, so that no
-    -- consumer declares the channel empty or waiting while this message's
-    -- new time is invisible to it.
-    IF v_constrained THEN
-        PERFORM 1
-        FROM @extschema@.channel AS c
-        WHERE c.id = v_channel_id
-        FOR NO KEY UPDATE;
-    END IF;
-    PERFORM @extschema@._channel_guard_shared(v_name);
-    SELECT c.wait_at, c.notify AND NOT c.is_paused INTO v_wait_at, v_notify
-    FROM @extschema@.channel AS c
-    WHERE c.id = v_channel_id;
 
     UPDATE @extschema@.message AS m
     SET
@@ -69,17 +43,10 @@ BEGIN
         RETURN FALSE;
     END IF;
 
-    PERFORM @extschema@._channel_release(v_channel_id, 1, FALSE, v_now);
+    PERFORM @extschema@._channel_release(v_channel.id, 1, FALSE, v_now);
     -- Like a producer: the message may now be deliverable before the time a
-    -- waiting channel will next be looked at.
-    PERFORM @extschema@._channel_wake(
-        v_channel_id, v_wait_at, GREATEST(v_dequeue_at, v_now)
-    );
-    -- A new time below the channel's floor: the floor goes down to it.
-    PERFORM @extschema@._channel_floor_lower(v_channel_id, v_dequeue_at);
-    IF v_notify AND v_dequeue_at <= v_now THEN
-        PERFORM pg_catalog.pg_notify('lonnymq', v_name);
-    END IF;
+    -- waiting channel will next be looked at, or below its floor.
+    PERFORM @extschema@._channel_arrival(v_channel, v_dequeue_at, v_now);
     RETURN TRUE;
 END;
 $$;

@@ -81,58 +81,37 @@ BEGIN
     -- One DELETE: one primary-key probe per (id, token) pair, the pairs
     -- driving the join.  (Not "m.id = ANY(p_ids)" besides: the planner then
     -- scanned the messages first and rescanned every pair for each of them,
-    -- n x n comparisons.)  Only channels that retain history make it copy
-    -- the rows.
-    IF v_history_ids IS NULL THEN
-        WITH gone AS (
-            DELETE FROM @extschema@.message AS m
-            USING ROWS FROM (
-                pg_catalog.unnest(p_ids), pg_catalog.unnest(p_num_attempts)
-            ) AS t (id, num_attempts)
-            WHERE
-                m.id = t.id
-                AND m.num_attempts = t.num_attempts
-                AND m.is_locked
-            RETURNING m.id, m.channel_id, m.key
+    -- n x n comparisons.)  The rows of channels that retain history are
+    -- copied (none when v_history_ids is NULL).
+    WITH gone AS (
+        DELETE FROM @extschema@.message AS m
+        USING ROWS FROM (
+            pg_catalog.unnest(p_ids), pg_catalog.unnest(p_num_attempts)
+        ) AS t (id, num_attempts)
+        WHERE
+            m.id = t.id
+            AND m.num_attempts = t.num_attempts
+            AND m.is_locked
+        RETURNING m.id, m.channel_id, m.key, m.content, m.state, m.num_attempts, m.created_at
+    ),
+
+    kept AS (
+        INSERT INTO @extschema@.message_history (
+            id, channel, key, content, state, num_attempts, created_at, completed_at
         )
-
         SELECT
-            pg_catalog.array_agg(g.id),
-            pg_catalog.array_agg(g.channel_id),
-            pg_catalog.array_agg(g.key)
-        INTO v_gone_ids, v_gone_channels, v_gone_keys
-        FROM gone AS g;
-    ELSE
-        WITH gone AS (
-            DELETE FROM @extschema@.message AS m
-            USING ROWS FROM (
-                pg_catalog.unnest(p_ids), pg_catalog.unnest(p_num_attempts)
-            ) AS t (id, num_attempts)
-            WHERE
-                m.id = t.id
-                AND m.num_attempts = t.num_attempts
-                AND m.is_locked
-            RETURNING m.id, m.channel_id, m.key, m.content, m.state, m.num_attempts, m.created_at
-        ),
+            g.id, c.name, g.key, g.content, g.state, g.num_attempts, g.created_at, v_now
+        FROM gone AS g
+        INNER JOIN @extschema@.channel AS c ON c.id = g.channel_id
+        WHERE g.channel_id = ANY(v_history_ids)
+    )
 
-        kept AS (
-            INSERT INTO @extschema@.message_history (
-                id, channel, key, content, state, num_attempts, created_at, completed_at
-            )
-            SELECT
-                g.id, c.name, g.key, g.content, g.state, g.num_attempts, g.created_at, v_now
-            FROM gone AS g
-            INNER JOIN @extschema@.channel AS c ON c.id = g.channel_id
-            WHERE g.channel_id = ANY(v_history_ids)
-        )
-
-        SELECT
-            pg_catalog.array_agg(g.id),
-            pg_catalog.array_agg(g.channel_id),
-            pg_catalog.array_agg(g.key)
-        INTO v_gone_ids, v_gone_channels, v_gone_keys
-        FROM gone AS g;
-    END IF;
+    SELECT
+        pg_catalog.array_agg(g.id),
+        pg_catalog.array_agg(g.channel_id),
+        pg_catalog.array_agg(g.key)
+    INTO v_gone_ids, v_gone_channels, v_gone_keys
+    FROM gone AS g;
     IF v_gone_ids IS NULL THEN
         RETURN 0;
     END IF;

@@ -20,36 +20,15 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_now bigint;
-    v_channel_id bigint;
     v_channel @extschema@.channel%ROWTYPE;
     v_dequeue_at bigint;
 BEGIN
     PERFORM @extschema@._check_token(p_id, p_num_attempts);
-    IF pg_catalog.octet_length(p_error) > 1048576 THEN
-        RAISE EXCEPTION 'lonnymq: p_error is % bytes, the limit is 1048576 (1 MiB)',
-            pg_catalog.octet_length(p_error)
-            USING ERRCODE = '54000';
-    END IF;
-    SELECT m.channel_id INTO v_channel_id
-    FROM @extschema@.message AS m
-    WHERE m.id = p_id;
-    IF NOT FOUND THEN
+    PERFORM @extschema@._check_size('p_error', pg_catalog.octet_length(p_error), 1048576);
+    v_channel := @extschema@._channel_of_message(p_id, TRUE);
+    IF v_channel.id IS NULL THEN
         RETURN NULL;
     END IF;
-    SELECT c.* INTO v_channel
-    FROM @extschema@.channel AS c
-    WHERE c.id = v_channel_id;
-    IF v_channel.max_concurrency IS NOT NULL OR v_channel.max_size IS NOT NULL THEN
-        PERFORM 1
-        FROM @extschema@.channel AS c
-        WHERE c.id = v_channel_id
-        FOR NO KEY UPDATE;
-    END IF;
-    PERFORM @extschema@._channel_guard_shared(v_channel.name);
-    -- Fresh after the locks: the policy, and wait_at for the wake-up.
-    SELECT c.* INTO v_channel
-    FROM @extschema@.channel AS c
-    WHERE c.id = v_channel_id;
     v_now := @extschema@._clock_ms();
 
     PERFORM 1
@@ -65,9 +44,9 @@ BEGIN
 
     IF p_num_attempts >= v_channel.max_attempts THEN
         PERFORM @extschema@._message_bury(
-            p_id, v_channel_id, v_channel.name, p_error, v_now, v_channel.dedup_window_ms
+            p_id, v_channel.id, v_channel.name, p_error, v_now, v_channel.dedup_window_ms
         );
-        PERFORM @extschema@._channel_release(v_channel_id, 1, TRUE, v_now);
+        PERFORM @extschema@._channel_release(v_channel.id, 1, TRUE, v_now);
         RETURN 'dead';
     END IF;
 
@@ -78,14 +57,8 @@ BEGIN
         dequeue_at = v_dequeue_at,
         attempt_log = @extschema@._attempt_log_append(m.attempt_log, m.num_attempts, v_now, p_error)
     WHERE m.id = p_id;
-    PERFORM @extschema@._channel_release(v_channel_id, 1, FALSE, v_now);
-    PERFORM @extschema@._channel_wake(v_channel_id, v_channel.wait_at, v_dequeue_at);
-    -- (The clock was read after the guard, so the backoff is above any floor
-    -- that a committed raise set, unless the clock stepped back: checked.)
-    PERFORM @extschema@._channel_floor_lower(v_channel_id, v_dequeue_at);
-    IF v_channel.notify AND v_dequeue_at <= v_now AND NOT v_channel.is_paused THEN
-        PERFORM pg_catalog.pg_notify('lonnymq', v_channel.name);
-    END IF;
+    PERFORM @extschema@._channel_release(v_channel.id, 1, FALSE, v_now);
+    PERFORM @extschema@._channel_arrival(v_channel, v_dequeue_at, v_now);
     RETURN 'retry';
 END;
 $$;

@@ -34,11 +34,7 @@ BEGIN
         RAISE EXCEPTION 'lonnymq: p_content and p_every_ms must not be NULL'
             USING ERRCODE = '22004';
     END IF;
-    IF pg_catalog.octet_length(p_content) > 16777216 THEN
-        RAISE EXCEPTION 'lonnymq: p_content is % bytes, the limit is 16777216 (16 MiB)',
-            pg_catalog.octet_length(p_content)
-            USING ERRCODE = '54000';
-    END IF;
+    PERFORM @extschema@._check_size('p_content', pg_catalog.octet_length(p_content), 16777216);
     IF p_every_ms NOT BETWEEN 1 AND 31536000000 THEN
         RAISE EXCEPTION 'lonnymq: p_every_ms must be between 1 and 31536000000 (365 days), got %',
             p_every_ms

@@ -19,8 +19,7 @@ BEGIN
     v_now := @extschema@._clock_ms();
     -- Every due schedule (up to 10000 a call), one pass: a schedule whose
     -- channel is busy right now is skipped and left for the next call.
-    SELECT r.created INTO v_created
-    FROM @extschema@._schedule_run(v_now, 10000) AS r;
+    v_created := @extschema@._schedule_run(v_now, 10000);
     -- Expired claims, 100 at a time (a nested loop of primary-key probes;
     -- one big DELETE would be planned as a hash join over the whole table).
     FOR v_try IN 1..100 LOOP

@@ -40,3 +40,10 @@ ALTER TABLE @extschema@.channel DROP COLUMN floor_at;
 -- above: _channel_visit holds its row type).
 -- @include sql/src/069_type_channel_visit.sql
 -- @include sql/src/070_type_delivery.sql
+
+-- What a producer owes a channel's consumers (a wake-up, the floor, a
+-- notification) is one function, _channel_arrival.
+DROP FUNCTION @extschema@._channel_wake(bigint, bigint, bigint);
+
+-- _schedule_run returns how many messages it created, nothing else.
+DROP FUNCTION @extschema@._schedule_run(bigint, integer, OUT integer, OUT integer);

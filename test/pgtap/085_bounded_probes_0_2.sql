@@ -32,7 +32,7 @@ SELECT lonnymq.schedule_set('warm', 'warm', 's', 3600000, :t0 - 10);
 SELECT count(*) FROM lonnymq.message_dequeue(1000, 1, 'warm');
 SELECT lonnymq.history_prune(86400000);
 -- A create into a waiting channel (a wake-up): since 0.3.0 only such a
--- create runs _channel_wake, whose plans dead_letter_redrive uses too.
+-- create inserts its wake-up (_channel_arrival, which dead_letter_redrive uses too).
 SELECT lonnymq.message_create('warmwake', 'w');
 SELECT lonnymq.message_complete(d.id, d.num_attempts) FROM lonnymq.message_dequeue(1000, 1, 'warmwake') AS d;
 SELECT count(*) FROM lonnymq.message_dequeue(1000, 1, 'warmwake');

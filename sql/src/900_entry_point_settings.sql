@@ -1,10 +1,12 @@
--- The planner settings of the functions on the hot path, every public
--- message_* function (create, dequeue, settle), set here once rather than
--- in each header; the functions they call run with them too.  Their plans
--- are made once per session and must be right at any size of the tables
--- (doc/README.md, Indexes): generic plans, and no sequential scan, bitmap
--- scan, merge join or (unless a function's header turns it on) hash join,
--- which a plan made while the queue looked empty could choose and keep.
+-- The planner settings of lonnymq's entry points, every SECURITY DEFINER
+-- function (all public ones but grant_access, revoke_access and the inlined
+-- to_epoch), set here once rather than in each header; the internal
+-- functions they call run with them too.  Their plans are made once per
+-- session and must be right at any size of the tables (doc/README.md,
+-- Indexes): generic plans, and no sequential scan, bitmap scan, merge join
+-- or (unless a function's header turns it on) hash join, which a plan made
+-- while a table looked empty could choose and keep.  (Found on a vacuumed
+-- channel_floor, zero pages: dead_letter_redrive walked it sequentially.)
 -- make appends this file to the upgrade script too: CREATE OR REPLACE
 -- FUNCTION clears a function's settings.
 DO $$
@@ -18,7 +20,7 @@ BEGIN
         FROM pg_catalog.pg_proc AS p
         WHERE
             p.pronamespace = '@extschema@'::pg_catalog.regnamespace
-            AND p.proname OPERATOR(pg_catalog.~) '^message_'
+            AND p.prosecdef
     LOOP
         EXECUTE pg_catalog.format(
             'ALTER FUNCTION %s SET plan_cache_mode = force_generic_plan SET enable_seqscan = off '
