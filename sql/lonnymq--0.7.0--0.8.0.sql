@@ -583,17 +583,24 @@ REVOKE ALL ON FUNCTION @extschema@._channel_for_producer(text, bigint) FROM PUBL
 
 -- ---- sql/src/110_function_channel_of_message.sql ----
 -- Internal: the channel of message p_id, for a call that settles the message
--- or returns it to the channel (complete, cancel, defer, fail), with the
--- locks those take, in the order every writer takes them (the message row
--- is the caller's, last):
---   * the channel row, when the channel has limits: max_concurrency counts
---     its locks, max_size its removals (both in the row);
---   * with p_guard, the channel guard shared, as a producer's (the message
---     becomes deliverable again: no consumer may declare the channel empty
---     or waiting while its new time is invisible), and then the row read
---     again, for the limits and wait_at committed meanwhile.
--- NULL (every field): no such message.
-CREATE OR REPLACE FUNCTION @extschema@._channel_of_message(p_id bigint, p_guard boolean)
+-- or returns it to the channel, with the locks that call needs, in the order
+-- every writer takes them (the message row is the caller's, last):
+--   * the channel row, when the call changes a count that the channel keeps:
+--     p_unlocks (the message leaves its lock: num_locked, with
+--     max_concurrency) or p_removes (it may leave the channel: num_removed,
+--     with max_size);
+--   * with p_returns (the message becomes deliverable again), the channel
+--     guard shared, as a producer's (no consumer may declare the channel
+--     empty or waiting while its new time is invisible), and then the row
+--     read again, for the limits and wait_at committed meanwhile.
+-- complete: unlocks, removes; cancel: removes; defer: unlocks, returns;
+-- fail: all three.  NULL (every field): no such message.
+CREATE OR REPLACE FUNCTION @extschema@._channel_of_message(
+    p_id bigint,
+    p_unlocks boolean,
+    p_removes boolean,
+    p_returns boolean
+)
 RETURNS @extschema@.channel
 LANGUAGE plpgsql
 VOLATILE
@@ -604,13 +611,13 @@ BEGIN
     SELECT c.* INTO v_channel
     FROM @extschema@.channel AS c
     WHERE c.id = (SELECT m.channel_id FROM @extschema@.message AS m WHERE m.id = p_id);
-    IF v_channel.max_concurrency IS NOT NULL OR v_channel.max_size IS NOT NULL THEN
+    IF p_unlocks AND v_channel.max_concurrency IS NOT NULL OR p_removes AND v_channel.max_size IS NOT NULL THEN
         PERFORM 1
         FROM @extschema@.channel AS c
         WHERE c.id = v_channel.id
         FOR NO KEY UPDATE;
     END IF;
-    IF p_guard AND v_channel.id IS NOT NULL THEN
+    IF p_returns AND v_channel.id IS NOT NULL THEN
         PERFORM @extschema@._channel_guard_shared(v_channel.name);
         SELECT c.* INTO v_channel
         FROM @extschema@.channel AS c
@@ -620,10 +627,10 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION @extschema@._channel_of_message(bigint, boolean) IS
-'Internal: the channel of a message, its row locked when it has limits and (p_guard) its guard held shared, for complete, cancel, defer and fail.';
+COMMENT ON FUNCTION @extschema@._channel_of_message(bigint, boolean, boolean, boolean) IS
+'Internal: the channel of a message, its row locked when the call changes one of its counts and (p_returns) its guard held shared, for complete, cancel, defer and fail.';
 
-REVOKE ALL ON FUNCTION @extschema@._channel_of_message(bigint, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._channel_of_message(bigint, boolean, boolean, boolean) FROM PUBLIC;
 
 -- ---- sql/src/111_function_channel_arrival.sql ----
 -- Internal: a message was put in a channel (created, deferred, retried after
@@ -2075,8 +2082,8 @@ REVOKE ALL ON FUNCTION @extschema@.message_create_batch(text, bytea[], bigint[],
 -- worker holds it (a locked message is the worker's to complete or fail,
 -- even once its lock has expired).  Its deduplication key is released at
 -- once (a cancelled message was never processed).  Lock order, as
--- everywhere: the channel row (a channel with limits, _channel_of_message),
--- then the message row; a consumer taking the message concurrently wins,
+-- everywhere: the channel row (only for a max_size channel, whose removal
+-- count it updates), then the message row; a consumer taking the message concurrently wins,
 -- and cancel then returns false.
 CREATE OR REPLACE FUNCTION @extschema@.message_cancel(p_id bigint)
 RETURNS boolean
@@ -2093,7 +2100,7 @@ BEGIN
         RAISE EXCEPTION 'lonnymq: p_id must not be NULL'
             USING ERRCODE = '22004';
     END IF;
-    v_channel := @extschema@._channel_of_message(p_id, FALSE);
+    v_channel := @extschema@._channel_of_message(p_id, FALSE, TRUE, FALSE);
     IF v_channel.id IS NULL THEN
         RETURN FALSE;
     END IF;
@@ -2539,7 +2546,7 @@ BEGIN
     IF p_id IS NULL OR p_num_attempts IS NULL THEN
         PERFORM @extschema@._check_token(p_id, p_num_attempts);
     END IF;
-    v_channel := @extschema@._channel_of_message(p_id, FALSE);
+    v_channel := @extschema@._channel_of_message(p_id, TRUE, TRUE, FALSE);
     IF v_channel.id IS NULL THEN
         RETURN FALSE;
     END IF;
@@ -2619,7 +2626,7 @@ BEGIN
     v_now := @extschema@._clock_ms();
     v_dequeue_at := COALESCE(p_dequeue_at, v_now);
 
-    v_channel := @extschema@._channel_of_message(p_id, TRUE);
+    v_channel := @extschema@._channel_of_message(p_id, TRUE, FALSE, TRUE);
     IF v_channel.id IS NULL THEN
         RETURN FALSE;
     END IF;
@@ -2859,7 +2866,7 @@ DECLARE
 BEGIN
     PERFORM @extschema@._check_token(p_id, p_num_attempts);
     PERFORM @extschema@._check_size('p_error', pg_catalog.octet_length(p_error), 1048576);
-    v_channel := @extschema@._channel_of_message(p_id, TRUE);
+    v_channel := @extschema@._channel_of_message(p_id, TRUE, TRUE, TRUE);
     IF v_channel.id IS NULL THEN
         RETURN NULL;
     END IF;
@@ -3035,8 +3042,8 @@ BEGIN
         RAISE EXCEPTION 'lonnymq: p_older_than_ms must be at least 0, got %', p_older_than_ms
             USING ERRCODE = '22023';
     END IF;
-    -- A variable, not the expression: the plan then sees the cutoff and
-    -- walks message_history_completed_ix when little is old enough.
+    -- Through message_history_completed_ix (the entry points' settings): the
+    -- cost is in proportion to the rows deleted, however large the history.
     v_cutoff := @extschema@._clock_ms() - p_older_than_ms;
     DELETE FROM @extschema@.message_history AS h
     WHERE h.completed_at <= v_cutoff;
@@ -3264,37 +3271,47 @@ REVOKE ALL ON FUNCTION @extschema@.tick() FROM PUBLIC;
 
 -- ---- sql/src/900_entry_point_settings.sql ----
 -- The planner settings of lonnymq's entry points, every SECURITY DEFINER
--- function (all public ones but grant_access, revoke_access and the inlined
--- to_epoch), set here once rather than in each header; the internal
--- functions they call run with them too.  Their plans are made once per
--- session and must be right at any size of the tables (doc/README.md,
--- Indexes): generic plans, and no sequential scan, bitmap scan, merge join
--- or (unless a function's header turns it on) hash join, which a plan made
--- while a table looked empty could choose and keep.  (Found on a vacuumed
--- channel_floor, zero pages: dead_letter_redrive walked it sequentially.)
--- make appends this file to the upgrade script too: CREATE OR REPLACE
--- FUNCTION clears a function's settings.
+-- function of the extension (all public ones but grant_access,
+-- revoke_access and the inlined to_epoch), set here once rather than in
+-- each header; the internal functions they call run with them too.  Their
+-- plans are made once per session and must be right at any size of the
+-- tables (doc/README.md, Indexes): generic plans, and no sequential scan,
+-- bitmap scan, merge join or hash join, which a plan made while a table
+-- looked empty could choose and keep (found on a vacuumed channel_floor of
+-- zero pages: dead_letter_redrive walked it sequentially).  A setting that
+-- a function's header makes is kept (message_complete_batch turns hash
+-- joins on).  make appends this file to the upgrade script too: CREATE OR
+-- REPLACE FUNCTION clears a function's settings.
 DO $$
 DECLARE
-    v_function record;
+    v_setting record;
 BEGIN
-    FOR v_function IN
-        SELECT
-            p.oid::pg_catalog.regprocedure AS signature,
-            NOT COALESCE(p.proconfig @> '{enable_hashjoin=on}', FALSE) AS no_hashjoin
+    FOR v_setting IN
+        SELECT p.oid::pg_catalog.regprocedure AS signature, s.name, s.value
         FROM pg_catalog.pg_proc AS p
+        INNER JOIN pg_catalog.pg_depend AS d
+            ON
+                d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND d.objid = p.oid
+                AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass AND d.deptype = 'e'
+        INNER JOIN pg_catalog.pg_extension AS e ON e.oid = d.refobjid AND e.extname = 'lonnymq'
+        CROSS JOIN (
+            VALUES
+            ('plan_cache_mode', 'force_generic_plan'),
+            ('enable_seqscan', 'off'),
+            ('enable_bitmapscan', 'off'),
+            ('enable_mergejoin', 'off'),
+            ('enable_hashjoin', 'off')
+        ) AS s (name, value)
         WHERE
-            p.pronamespace = '@extschema@'::pg_catalog.regnamespace
-            AND p.prosecdef
+            p.prosecdef
+            AND NOT EXISTS (
+                SELECT 1
+                FROM pg_catalog.unnest(p.proconfig) AS c (setting)
+                WHERE pg_catalog.split_part(c.setting, '=', 1) = s.name
+            )
+        ORDER BY p.oid, s.name
     LOOP
-        EXECUTE pg_catalog.format(
-            'ALTER FUNCTION %s SET plan_cache_mode = force_generic_plan SET enable_seqscan = off '
-            'SET enable_bitmapscan = off SET enable_mergejoin = off',
-            v_function.signature
-        );
-        IF v_function.no_hashjoin THEN
-            EXECUTE pg_catalog.format('ALTER FUNCTION %s SET enable_hashjoin = off', v_function.signature);
-        END IF;
+        EXECUTE pg_catalog.format('ALTER FUNCTION %s SET %I = %L', v_setting.signature, v_setting.name, v_setting.value);
     END LOOP;
 END;
 $$;

@@ -3,8 +3,8 @@
 -- worker holds it (a locked message is the worker's to complete or fail,
 -- even once its lock has expired).  Its deduplication key is released at
 -- once (a cancelled message was never processed).  Lock order, as
--- everywhere: the channel row (a channel with limits, _channel_of_message),
--- then the message row; a consumer taking the message concurrently wins,
+-- everywhere: the channel row (only for a max_size channel, whose removal
+-- count it updates), then the message row; a consumer taking the message concurrently wins,
 -- and cancel then returns false.
 CREATE FUNCTION @extschema@.message_cancel(p_id bigint)
 RETURNS boolean
@@ -21,7 +21,7 @@ BEGIN
         RAISE EXCEPTION 'lonnymq: p_id must not be NULL'
             USING ERRCODE = '22004';
     END IF;
-    v_channel := @extschema@._channel_of_message(p_id, FALSE);
+    v_channel := @extschema@._channel_of_message(p_id, FALSE, TRUE, FALSE);
     IF v_channel.id IS NULL THEN
         RETURN FALSE;
     END IF;

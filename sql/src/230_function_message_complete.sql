@@ -27,7 +27,7 @@ BEGIN
     IF p_id IS NULL OR p_num_attempts IS NULL THEN
         PERFORM @extschema@._check_token(p_id, p_num_attempts);
     END IF;
-    v_channel := @extschema@._channel_of_message(p_id, FALSE);
+    v_channel := @extschema@._channel_of_message(p_id, TRUE, TRUE, FALSE);
     IF v_channel.id IS NULL THEN
         RETURN FALSE;
     END IF;

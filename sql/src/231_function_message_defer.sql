@@ -25,7 +25,7 @@ BEGIN
     v_now := @extschema@._clock_ms();
     v_dequeue_at := COALESCE(p_dequeue_at, v_now);
 
-    v_channel := @extschema@._channel_of_message(p_id, TRUE);
+    v_channel := @extschema@._channel_of_message(p_id, TRUE, FALSE, TRUE);
     IF v_channel.id IS NULL THEN
         RETURN FALSE;
     END IF;

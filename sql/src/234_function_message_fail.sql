@@ -25,7 +25,7 @@ DECLARE
 BEGIN
     PERFORM @extschema@._check_token(p_id, p_num_attempts);
     PERFORM @extschema@._check_size('p_error', pg_catalog.octet_length(p_error), 1048576);
-    v_channel := @extschema@._channel_of_message(p_id, TRUE);
+    v_channel := @extschema@._channel_of_message(p_id, TRUE, TRUE, TRUE);
     IF v_channel.id IS NULL THEN
         RETURN NULL;
     END IF;

@@ -20,8 +20,8 @@ BEGIN
         RAISE EXCEPTION 'lonnymq: p_older_than_ms must be at least 0, got %', p_older_than_ms
             USING ERRCODE = '22023';
     END IF;
-    -- A variable, not the expression: the plan then sees the cutoff and
-    -- walks message_history_completed_ix when little is old enough.
+    -- Through message_history_completed_ix (the entry points' settings): the
+    -- cost is in proportion to the rows deleted, however large the history.
     v_cutoff := @extschema@._clock_ms() - p_older_than_ms;
     DELETE FROM @extschema@.message_history AS h
     WHERE h.completed_at <= v_cutoff;

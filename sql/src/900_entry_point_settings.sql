@@ -1,35 +1,45 @@
 -- The planner settings of lonnymq's entry points, every SECURITY DEFINER
--- function (all public ones but grant_access, revoke_access and the inlined
--- to_epoch), set here once rather than in each header; the internal
--- functions they call run with them too.  Their plans are made once per
--- session and must be right at any size of the tables (doc/README.md,
--- Indexes): generic plans, and no sequential scan, bitmap scan, merge join
--- or (unless a function's header turns it on) hash join, which a plan made
--- while a table looked empty could choose and keep.  (Found on a vacuumed
--- channel_floor, zero pages: dead_letter_redrive walked it sequentially.)
--- make appends this file to the upgrade script too: CREATE OR REPLACE
--- FUNCTION clears a function's settings.
+-- function of the extension (all public ones but grant_access,
+-- revoke_access and the inlined to_epoch), set here once rather than in
+-- each header; the internal functions they call run with them too.  Their
+-- plans are made once per session and must be right at any size of the
+-- tables (doc/README.md, Indexes): generic plans, and no sequential scan,
+-- bitmap scan, merge join or hash join, which a plan made while a table
+-- looked empty could choose and keep (found on a vacuumed channel_floor of
+-- zero pages: dead_letter_redrive walked it sequentially).  A setting that
+-- a function's header makes is kept (message_complete_batch turns hash
+-- joins on).  make appends this file to the upgrade script too: CREATE OR
+-- REPLACE FUNCTION clears a function's settings.
 DO $$
 DECLARE
-    v_function record;
+    v_setting record;
 BEGIN
-    FOR v_function IN
-        SELECT
-            p.oid::pg_catalog.regprocedure AS signature,
-            NOT COALESCE(p.proconfig @> '{enable_hashjoin=on}', FALSE) AS no_hashjoin
+    FOR v_setting IN
+        SELECT p.oid::pg_catalog.regprocedure AS signature, s.name, s.value
         FROM pg_catalog.pg_proc AS p
+        INNER JOIN pg_catalog.pg_depend AS d
+            ON
+                d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND d.objid = p.oid
+                AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass AND d.deptype = 'e'
+        INNER JOIN pg_catalog.pg_extension AS e ON e.oid = d.refobjid AND e.extname = 'lonnymq'
+        CROSS JOIN (
+            VALUES
+            ('plan_cache_mode', 'force_generic_plan'),
+            ('enable_seqscan', 'off'),
+            ('enable_bitmapscan', 'off'),
+            ('enable_mergejoin', 'off'),
+            ('enable_hashjoin', 'off')
+        ) AS s (name, value)
         WHERE
-            p.pronamespace = '@extschema@'::pg_catalog.regnamespace
-            AND p.prosecdef
+            p.prosecdef
+            AND NOT EXISTS (
+                SELECT 1
+                FROM pg_catalog.unnest(p.proconfig) AS c (setting)
+                WHERE pg_catalog.split_part(c.setting, '=', 1) = s.name
+            )
+        ORDER BY p.oid, s.name
     LOOP
-        EXECUTE pg_catalog.format(
-            'ALTER FUNCTION %s SET plan_cache_mode = force_generic_plan SET enable_seqscan = off '
-            'SET enable_bitmapscan = off SET enable_mergejoin = off',
-            v_function.signature
-        );
-        IF v_function.no_hashjoin THEN
-            EXECUTE pg_catalog.format('ALTER FUNCTION %s SET enable_hashjoin = off', v_function.signature);
-        END IF;
+        EXECUTE pg_catalog.format('ALTER FUNCTION %s SET %I = %L', v_setting.signature, v_setting.name, v_setting.value);
     END LOOP;
 END;
 $$;
