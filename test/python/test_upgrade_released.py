@@ -17,7 +17,7 @@ import pytest
 from test_upgrade import DEFAULT_VERSION
 from upgrade import schema, scenario
 
-FROM = ("0.2.0", "0.3.0", "0.4.0", "0.5.0", "0.6.0")  # every released version after 0.1.0
+FROM = ("0.2.0", "0.3.0", "0.4.0", "0.5.0", "0.6.0", "0.7.0")  # every released version after 0.1.0
 
 LOAD = """
 SELECT lonnymq.channel_set('retry', p_max_attempts => 2, p_backoff_base_ms => 0, p_retain_history => TRUE,
@@ -51,6 +51,18 @@ def dbs(cluster, request):
                 assert conn.execute("SELECT lonnymq.message_fail(%s, %s, 'boom')", row).fetchone()[0] == "retry"
             locked = rows[3:]
             held = conn.execute("SELECT id, num_attempts FROM lonnymq.message_dequeue(60000, 2, 'limited')").fetchall()
+            if start == "0.7.0":
+                # 0.7.0 marked a message created under REPEATABLE READ in
+                # channel_floor_mark; 0.8.0 moves the marks into channel_floor.
+                conn.execute("SELECT lonnymq.message_create('marked', 'm1')")
+                conn.execute("SELECT count(*) FROM lonnymq.message_dequeue(60000, 1, 'marked')")
+                # A floor raised past the message to come: only the mark lets
+                # a dequeue find it.
+                conn.execute("UPDATE lonnymq.channel SET floor_at = lonnymq.to_epoch(now()) WHERE name = 'marked'")
+                conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+                conn.execute("SELECT lonnymq.message_create('marked', 'urgent', -1000)")
+                conn.execute("COMMIT")
+                assert conn.execute("SELECT count(*) FROM lonnymq.channel_floor_mark").fetchone()[0] >= 1
             before = {
                 "message": conn.execute("SELECT id, channel_id, dequeue_at, is_locked, num_attempts, content, key "
                                         "FROM lonnymq.message ORDER BY id").fetchall(),
@@ -89,10 +101,12 @@ def test_rows_survive_and_the_queue_works_on(dbs):
         # A duplicate of a key the old version stored is still a duplicate.
         existing = conn.execute("SELECT message_id FROM lonnymq.message_key WHERE key = 'key-6'").fetchone()[0]
         assert conn.execute("SELECT lonnymq.message_create('retry', 'again', NULL, 'key-6')").fetchone()[0] == existing
-        # Everything ready is delivered: 20 plain, 2 limited, 2 retried.
+        # Everything ready is delivered: 20 plain, 2 limited, 2 retried (and
+        # from 0.7.0 the message below the floor of a channel with marks).
         got = conn.execute("SELECT channel, count(*) FROM lonnymq.message_dequeue(60000, 100) "
                            "GROUP BY channel ORDER BY channel").fetchall()
-        assert got == [("limited", 2), ("plain", 20), ("retry", 2)], got
+        marked = [("marked", 1)] if dbs["from"] == "0.7.0" else []
+        assert got == [("limited", 2), *marked, ("plain", 20), ("retry", 2)], got
 
 
 def test_schema_is_the_fresh_install_schema(dbs):
