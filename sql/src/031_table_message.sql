@@ -13,7 +13,13 @@
 -- the channel's locks when it gives the channel that limit: every lock of a
 -- channel with max_concurrency is counted.  Locks in other channels are
 -- not, so a dequeue writes two index entries, not three.  Meaningless
--- while the message is not locked.  (The last column: added in 0.6.0.)
+-- while the message is not locked.  (Added in 0.6.0.)
+-- locked_by: the role that took the lock (message_dequeue), the only one
+-- whose complete, defer, fail or heartbeat the lock accepts: the fencing
+-- token is a small guessable number.  A regrole, so that a dump restored
+-- into another cluster names the same role.  NULL on locks taken before
+-- 0.9.0 (any role may settle those); meaningless while the message is not
+-- locked.  (The last column: added in 0.9.0.)
 CREATE TABLE @extschema@.message (
     id bigint NOT NULL DEFAULT pg_catalog.nextval('@extschema@.message_id_seq'),
     channel_id bigint NOT NULL,
@@ -26,6 +32,7 @@ CREATE TABLE @extschema@.message (
     key text,
     attempt_log jsonb,
     is_counted boolean NOT NULL DEFAULT FALSE,
+    locked_by pg_catalog.regrole,
     CONSTRAINT message_pkey PRIMARY KEY (id)
 ) WITH (
     fillfactor = 70,

@@ -48,9 +48,7 @@ BEGIN
         );
         -- In numeric: a schedule stored by 0.7.0 may start anywhere in
         -- bigint, and p_now - next_at overflowed (every dequeue failed).
-        v_missed := LEAST(
-            pg_catalog.div(p_now::numeric - v_schedule.next_at, v_schedule.every_ms), 9223372036854775807
-        );
+        v_missed := LEAST(pg_catalog.div(p_now::numeric - v_schedule.next_at, v_schedule.every_ms), 9223372036854775807);
         v_due := p_now - pg_catalog.mod(p_now::numeric - v_schedule.next_at, v_schedule.every_ms);
         IF @extschema@.message_create(v_schedule.channel, v_schedule.content, v_due) IS NOT NULL THEN
             v_created := v_created + 1;

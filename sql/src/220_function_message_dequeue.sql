@@ -51,6 +51,8 @@ AS $$
 DECLARE
     v_now bigint;
     v_limit integer := COALESCE(p_limit, 1);
+    -- Evaluated once, not once per message taken.
+    v_caller pg_catalog.regrole := @extschema@._caller_role();
     v_remaining integer;
     v_applied boolean := FALSE;
     v_reread boolean;
@@ -306,6 +308,7 @@ BEGIN
                             dequeue_at = v_now + p_lock_ms,
                             is_locked = TRUE,
                             is_counted = v_channel.max_concurrency IS NOT NULL,
+                            locked_by = v_caller,
                             num_attempts = m.num_attempts + 1,
                             attempt_log = CASE
                                 WHEN m.is_locked THEN

@@ -38,6 +38,7 @@ BEGIN
             m.id = p_id
             AND m.num_attempts = p_num_attempts
             AND m.is_locked
+            AND COALESCE(m.locked_by = @extschema@._caller_role(), TRUE)
         RETURNING m.* INTO v_gone;
         IF NOT FOUND THEN
             RETURN FALSE;
@@ -56,6 +57,7 @@ BEGIN
             m.id = p_id
             AND m.num_attempts = p_num_attempts
             AND m.is_locked
+            AND COALESCE(m.locked_by = @extschema@._caller_role(), TRUE)
         RETURNING m.key INTO v_key;
         IF NOT FOUND THEN
             RETURN FALSE;

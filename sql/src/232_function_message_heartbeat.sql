@@ -19,7 +19,8 @@ BEGIN
     WHERE
         m.id = p_id
         AND m.num_attempts = p_num_attempts
-        AND m.is_locked;
+        AND m.is_locked
+        AND COALESCE(m.locked_by = @extschema@._caller_role(), TRUE);
     RETURN FOUND;
 END;
 $$;

@@ -31,6 +31,8 @@ DECLARE
     v_gone_keys text[];
     v_window bigint;
     i integer;
+    -- Evaluated once, not once per pair.
+    v_caller pg_catalog.regrole := @extschema@._caller_role();
 BEGIN
     IF p_ids IS NULL OR p_num_attempts IS NULL THEN
         RAISE EXCEPTION 'lonnymq: p_ids and p_num_attempts must not be NULL'
@@ -92,6 +94,7 @@ BEGIN
             m.id = t.id
             AND m.num_attempts = t.num_attempts
             AND m.is_locked
+            AND COALESCE(m.locked_by = v_caller, TRUE)
         RETURNING m.id, m.channel_id, m.key, m.content, m.state, m.num_attempts, m.created_at
     ),
 

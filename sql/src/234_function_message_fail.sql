@@ -37,6 +37,7 @@ BEGIN
         m.id = p_id
         AND m.num_attempts = p_num_attempts
         AND m.is_locked
+        AND COALESCE(m.locked_by = @extschema@._caller_role(), TRUE)
     FOR UPDATE;
     IF NOT FOUND THEN
         RETURN NULL;
