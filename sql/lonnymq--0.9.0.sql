@@ -38,7 +38,9 @@ SELECT pg_catalog.pg_extension_config_dump('@extschema@.channel_turn_seq', '');
 --
 -- The retry policy (max_attempts, backoff_*), dedup_window_ms, retain_history
 -- and notify are read by message_fail, the producers and message_complete;
--- see channel_set.
+-- see channel_set.  notify_payload (0.9.0): what a notification carries,
+-- 'name', 'id' or 'none' (_channel_notify): PostgreSQL has no access control
+-- on LISTEN, so a channel's name can be kept from every role that connects.
 --
 -- num_locked is maintained only for channels with max_concurrency, and
 -- num_removed only for channels with max_size: an unconstrained channel's row
@@ -68,6 +70,7 @@ CREATE TABLE @extschema@.channel (
     dedup_window_ms bigint NOT NULL DEFAULT 0,
     retain_history boolean NOT NULL DEFAULT FALSE,
     notify boolean NOT NULL DEFAULT FALSE,
+    notify_payload text NOT NULL DEFAULT 'name',
     CONSTRAINT channel_pkey PRIMARY KEY (id),
     CONSTRAINT channel_name_key UNIQUE (name),
     CONSTRAINT channel_name_check CHECK (
@@ -88,6 +91,9 @@ CREATE TABLE @extschema@.channel (
     ),
     CONSTRAINT channel_dedup_window_check CHECK (
         dedup_window_ms BETWEEN 0 AND 31536000000
+    ),
+    CONSTRAINT channel_notify_payload_check CHECK (
+        notify_payload IN ('name', 'id', 'none')
     )
 ) WITH (
     fillfactor = 50,
@@ -1151,7 +1157,7 @@ BEGIN
         VALUES (p_channel.id, p_at, FALSE);
     END IF;
     IF p_channel.notify AND p_at <= p_now AND NOT p_channel.is_paused THEN
-        PERFORM pg_catalog.pg_notify('lonnymq', p_channel.name);
+        PERFORM @extschema@._channel_notify(p_channel);
     END IF;
 END;
 $$;
@@ -1187,6 +1193,34 @@ COMMENT ON FUNCTION @extschema@._channel_floor_last_raise(bigint) IS
 'Internal: the id of a channel''s newest floor raise row (NULL: never raised).';
 
 REVOKE ALL ON FUNCTION @extschema@._channel_floor_last_raise(bigint) FROM PUBLIC;
+
+-- ---- sql/src/111_function_channel_notify.sql ----
+-- Internal: notify the listeners of lonnymq (LISTEN lonnymq) that a message
+-- of p_channel is deliverable, with the payload the channel chose
+-- (channel.notify_payload): its name, its id, or nothing.  PostgreSQL has
+-- no access control on LISTEN: any role that may connect to the database
+-- receives every payload, so a channel whose name is confidential sends its
+-- id or nothing.  Delivered when the caller's transaction commits;
+-- notifications with the same payload in one transaction are folded.
+CREATE FUNCTION @extschema@._channel_notify(p_channel @extschema@.channel)
+RETURNS void
+LANGUAGE sql
+VOLATILE
+AS $$
+    SELECT pg_catalog.pg_notify(
+        'lonnymq',
+        CASE p_channel.notify_payload
+            WHEN 'id' THEN p_channel.id::text
+            WHEN 'none' THEN ''
+            ELSE p_channel.name
+        END
+    )
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_notify(@extschema@.channel) IS
+'Internal: send a channel''s notification, with its name, its id or no payload (channel.notify_payload).';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_notify(@extschema@.channel) FROM PUBLIC;
 
 -- ---- sql/src/112_function_channel_release.sql ----
 -- Internal: p_count locked messages left their locks (completed, deferred,
@@ -1813,7 +1847,7 @@ AS $$
         ('admin', '@extschema@.message_defer(bigint, integer, bigint, bytea)'),
         ('admin', '@extschema@.message_heartbeat(bigint, integer, bigint)'),
         ('admin', '@extschema@.message_fail(bigint, integer, text)'),
-        ('admin', '@extschema@.channel_set(text, integer, integer, bigint, integer, bigint, double precision, bigint, double precision, bigint, boolean, boolean)'),
+        ('admin', '@extschema@.channel_set(text, integer, integer, bigint, integer, bigint, double precision, bigint, double precision, bigint, boolean, boolean, text)'),
         ('admin', '@extschema@.channel_drop(text, boolean)'),
         ('admin', '@extschema@.channel_pause(text)'),
         ('admin', '@extschema@.channel_resume(text)'),
@@ -1961,7 +1995,8 @@ CREATE FUNCTION @extschema@.channel_set(
     p_backoff_jitter double precision DEFAULT 0.1,
     p_dedup_window_ms bigint DEFAULT 0,
     p_retain_history boolean DEFAULT FALSE,
-    p_notify boolean DEFAULT FALSE
+    p_notify boolean DEFAULT FALSE,
+    p_notify_payload text DEFAULT 'name'
 )
 RETURNS void
 LANGUAGE plpgsql
@@ -2011,6 +2046,10 @@ BEGIN
     END IF;
     IF NOT v_factor BETWEEN 1.0 AND 1000.0 THEN
         RAISE EXCEPTION 'lonnymq: p_backoff_factor must be between 1 and 1000, got %', v_factor
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_notify_payload NOT IN ('name', 'id', 'none') THEN
+        RAISE EXCEPTION 'lonnymq: p_notify_payload must be name, id or none, got "%"', p_notify_payload
             USING ERRCODE = '22023';
     END IF;
     IF NOT v_jitter BETWEEN 0.0 AND 1.0 THEN
@@ -2094,6 +2133,7 @@ BEGIN
         dedup_window_ms = v_window,
         retain_history = COALESCE(p_retain_history, FALSE),
         notify = COALESCE(p_notify, FALSE),
+        notify_payload = COALESCE(p_notify_payload, 'name'),
         num_locked = v_locked,
         next_at = v_next,
         turn = CASE
@@ -2107,13 +2147,13 @@ $$;
 
 COMMENT ON FUNCTION @extschema@.channel_set(
     text, integer, integer, bigint, integer, bigint, double precision, bigint, double precision, bigint,
-    boolean, boolean
+    boolean, boolean, text
 ) IS
-'Create a channel or set its whole configuration: max_concurrency (messages locked at once), max_size (messages held), release_interval_ms (minimum gap between deliveries), the retry policy (max_attempts, backoff), dedup_window_ms, retain_history, notify. NULL limits mean unlimited; omitted parameters take their defaults.';
+'Create a channel or set its whole configuration: max_concurrency (messages locked at once), max_size (messages held), release_interval_ms (minimum gap between deliveries), the retry policy (max_attempts, backoff), dedup_window_ms, retain_history, notify and its payload (name, id or none). NULL limits mean unlimited; omitted parameters take their defaults.';
 
 REVOKE ALL ON FUNCTION @extschema@.channel_set(
     text, integer, integer, bigint, integer, bigint, double precision, bigint, double precision, bigint,
-    boolean, boolean
+    boolean, boolean, text
 ) FROM PUBLIC;
 
 -- ---- sql/src/201_function_channel_drop.sql ----
@@ -2250,7 +2290,7 @@ BEGIN
         wait_at = NULL
     WHERE c.id = v_channel.id;
     IF v_channel.notify THEN
-        PERFORM pg_catalog.pg_notify('lonnymq', p_channel);
+        PERFORM @extschema@._channel_notify(v_channel);
     END IF;
     RETURN TRUE;
 END;

@@ -56,7 +56,7 @@ BEGIN
         VALUES (p_channel.id, p_at, FALSE);
     END IF;
     IF p_channel.notify AND p_at <= p_now AND NOT p_channel.is_paused THEN
-        PERFORM pg_catalog.pg_notify('lonnymq', p_channel.name);
+        PERFORM @extschema@._channel_notify(p_channel);
     END IF;
 END;
 $$;

@@ -25,7 +25,8 @@ CREATE FUNCTION @extschema@.channel_set(
     p_backoff_jitter double precision DEFAULT 0.1,
     p_dedup_window_ms bigint DEFAULT 0,
     p_retain_history boolean DEFAULT FALSE,
-    p_notify boolean DEFAULT FALSE
+    p_notify boolean DEFAULT FALSE,
+    p_notify_payload text DEFAULT 'name'
 )
 RETURNS void
 LANGUAGE plpgsql
@@ -75,6 +76,10 @@ BEGIN
     END IF;
     IF NOT v_factor BETWEEN 1.0 AND 1000.0 THEN
         RAISE EXCEPTION 'lonnymq: p_backoff_factor must be between 1 and 1000, got %', v_factor
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_notify_payload NOT IN ('name', 'id', 'none') THEN
+        RAISE EXCEPTION 'lonnymq: p_notify_payload must be name, id or none, got "%"', p_notify_payload
             USING ERRCODE = '22023';
     END IF;
     IF NOT v_jitter BETWEEN 0.0 AND 1.0 THEN
@@ -158,6 +163,7 @@ BEGIN
         dedup_window_ms = v_window,
         retain_history = COALESCE(p_retain_history, FALSE),
         notify = COALESCE(p_notify, FALSE),
+        notify_payload = COALESCE(p_notify_payload, 'name'),
         num_locked = v_locked,
         next_at = v_next,
         turn = CASE
@@ -171,11 +177,11 @@ $$;
 
 COMMENT ON FUNCTION @extschema@.channel_set(
     text, integer, integer, bigint, integer, bigint, double precision, bigint, double precision, bigint,
-    boolean, boolean
+    boolean, boolean, text
 ) IS
-'Create a channel or set its whole configuration: max_concurrency (messages locked at once), max_size (messages held), release_interval_ms (minimum gap between deliveries), the retry policy (max_attempts, backoff), dedup_window_ms, retain_history, notify. NULL limits mean unlimited; omitted parameters take their defaults.';
+'Create a channel or set its whole configuration: max_concurrency (messages locked at once), max_size (messages held), release_interval_ms (minimum gap between deliveries), the retry policy (max_attempts, backoff), dedup_window_ms, retain_history, notify and its payload (name, id or none). NULL limits mean unlimited; omitted parameters take their defaults.';
 
 REVOKE ALL ON FUNCTION @extschema@.channel_set(
     text, integer, integer, bigint, integer, bigint, double precision, bigint, double precision, bigint,
-    boolean, boolean
+    boolean, boolean, text
 ) FROM PUBLIC;

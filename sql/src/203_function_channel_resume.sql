@@ -30,7 +30,7 @@ BEGIN
         wait_at = NULL
     WHERE c.id = v_channel.id;
     IF v_channel.notify THEN
-        PERFORM pg_catalog.pg_notify('lonnymq', p_channel);
+        PERFORM @extschema@._channel_notify(v_channel);
     END IF;
     RETURN TRUE;
 END;

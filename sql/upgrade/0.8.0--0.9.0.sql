@@ -7,3 +7,14 @@
 -- message.locked_by: the role holding the message's lock.  NULL for the
 -- locks taken before the update: any role may settle those, as in 0.8.0.
 ALTER TABLE @extschema@.message ADD COLUMN locked_by pg_catalog.regrole;
+
+-- channel.notify_payload: what a channel's notifications carry (its name, as
+-- before, its id, or nothing); channel_set gets p_notify_payload.
+ALTER TABLE @extschema@.channel ADD COLUMN notify_payload text NOT NULL DEFAULT 'name';
+ALTER TABLE @extschema@.channel ADD CONSTRAINT channel_notify_payload_check CHECK (
+    notify_payload IN ('name', 'id', 'none')
+);
+DROP FUNCTION @extschema@.channel_set(
+    text, integer, integer, bigint, integer, bigint, double precision, bigint, double precision, bigint,
+    boolean, boolean
+);

@@ -150,6 +150,10 @@ INSERT INTO bad VALUES
     ($$ SELECT lonnymq.channel_set('lim', p_dedup_window_ms => -1) $$, 'error 22023'),
     ($$ SELECT lonnymq.channel_set('lim', p_dedup_window_ms => 31536000001) $$, 'error 22023'),
     ($$ SELECT lonnymq.channel_set('new-channel', p_max_attempts => 0) $$, 'error 22023'),
+    -- channel_set: the notification payload (0.9.0)
+    ($$ SELECT lonnymq.channel_set('lim', p_notify => TRUE, p_notify_payload => 'secret') $$, 'error 22023'),
+    ($$ SELECT lonnymq.channel_set('lim', p_notify_payload => '') $$, 'error 22023'),
+    ($$ SELECT lonnymq.channel_set('new-channel', p_notify_payload => 'ID') $$, 'error 22023'),
     ($$ SELECT lonnymq.channel_set(NULL, p_max_attempts => 3) $$, 'error 22004');
 
 SELECT plan((SELECT count(*)::integer FROM bad) + 4);

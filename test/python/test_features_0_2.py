@@ -239,6 +239,31 @@ def test_notifications_one_per_transaction_and_channel(db):
     assert list(listener.notifies(timeout=0.5)) == []
 
 
+def test_notification_payload_can_hide_the_channel_name(db):
+    """0.9.0: PostgreSQL has no access control on LISTEN, so a role with no
+    grants receives every payload; a channel may send its id or nothing
+    instead of its name, on create, defer and resume alike."""
+    admin = db.connect()
+    admin.execute("SELECT lonnymq.channel_set('secret-customer-acme', p_notify => true, p_notify_payload => 'id')")
+    admin.execute("SELECT lonnymq.channel_set('secret-customer-globex', p_notify => true, p_notify_payload => 'none')")
+    admin.execute("SELECT lonnymq.channel_set('public-news', p_notify => true)")
+    acme_id = admin.execute("SELECT id FROM lonnymq.channel WHERE name = 'secret-customer-acme'").fetchone()[0]
+    listener = db.connect()
+    listener.execute("LISTEN lonnymq")
+    for channel in ("secret-customer-acme", "secret-customer-globex", "public-news"):
+        admin.execute("SELECT lonnymq.message_create(%s, 'x')", (channel,))
+    got = sorted(n.payload for n in listener.notifies(timeout=1.0, stop_after=3))
+    assert got == sorted([str(acme_id), "", "public-news"])
+    mid, token = admin.execute(
+        "SELECT id, num_attempts FROM lonnymq.message_dequeue(60000, 1, 'secret-customer-acme')").fetchone()
+    admin.execute("SELECT lonnymq.message_defer(%s, %s)", (mid, token))
+    admin.execute("SELECT lonnymq.channel_pause('secret-customer-globex')")
+    admin.execute("SELECT lonnymq.channel_resume('secret-customer-globex')")
+    got = sorted(n.payload for n in listener.notifies(timeout=1.0, stop_after=2))
+    assert got == sorted([str(acme_id), ""])
+    assert not any("secret" in n.payload for n in listener.notifies(timeout=0.3))
+
+
 # ------------------------------------------------------------ batches with limits
 
 @pytest.mark.parametrize("kind", ["max_concurrency", "max_size"])
