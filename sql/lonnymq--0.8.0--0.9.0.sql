@@ -10,16 +10,28 @@
 -- locks taken before the update: any role may settle those, as in 0.8.0.
 ALTER TABLE @extschema@.message ADD COLUMN locked_by pg_catalog.regrole;
 
--- channel.notify_payload: what a channel's notifications carry (its name, as
--- before, its id, or nothing); channel_set gets p_notify_payload.
-ALTER TABLE @extschema@.channel ADD COLUMN notify_payload text NOT NULL DEFAULT 'name';
-ALTER TABLE @extschema@.channel ADD CONSTRAINT channel_notify_payload_check CHECK (
-    notify_payload IN ('name', 'id', 'none')
-);
+-- channel.notify_payload: what a channel's notifications carry (NULL: its
+-- name, as before); channel_set gets p_notify_payload.
+ALTER TABLE @extschema@.channel ADD COLUMN notify_payload text;
 DROP FUNCTION @extschema@.channel_set(
     text, integer, integer, bigint, integer, bigint, double precision, bigint, double precision, bigint,
     boolean, boolean
 );
+
+-- message.num_failures: failed deliveries (message_fail, expired locks),
+-- which max_attempts counts from 0.9.0 on, not deliveries (a defer is not a
+-- failure).  Each failure since 0.2.0 left an entry in attempt_log; a
+-- redriven message kept the entries of its earlier life, so they are
+-- counted only up to its deliveries since (less the current one of a
+-- locked message, which has not failed yet).  What a fresh install would
+-- hold for the same history (test/python/test_upgrade.py).
+ALTER TABLE @extschema@.message ADD COLUMN num_failures integer NOT NULL DEFAULT 0;
+UPDATE @extschema@.message AS m
+SET num_failures = LEAST(
+    pg_catalog.jsonb_array_length(m.attempt_log), m.num_attempts - CASE WHEN m.is_locked THEN 1 ELSE 0 END
+)
+WHERE m.attempt_log IS NOT NULL;
+DROP FUNCTION @extschema@._message_head(bigint, bigint, bigint, integer, boolean);
 
 -- ---- every function, as a fresh install defines it ----
 
@@ -564,7 +576,8 @@ REVOKE ALL ON FUNCTION @extschema@._channel_of_message(bigint, boolean, boolean,
 --     where the read is exact).  Older messages lower the floor whatever it
 --     was.
 --   * a notification, for a channel with notify that is not paused, when
---     the message is deliverable now.
+--     the message is deliverable now: its name, or the payload it chose
+--     (channel.notify_payload).
 CREATE OR REPLACE FUNCTION @extschema@._channel_arrival(
     p_channel @extschema@.channel,
     p_at bigint,
@@ -598,7 +611,7 @@ BEGIN
         VALUES (p_channel.id, p_at, FALSE);
     END IF;
     IF p_channel.notify AND p_at <= p_now AND NOT p_channel.is_paused THEN
-        PERFORM @extschema@._channel_notify(p_channel);
+        PERFORM pg_catalog.pg_notify('lonnymq', COALESCE(p_channel.notify_payload, p_channel.name));
     END IF;
 END;
 $$;
@@ -634,34 +647,6 @@ COMMENT ON FUNCTION @extschema@._channel_floor_last_raise(bigint) IS
 'Internal: the id of a channel''s newest floor raise row (NULL: never raised).';
 
 REVOKE ALL ON FUNCTION @extschema@._channel_floor_last_raise(bigint) FROM PUBLIC;
-
--- ---- sql/src/111_function_channel_notify.sql ----
--- Internal: notify the listeners of lonnymq (LISTEN lonnymq) that a message
--- of p_channel is deliverable, with the payload the channel chose
--- (channel.notify_payload): its name, its id, or nothing.  PostgreSQL has
--- no access control on LISTEN: any role that may connect to the database
--- receives every payload, so a channel whose name is confidential sends its
--- id or nothing.  Delivered when the caller's transaction commits;
--- notifications with the same payload in one transaction are folded.
-CREATE OR REPLACE FUNCTION @extschema@._channel_notify(p_channel @extschema@.channel)
-RETURNS void
-LANGUAGE sql
-VOLATILE
-AS $$
-    SELECT pg_catalog.pg_notify(
-        'lonnymq',
-        CASE p_channel.notify_payload
-            WHEN 'id' THEN p_channel.id::text
-            WHEN 'none' THEN ''
-            ELSE p_channel.name
-        END
-    )
-$$;
-
-COMMENT ON FUNCTION @extschema@._channel_notify(@extschema@.channel) IS
-'Internal: send a channel''s notification, with its name, its id or no payload (channel.notify_payload).';
-
-REVOKE ALL ON FUNCTION @extschema@._channel_notify(@extschema@.channel) FROM PUBLIC;
 
 -- ---- sql/src/112_function_channel_release.sql ----
 -- Internal: p_count locked messages left their locks (completed, deferred,
@@ -948,7 +933,7 @@ CREATE OR REPLACE FUNCTION @extschema@._message_head(
     p_count integer,
     p_expired_only boolean
 )
-RETURNS TABLE (id bigint, dequeue_at bigint, is_locked boolean, num_attempts integer)
+RETURNS TABLE (id bigint, dequeue_at bigint, is_locked boolean, num_failures integer)
 LANGUAGE plpgsql
 VOLATILE
 AS $$
@@ -956,7 +941,7 @@ AS $$
 BEGIN
     IF p_expired_only THEN
         RETURN QUERY
-        SELECT m.id, m.dequeue_at, m.is_locked, m.num_attempts
+        SELECT m.id, m.dequeue_at, m.is_locked, m.num_failures
         FROM @extschema@.message AS m
         WHERE
             m.channel_id = p_channel_id
@@ -966,7 +951,7 @@ BEGIN
         FOR UPDATE SKIP LOCKED;
     ELSE
         RETURN QUERY
-        SELECT q.id, q.dequeue_at, q.is_locked, q.num_attempts
+        SELECT q.id, q.dequeue_at, q.is_locked, q.num_failures
         FROM @extschema@.message AS q
         WHERE q.channel_id = p_channel_id AND q.dequeue_at BETWEEN p_from AND p_now
         ORDER BY q.dequeue_at, q.id
@@ -1143,8 +1128,8 @@ COMMENT ON FUNCTION @extschema@._message_bury(bigint, bigint, text, text, bigint
 REVOKE ALL ON FUNCTION @extschema@._message_bury(bigint, bigint, text, text, bigint, bigint) FROM PUBLIC;
 
 -- ---- sql/src/118_function_backoff_ms.sql ----
--- Internal: the retry delay after failed attempt p_attempt (1 = the first
--- delivery failed): min(backoff_max_ms, backoff_base_ms *
+-- Internal: the retry delay after the message's p_attempt-th failure (1 =
+-- its first failed delivery; defers do not count): min(backoff_max_ms, backoff_base_ms *
 -- backoff_factor ^ (p_attempt - 1)), less a random part of up to
 -- backoff_jitter of it, so retries of one burst spread out and never exceed
 -- the cap.  Computed in logarithms so that no attempt count overflows.
@@ -1574,7 +1559,7 @@ BEGIN
         dedup_window_ms = v_window,
         retain_history = COALESCE(p_retain_history, FALSE),
         notify = COALESCE(p_notify, FALSE),
-        notify_payload = COALESCE(p_notify_payload, 'name'),
+        notify_payload = CASE p_notify_payload WHEN 'id' THEN c.id::text WHEN 'none' THEN '' END,
         num_locked = v_locked,
         next_at = v_next,
         turn = CASE
@@ -1731,7 +1716,7 @@ BEGIN
         wait_at = NULL
     WHERE c.id = v_channel.id;
     IF v_channel.notify THEN
-        PERFORM @extschema@._channel_notify(v_channel);
+        PERFORM pg_catalog.pg_notify('lonnymq', COALESCE(v_channel.notify_payload, p_channel));
     END IF;
     RETURN TRUE;
 END;
@@ -1786,9 +1771,7 @@ BEGIN
     IF pg_catalog.octet_length(p_content) > 16777216 THEN
         PERFORM @extschema@._check_size('p_content', pg_catalog.octet_length(p_content), 16777216);
     END IF;
-    IF p_key IS NOT NULL THEN
-        PERFORM @extschema@._check_key(p_key);
-    END IF;
+    PERFORM @extschema@._check_key(p_key);
 
     v_now := @extschema@._clock_ms();
     -- The default is the transaction's start, so that messages created in one
@@ -2354,9 +2337,10 @@ BEGIN
                 -- order, SKIP LOCKED, from its floor (at max_concurrency only
                 -- its expired locks: _message_head), locked for p_lock_ms,
                 -- appended to the output.
-                -- An expired lock that used up max_attempts is not taken but
-                -- goes to the dead letters, and is replaced (each freed a
-                -- place): at most v_limit + 16 buried per channel.
+                -- An expired lock that is the message's max_attempts-th
+                -- failure is not taken but goes to the dead letters, and is
+                -- replaced (each freed a place): at most v_limit + 16 buried
+                -- per channel.
                 v_channel := v_visit.channel;
                 v_visit.floor_at := @extschema@._channel_scan_from(v_channel.id);
                 v_expired_only := COALESCE(v_channel.num_locked >= v_channel.max_concurrency, FALSE);
@@ -2377,6 +2361,8 @@ BEGIN
                             is_counted = v_channel.max_concurrency IS NOT NULL,
                             locked_by = v_caller,
                             num_attempts = m.num_attempts + 1,
+                            -- An expired lock was a failed delivery.
+                            num_failures = m.num_failures + CASE WHEN m.is_locked THEN 1 ELSE 0 END,
                             attempt_log = CASE
                                 WHEN m.is_locked THEN
                                     @extschema@._attempt_log_append(m.attempt_log, m.num_attempts, v_now, 'lock expired')
@@ -2385,7 +2371,7 @@ BEGIN
                         FROM head AS h
                         WHERE
                             m.id = h.id
-                            AND NOT (h.is_locked AND h.num_attempts >= v_channel.max_attempts) IS TRUE
+                            AND NOT (h.is_locked AND h.num_failures + 1 >= v_channel.max_attempts) IS TRUE
                         RETURNING m.id, m.content, m.state, m.num_attempts, h.dequeue_at AS old_at, h.is_locked AS old_locked
                     )
 
@@ -2399,7 +2385,7 @@ BEGIN
                         ARRAY(
                             SELECT h.id
                             FROM head AS h
-                            WHERE h.is_locked AND h.num_attempts >= v_channel.max_attempts
+                            WHERE h.is_locked AND h.num_failures + 1 >= v_channel.max_attempts
                         )
                     INTO v_pass, v_new, v_min_at, v_out, v_dead_ids
                     FROM taken AS t;
@@ -2790,8 +2776,9 @@ REVOKE ALL ON FUNCTION @extschema@.message_complete_batch(bigint[], integer[]) F
 -- ---- sql/src/234_function_message_fail.sql ----
 -- Report a failed attempt of a locked message and apply its channel's retry
 -- policy: 'retry' (unlocked and scheduled again after the backoff,
--- _backoff_ms) while it has had fewer than max_attempts deliveries, else
--- 'dead' (moved to dead_letter with p_error and its attempt log).  Returns
+-- _backoff_ms) while this is not its max_attempts-th failure (failed
+-- deliveries: fail calls and expired locks, not defers: message.num_failures),
+-- else 'dead' (moved to dead_letter with p_error and its attempt log).  Returns
 -- NULL, changing nothing, for a stale token or a message that is not
 -- locked.  Every failure is logged in the message's attempt_log.  Lock
 -- order, as everywhere: the channel row (a limited channel's counters), the
@@ -2812,6 +2799,7 @@ DECLARE
     v_now bigint;
     v_channel @extschema@.channel%ROWTYPE;
     v_dequeue_at bigint;
+    v_failures integer;
 BEGIN
     PERFORM @extschema@._check_token(p_id, p_num_attempts);
     PERFORM @extschema@._check_size('p_error', pg_catalog.octet_length(p_error), 1048576);
@@ -2821,7 +2809,8 @@ BEGIN
     END IF;
     v_now := @extschema@._clock_ms();
 
-    PERFORM 1
+    -- This failure is the message's v_failures-th (defers do not count).
+    SELECT m.num_failures + 1 INTO v_failures
     FROM @extschema@.message AS m
     WHERE
         m.id = p_id
@@ -2833,7 +2822,7 @@ BEGIN
         RETURN NULL;
     END IF;
 
-    IF p_num_attempts >= v_channel.max_attempts THEN
+    IF v_failures >= v_channel.max_attempts THEN
         PERFORM @extschema@._message_bury(
             p_id, v_channel.id, v_channel.name, p_error, v_now, v_channel.dedup_window_ms
         );
@@ -2841,11 +2830,12 @@ BEGIN
         RETURN 'dead';
     END IF;
 
-    v_dequeue_at := v_now + @extschema@._backoff_ms(v_channel, p_num_attempts);
+    v_dequeue_at := v_now + @extschema@._backoff_ms(v_channel, v_failures);
     UPDATE @extschema@.message AS m
     SET
         is_locked = FALSE,
         dequeue_at = v_dequeue_at,
+        num_failures = v_failures,
         attempt_log = @extschema@._attempt_log_append(m.attempt_log, m.num_attempts, v_now, p_error)
     WHERE m.id = p_id;
     PERFORM @extschema@._channel_release(v_channel.id, 1, FALSE, v_now);

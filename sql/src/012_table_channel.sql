@@ -19,9 +19,10 @@
 --
 -- The retry policy (max_attempts, backoff_*), dedup_window_ms, retain_history
 -- and notify are read by message_fail, the producers and message_complete;
--- see channel_set.  notify_payload (0.9.0): what a notification carries,
--- 'name', 'id' or 'none' (_channel_notify): PostgreSQL has no access control
--- on LISTEN, so a channel's name can be kept from every role that connects.
+-- see channel_set.  notify_payload (0.9.0): what the channel's
+-- notifications carry, NULL meaning its name; channel_set stores its id or
+-- '' there when asked to: PostgreSQL has no access control on LISTEN, so a
+-- channel's name can be kept from every role that connects.
 --
 -- num_locked is maintained only for channels with max_concurrency, and
 -- num_removed only for channels with max_size: an unconstrained channel's row
@@ -51,7 +52,7 @@ CREATE TABLE @extschema@.channel (
     dedup_window_ms bigint NOT NULL DEFAULT 0,
     retain_history boolean NOT NULL DEFAULT FALSE,
     notify boolean NOT NULL DEFAULT FALSE,
-    notify_payload text NOT NULL DEFAULT 'name',
+    notify_payload text,
     CONSTRAINT channel_pkey PRIMARY KEY (id),
     CONSTRAINT channel_name_key UNIQUE (name),
     CONSTRAINT channel_name_check CHECK (
@@ -72,9 +73,6 @@ CREATE TABLE @extschema@.channel (
     ),
     CONSTRAINT channel_dedup_window_check CHECK (
         dedup_window_ms BETWEEN 0 AND 31536000000
-    ),
-    CONSTRAINT channel_notify_payload_check CHECK (
-        notify_payload IN ('name', 'id', 'none')
     )
 ) WITH (
     fillfactor = 50,

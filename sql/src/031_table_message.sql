@@ -19,7 +19,13 @@
 -- token is a small guessable number.  A regrole, so that a dump restored
 -- into another cluster names the same role.  NULL on locks taken before
 -- 0.9.0 (any role may settle those); meaningless while the message is not
--- locked.  (The last column: added in 0.9.0.)
+-- locked.  (Added in 0.9.0.)
+-- num_failures: the message's failed deliveries since it was created or
+-- redriven: message_fail, and locks that expired.  max_attempts counts
+-- these, not deliveries: a defer is the worker's choice of a later time
+-- (a step of a long job, a dependency not ready), not a failure, so a
+-- message deferred any number of times keeps its retries.  (The last
+-- column: added in 0.9.0.)
 CREATE TABLE @extschema@.message (
     id bigint NOT NULL DEFAULT pg_catalog.nextval('@extschema@.message_id_seq'),
     channel_id bigint NOT NULL,
@@ -33,6 +39,7 @@ CREATE TABLE @extschema@.message (
     attempt_log jsonb,
     is_counted boolean NOT NULL DEFAULT FALSE,
     locked_by pg_catalog.regrole,
+    num_failures integer NOT NULL DEFAULT 0,
     CONSTRAINT message_pkey PRIMARY KEY (id)
 ) WITH (
     fillfactor = 70,

@@ -22,7 +22,8 @@
 --     where the read is exact).  Older messages lower the floor whatever it
 --     was.
 --   * a notification, for a channel with notify that is not paused, when
---     the message is deliverable now.
+--     the message is deliverable now: its name, or the payload it chose
+--     (channel.notify_payload).
 CREATE FUNCTION @extschema@._channel_arrival(
     p_channel @extschema@.channel,
     p_at bigint,
@@ -56,7 +57,7 @@ BEGIN
         VALUES (p_channel.id, p_at, FALSE);
     END IF;
     IF p_channel.notify AND p_at <= p_now AND NOT p_channel.is_paused THEN
-        PERFORM @extschema@._channel_notify(p_channel);
+        PERFORM pg_catalog.pg_notify('lonnymq', COALESCE(p_channel.notify_payload, p_channel.name));
     END IF;
 END;
 $$;

@@ -14,7 +14,7 @@ CREATE FUNCTION @extschema@._message_head(
     p_count integer,
     p_expired_only boolean
 )
-RETURNS TABLE (id bigint, dequeue_at bigint, is_locked boolean, num_attempts integer)
+RETURNS TABLE (id bigint, dequeue_at bigint, is_locked boolean, num_failures integer)
 LANGUAGE plpgsql
 VOLATILE
 AS $$
@@ -22,7 +22,7 @@ AS $$
 BEGIN
     IF p_expired_only THEN
         RETURN QUERY
-        SELECT m.id, m.dequeue_at, m.is_locked, m.num_attempts
+        SELECT m.id, m.dequeue_at, m.is_locked, m.num_failures
         FROM @extschema@.message AS m
         WHERE
             m.channel_id = p_channel_id
@@ -32,7 +32,7 @@ BEGIN
         FOR UPDATE SKIP LOCKED;
     ELSE
         RETURN QUERY
-        SELECT q.id, q.dequeue_at, q.is_locked, q.num_attempts
+        SELECT q.id, q.dequeue_at, q.is_locked, q.num_failures
         FROM @extschema@.message AS q
         WHERE q.channel_id = p_channel_id AND q.dequeue_at BETWEEN p_from AND p_now
         ORDER BY q.dequeue_at, q.id

@@ -1,5 +1,5 @@
--- Internal: the retry delay after failed attempt p_attempt (1 = the first
--- delivery failed): min(backoff_max_ms, backoff_base_ms *
+-- Internal: the retry delay after the message's p_attempt-th failure (1 =
+-- its first failed delivery; defers do not count): min(backoff_max_ms, backoff_base_ms *
 -- backoff_factor ^ (p_attempt - 1)), less a random part of up to
 -- backoff_jitter of it, so retries of one burst spread out and never exceed
 -- the cap.  Computed in logarithms so that no attempt count overflows.

@@ -163,7 +163,7 @@ BEGIN
         dedup_window_ms = v_window,
         retain_history = COALESCE(p_retain_history, FALSE),
         notify = COALESCE(p_notify, FALSE),
-        notify_payload = COALESCE(p_notify_payload, 'name'),
+        notify_payload = CASE p_notify_payload WHEN 'id' THEN c.id::text WHEN 'none' THEN '' END,
         num_locked = v_locked,
         next_at = v_next,
         turn = CASE

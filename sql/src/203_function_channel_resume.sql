@@ -30,7 +30,7 @@ BEGIN
         wait_at = NULL
     WHERE c.id = v_channel.id;
     IF v_channel.notify THEN
-        PERFORM @extschema@._channel_notify(v_channel);
+        PERFORM pg_catalog.pg_notify('lonnymq', COALESCE(v_channel.notify_payload, p_channel));
     END IF;
     RETURN TRUE;
 END;

@@ -41,9 +41,7 @@ BEGIN
     IF pg_catalog.octet_length(p_content) > 16777216 THEN
         PERFORM @extschema@._check_size('p_content', pg_catalog.octet_length(p_content), 16777216);
     END IF;
-    IF p_key IS NOT NULL THEN
-        PERFORM @extschema@._check_key(p_key);
-    END IF;
+    PERFORM @extschema@._check_key(p_key);
 
     v_now := @extschema@._clock_ms();
     -- The default is the transaction's start, so that messages created in one

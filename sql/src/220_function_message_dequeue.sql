@@ -287,9 +287,10 @@ BEGIN
                 -- order, SKIP LOCKED, from its floor (at max_concurrency only
                 -- its expired locks: _message_head), locked for p_lock_ms,
                 -- appended to the output.
-                -- An expired lock that used up max_attempts is not taken but
-                -- goes to the dead letters, and is replaced (each freed a
-                -- place): at most v_limit + 16 buried per channel.
+                -- An expired lock that is the message's max_attempts-th
+                -- failure is not taken but goes to the dead letters, and is
+                -- replaced (each freed a place): at most v_limit + 16 buried
+                -- per channel.
                 v_channel := v_visit.channel;
                 v_visit.floor_at := @extschema@._channel_scan_from(v_channel.id);
                 v_expired_only := COALESCE(v_channel.num_locked >= v_channel.max_concurrency, FALSE);
@@ -310,6 +311,8 @@ BEGIN
                             is_counted = v_channel.max_concurrency IS NOT NULL,
                             locked_by = v_caller,
                             num_attempts = m.num_attempts + 1,
+                            -- An expired lock was a failed delivery.
+                            num_failures = m.num_failures + CASE WHEN m.is_locked THEN 1 ELSE 0 END,
                             attempt_log = CASE
                                 WHEN m.is_locked THEN
                                     @extschema@._attempt_log_append(m.attempt_log, m.num_attempts, v_now, 'lock expired')
@@ -318,7 +321,7 @@ BEGIN
                         FROM head AS h
                         WHERE
                             m.id = h.id
-                            AND NOT (h.is_locked AND h.num_attempts >= v_channel.max_attempts) IS TRUE
+                            AND NOT (h.is_locked AND h.num_failures + 1 >= v_channel.max_attempts) IS TRUE
                         RETURNING m.id, m.content, m.state, m.num_attempts, h.dequeue_at AS old_at, h.is_locked AS old_locked
                     )
 
@@ -332,7 +335,7 @@ BEGIN
                         ARRAY(
                             SELECT h.id
                             FROM head AS h
-                            WHERE h.is_locked AND h.num_attempts >= v_channel.max_attempts
+                            WHERE h.is_locked AND h.num_failures + 1 >= v_channel.max_attempts
                         )
                     INTO v_pass, v_new, v_min_at, v_out, v_dead_ids
                     FROM taken AS t;

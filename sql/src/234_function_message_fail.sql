@@ -1,7 +1,8 @@
 -- Report a failed attempt of a locked message and apply its channel's retry
 -- policy: 'retry' (unlocked and scheduled again after the backoff,
--- _backoff_ms) while it has had fewer than max_attempts deliveries, else
--- 'dead' (moved to dead_letter with p_error and its attempt log).  Returns
+-- _backoff_ms) while this is not its max_attempts-th failure (failed
+-- deliveries: fail calls and expired locks, not defers: message.num_failures),
+-- else 'dead' (moved to dead_letter with p_error and its attempt log).  Returns
 -- NULL, changing nothing, for a stale token or a message that is not
 -- locked.  Every failure is logged in the message's attempt_log.  Lock
 -- order, as everywhere: the channel row (a limited channel's counters), the
@@ -22,6 +23,7 @@ DECLARE
     v_now bigint;
     v_channel @extschema@.channel%ROWTYPE;
     v_dequeue_at bigint;
+    v_failures integer;
 BEGIN
     PERFORM @extschema@._check_token(p_id, p_num_attempts);
     PERFORM @extschema@._check_size('p_error', pg_catalog.octet_length(p_error), 1048576);
@@ -31,7 +33,8 @@ BEGIN
     END IF;
     v_now := @extschema@._clock_ms();
 
-    PERFORM 1
+    -- This failure is the message's v_failures-th (defers do not count).
+    SELECT m.num_failures + 1 INTO v_failures
     FROM @extschema@.message AS m
     WHERE
         m.id = p_id
@@ -43,7 +46,7 @@ BEGIN
         RETURN NULL;
     END IF;
 
-    IF p_num_attempts >= v_channel.max_attempts THEN
+    IF v_failures >= v_channel.max_attempts THEN
         PERFORM @extschema@._message_bury(
             p_id, v_channel.id, v_channel.name, p_error, v_now, v_channel.dedup_window_ms
         );
@@ -51,11 +54,12 @@ BEGIN
         RETURN 'dead';
     END IF;
 
-    v_dequeue_at := v_now + @extschema@._backoff_ms(v_channel, p_num_attempts);
+    v_dequeue_at := v_now + @extschema@._backoff_ms(v_channel, v_failures);
     UPDATE @extschema@.message AS m
     SET
         is_locked = FALSE,
         dequeue_at = v_dequeue_at,
+        num_failures = v_failures,
         attempt_log = @extschema@._attempt_log_append(m.attempt_log, m.num_attempts, v_now, p_error)
     WHERE m.id = p_id;
     PERFORM @extschema@._channel_release(v_channel.id, 1, FALSE, v_now);

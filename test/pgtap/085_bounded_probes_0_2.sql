@@ -9,11 +9,11 @@
 
 SELECT plan(20);
 
--- A poisoned channel: its only lock expired after its last allowed attempt,
--- with a ready message behind it.
+-- A poisoned channel: its only lock expired after its last allowed attempt
+-- (its second delivery, after one failure), with a ready message behind it.
 SELECT lonnymq.channel_set('poison', p_max_attempts => 2, p_max_concurrency => 5);
-INSERT INTO lonnymq.message (channel_id, dequeue_at, is_locked, is_counted, num_attempts, created_at, content)
-SELECT c.id, :t0 - 10, TRUE, TRUE, 2, :t0, 'poison' FROM lonnymq.channel AS c WHERE c.name = 'poison';
+INSERT INTO lonnymq.message (channel_id, dequeue_at, is_locked, is_counted, num_attempts, num_failures, created_at, content)
+SELECT c.id, :t0 - 10, TRUE, TRUE, 2, 1, :t0, 'poison' FROM lonnymq.channel AS c WHERE c.name = 'poison';
 UPDATE lonnymq.channel SET num_locked = 1 WHERE name = 'poison';
 SELECT lonnymq.message_create('poison', 'good', :t0 - 5);
 SELECT lonnymq.channel_set('retry', p_max_attempts => 1);

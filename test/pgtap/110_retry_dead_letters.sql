@@ -1,7 +1,7 @@
 \ir include/setup.psql
 -- message_fail (retry policy, backoff), dead letters (from message_fail and
 -- from expired locks), dead_letter_redrive.
-SELECT plan(69);
+SELECT plan(72);
 
 -- Deliver one message of a channel, its lock p_lock_ms; returns "id:num_attempts".
 CREATE FUNCTION pg_temp.deliver(p_channel text, p_lock_ms bigint DEFAULT 60000)
@@ -108,7 +108,9 @@ SELECT is(pg_temp.deliver('r1'), :r1_id || ':2', 'but after it, as the next atte
 SELECT lonnymq.channel_set('rbig', p_backoff_base_ms => 1000, p_backoff_factor => 1000, p_backoff_max_ms => 5000, p_backoff_jitter => 0);
 SELECT lonnymq.message_create('rbig', 'x') AS rbig_id \gset
 SELECT pg_temp.deliver('rbig');
-UPDATE lonnymq.message SET num_attempts = 2147483647 WHERE id = :rbig_id;
+-- (Its 2147483647th delivery, after 2147483646 failures: max_attempts counts
+-- failures since 0.9.0.)
+UPDATE lonnymq.message SET num_attempts = 2147483647, num_failures = 2147483646 WHERE id = :rbig_id;
 SELECT pg_temp.lmq_now() AS rbig_before \gset
 SELECT is(lonnymq.message_fail(:rbig_id, 2147483647, 'x'), 'retry', 'attempt 2147483647: retry');
 SELECT ok(
@@ -136,7 +138,9 @@ SELECT cmp_ok(
 );
 
 -- ---------------------------------------------------------------- dead by message_fail
-SELECT lonnymq.channel_set('df', p_max_attempts => 4, p_backoff_base_ms => 0);
+-- max_attempts counts failed deliveries (0.9.0): the defer is not one, so
+-- the fourth delivery's failure is the third, and the last.
+SELECT lonnymq.channel_set('df', p_max_attempts => 3, p_backoff_base_ms => 0);
 SELECT lonnymq.message_create('df', 'payload', NULL, 'dk') AS df_id \gset
 SELECT is(pg_temp.deliver('df'), :df_id || ':1', 'attempt 1');
 SELECT is(lonnymq.message_defer(:df_id, 1, NULL, 'st'), TRUE, 'defer with a state (not a failure)');
@@ -149,7 +153,7 @@ SELECT pg_sleep(0.005);
 SELECT is(pg_temp.deliver('df', 1), :df_id || ':4', 'its lock expired: attempt 4 (an expiry is not a fail() call)');
 SELECT is(lonnymq.message_fail(:df_id, 3, 'stale'), NULL, 'a stale token: NULL');
 SELECT is(lonnymq.message_fail(9223372036854775807, 1, 'x'), NULL, 'an unknown id: NULL');
-SELECT is(lonnymq.message_fail(:df_id, 4, 'e4'), 'dead', 'at max_attempts (4): dead');
+SELECT is(lonnymq.message_fail(:df_id, 4, 'e4'), 'dead', 'its third failure, at max_attempts (3): dead');
 SELECT is((SELECT count(*) FROM lonnymq.message WHERE id = :df_id), 0::bigint, 'the message is gone');
 SELECT is(
     (SELECT concat_ws(' ', d.channel, convert_from(d.content, 'UTF8'), convert_from(d.state, 'UTF8'), d.key, d.num_attempts, d.last_error)
@@ -190,6 +194,23 @@ SELECT is(
 );
 
 -- ---------------------------------------------------------------- dead by expired locks
+-- Defers are not failures (0.9.0; 0.8.0 delivered a max_attempts 1 message
+-- through ten defers, and a dead letter of a max_attempts 4 channel carried
+-- num_attempts 5): ten defers, then the first failure is the last.
+SELECT lonnymq.channel_set('dd', p_max_attempts => 1, p_backoff_base_ms => 0);
+SELECT lonnymq.message_create('dd', 'step') AS dd_id \gset
+DO $$
+BEGIN
+    FOR i IN 1..10 LOOP
+        PERFORM lonnymq.message_defer(d.id, d.num_attempts) FROM lonnymq.message_dequeue(60000, 1, 'dd') AS d;
+    END LOOP;
+END;
+$$;
+SELECT is(pg_temp.deliver('dd'), :dd_id || ':11', 'ten defers: the eleventh delivery');
+SELECT is(lonnymq.message_fail(:dd_id, 11, 'first failure'), 'dead', 'max_attempts 1: its first failure is dead');
+SELECT is((SELECT num_attempts FROM lonnymq.dead_letter WHERE id = :dd_id), 11,
+    'the dead letter carries its deliveries (11), which max_attempts does not count');
+
 -- A message whose lock expires max_attempts times goes to the dead letters on
 -- the dequeue that would have delivered it again, and that dequeue delivers
 -- the channel's next message instead.
