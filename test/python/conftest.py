@@ -31,6 +31,16 @@ if str(HERE) not in sys.path:
 from pgcluster import Cluster, ClusterError  # noqa: E402
 
 REPO_ROOT = HERE.parent.parent
+
+# Functions documented on another function's page.
+DOC_PAGES = {"channel_resume": "channel_pause", "schedule_drop": "schedule_set"}
+
+
+def documented_sqlstates(function: str) -> set[str]:
+    """The SQLSTATEs that the Errors table of a public function's doc page lists."""
+    text = (REPO_ROOT / "doc" / f"{DOC_PAGES.get(function, function)}.md").read_text()
+    errors = text.split("## Errors", 1)[1].split("\n## ", 1)[0]
+    return set(re.findall(r"^\| `([0-9A-Z]{5})` \|", errors, re.M))
 TEMPLATE_DB = "lonnymq_template"
 TEMPLATE_EXTENSIONS = ("pgtap", "lonnymq")
 

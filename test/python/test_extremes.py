@@ -12,13 +12,11 @@ everything due and tick() raise nothing.
 
 from __future__ import annotations
 
-import re
-
 import psycopg
 import pytest
 from psycopg import sql
 
-from conftest import REPO_ROOT
+from conftest import documented_sqlstates
 
 BIGINT = (-9223372036854775808, -1, 0, 1, 9223372036854775807)
 INTEGER = (-2147483648, -1, 0, 1, 2147483647)
@@ -74,7 +72,6 @@ CALLS = {
         "p_start_at": "lonnymq.schedule_set('s', 'c', 'x', 60000, {x})",
     },
 }
-PAGES = {"channel_resume": "channel_pause", "schedule_drop": "schedule_set"}
 
 SETUP = """
 SELECT lonnymq.channel_set('c', p_max_attempts => 3, p_retain_history => true);
@@ -86,12 +83,6 @@ SELECT lonnymq.message_fail(d.id, d.num_attempts, 'boom') FROM lonnymq.message_d
 SELECT lonnymq.schedule_set('every', 'c', 'tick', 60000);
 SELECT count(*) FROM lonnymq.message_dequeue(600000, 1, 'c');
 """
-
-
-def documented_states(function: str) -> set[str]:
-    text = (REPO_ROOT / "doc" / f"{PAGES.get(function, function)}.md").read_text()
-    errors = text.split("## Errors", 1)[1].split("\n## ", 1)[0]
-    return set(re.findall(r"^\| `([0-9A-Z]{5})` \|", errors, re.M))
 
 
 def integer_parameters(conn) -> set[tuple[str, str]]:
@@ -119,7 +110,7 @@ def test_extremes_are_refused_with_a_documented_error_or_harmless(db, function):
     setup = db.connect()
     setup.execute(SETUP)
     mid, tok = setup.execute("SELECT id, num_attempts FROM lonnymq.message WHERE is_locked").fetchone()
-    documented = documented_states(function)
+    documented = documented_sqlstates(function)
     conn = db.connect(autocommit=False)
     problems = []
     for param, template in CALLS[function].items():
