@@ -1,15 +1,16 @@
--- Internal: p_count locked messages left their locks (completed, deferred,
--- failed, dead-lettered; p_removed: they left the channel).  Touches
--- the channel row only when a limit needs it: max_concurrency (one fewer
--- locked; a saturated channel rejoins the rotation) or max_size with a
--- removal.  For an unconstrained channel the UPDATE matches no row, takes no
--- lock and writes nothing.  (It is evaluated after the caller's change, with
--- a fresh snapshot, so a limit that channel_set committed meanwhile is seen.)
+-- Internal: locked messages left their locks (completed, deferred, failed,
+-- dead-lettered; p_removed: they left their channels), one in channel
+-- p_channel_ids[k] for each k.  The rows are locked in id order, as
+-- everywhere.  Touches a channel row only when a limit needs it:
+-- max_concurrency (fewer locked; a saturated channel rejoins the rotation)
+-- or max_size with a removal.  For unconstrained channels the UPDATE
+-- matches no row, takes no lock and writes nothing.  It runs after the
+-- caller's change, with a fresh snapshot, so a limit that channel_set
+-- committed meanwhile is seen (channel_set counted those locks).
 -- PL/pgSQL rather than SQL so that its plan is cached: a SQL function called
 -- from PL/pgSQL is planned again on every call.
 CREATE FUNCTION @extschema@._channel_release(
-    p_channel_id bigint,
-    p_count integer,
+    p_channel_ids bigint[],
     p_removed boolean,
     p_now bigint
 )
@@ -22,10 +23,10 @@ BEGIN
     SET
         num_locked = CASE
             WHEN c.max_concurrency IS NULL THEN c.num_locked
-            ELSE pg_catalog.int4larger(c.num_locked - p_count, 0)
+            ELSE pg_catalog.int4larger(c.num_locked - r.n, 0)
         END,
         num_removed = c.num_removed + CASE
-            WHEN p_removed AND c.max_size IS NOT NULL THEN p_count ELSE 0
+            WHEN p_removed AND c.max_size IS NOT NULL THEN r.n ELSE 0
         END,
         next_at = CASE
             WHEN c.num_locked >= c.max_concurrency AND c.next_at IS NOT NULL
@@ -43,8 +44,14 @@ BEGIN
                 THEN pg_catalog.nextval('@extschema@.channel_turn_seq')
             ELSE c.turn
         END
+    FROM (
+        SELECT u.channel_id, pg_catalog.count(*)::integer AS n
+        FROM pg_catalog.unnest(p_channel_ids) AS u (channel_id)
+        GROUP BY u.channel_id
+        ORDER BY u.channel_id
+    ) AS r
     WHERE
-        c.id = p_channel_id
+        c.id = r.channel_id
         AND (
             c.max_concurrency IS NOT NULL
             OR (p_removed AND c.max_size IS NOT NULL)
@@ -52,7 +59,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION @extschema@._channel_release(bigint, integer, boolean, bigint) IS
+COMMENT ON FUNCTION @extschema@._channel_release(bigint[], boolean, bigint) IS
 'Internal: account for messages leaving their locks, on channels whose limits need it.';
 
-REVOKE ALL ON FUNCTION @extschema@._channel_release(bigint, integer, boolean, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._channel_release(bigint[], boolean, bigint) FROM PUBLIC;

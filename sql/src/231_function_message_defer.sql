@@ -44,7 +44,7 @@ BEGIN
         RETURN FALSE;
     END IF;
 
-    PERFORM @extschema@._channel_release(v_channel.id, 1, FALSE, v_now);
+    PERFORM @extschema@._channel_release(ARRAY[v_channel.id], FALSE, v_now);
     -- Like a producer: the message may now be deliverable before the time a
     -- waiting channel will next be looked at, or below its floor.
     PERFORM @extschema@._channel_arrival(v_channel, v_dequeue_at, v_now);

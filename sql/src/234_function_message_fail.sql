@@ -50,7 +50,7 @@ BEGIN
         PERFORM @extschema@._message_bury(
             p_id, v_channel.id, v_channel.name, p_error, v_now, v_channel.dedup_window_ms
         );
-        PERFORM @extschema@._channel_release(v_channel.id, 1, TRUE, v_now);
+        PERFORM @extschema@._channel_release(ARRAY[v_channel.id], TRUE, v_now);
         RETURN 'dead';
     END IF;
 
@@ -62,7 +62,7 @@ BEGIN
         num_failures = v_failures,
         attempt_log = @extschema@._attempt_log_append(m.attempt_log, m.num_attempts, v_now, p_error)
     WHERE m.id = p_id;
-    PERFORM @extschema@._channel_release(v_channel.id, 1, FALSE, v_now);
+    PERFORM @extschema@._channel_release(ARRAY[v_channel.id], FALSE, v_now);
     PERFORM @extschema@._channel_arrival(v_channel, v_dequeue_at, v_now);
     RETURN 'retry';
 END;

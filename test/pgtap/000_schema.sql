@@ -1,5 +1,5 @@
 \ir include/setup.psql
-SELECT plan(38);
+SELECT plan(39);
 
 -- The public API of 0.2.0: names and parameter order are a contract.
 SELECT has_function('lonnymq', 'to_epoch', ARRAY['timestamp with time zone'], 'to_epoch(timestamp with time zone)');
@@ -10,6 +10,7 @@ SELECT has_function('lonnymq', 'channel_resume', ARRAY['text'], 'channel_resume(
 SELECT has_function('lonnymq', 'message_create', ARRAY['text', 'bytea', 'bigint', 'text'], 'message_create(text, bytea, bigint, text)');
 SELECT has_function('lonnymq', 'message_create_batch', ARRAY['text', 'bytea[]', 'bigint[]', 'text[]'], 'message_create_batch(text, bytea[], bigint[], text[])');
 SELECT has_function('lonnymq', 'message_dequeue', ARRAY['bigint', 'integer', 'text'], 'message_dequeue(bigint, integer, text)');
+SELECT has_function('lonnymq', 'message_complete_dequeue', ARRAY['bigint[]', 'integer[]', 'bigint', 'integer', 'text'], 'message_complete_dequeue(bigint[], integer[], bigint, integer, text)');
 SELECT has_function('lonnymq', 'message_complete', ARRAY['bigint', 'integer'], 'message_complete(bigint, integer)');
 SELECT has_function('lonnymq', 'message_complete_batch', ARRAY['bigint[]', 'integer[]'], 'message_complete_batch(bigint[], integer[])');
 SELECT has_function('lonnymq', 'message_defer', ARRAY['bigint', 'integer', 'bigint', 'bytea'], 'message_defer(bigint, integer, bigint, bytea)');

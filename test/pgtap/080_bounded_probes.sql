@@ -9,7 +9,7 @@
 \ir include/probes.psql
 \ir include/pathological.psql
 
-SELECT plan(22);
+SELECT plan(27);
 
 SELECT cmp_ok((SELECT count(*) FROM lonnymq.message), '>=', 400000::bigint, 'the pathological queue holds 400,000+ messages');
 SELECT cmp_ok((SELECT count(*) FROM lonnymq.channel), '>=', 7000::bigint, 'in 7,000+ channels, 6,000 of them saturated or rate-limited');
@@ -67,6 +67,7 @@ INSERT INTO costs SELECT 'dequeue: p_channel all locked', * FROM pg_temp.lmq_cos
 INSERT INTO costs SELECT 'dequeue: batch of 10', * FROM pg_temp.lmq_cost($$ SELECT count(*) FROM lonnymq.message_dequeue(60000, 10) $$);
 
 SELECT is((SELECT result FROM costs WHERE what = 'complete'), 'true', 'complete succeeded');
+
 SELECT is((SELECT result FROM costs WHERE what = 'defer'), 'true', 'defer succeeded');
 SELECT is((SELECT result FROM costs WHERE what = 'heartbeat'), 'true', 'heartbeat succeeded');
 SELECT is((SELECT result FROM costs WHERE what = 'dequeue: p_channel saturated'), '0', 'a saturated channel gives nothing');
@@ -106,6 +107,27 @@ SELECT is((SELECT result FROM costs2 WHERE what = 'dequeue'), '1', 'a later dequ
 SELECT cmp_ok((SELECT idx FROM costs2 WHERE what = 'dequeue'), '<=', 40::bigint, 'reads at most 40 index entries');
 SELECT cmp_ok((SELECT idx FROM costs2 WHERE what = 'create'), '<=', 40::bigint, 'and so does a create into a waiting channel');
 SELECT is((SELECT seq FROM costs2 WHERE what = 'dequeue') + (SELECT seq FROM costs2 WHERE what = 'create'), 0::bigint, 'without sequential scans');
+
+-- complete_dequeue: a complete and a dequeue, one call (0.10.0), in a
+-- channel of its own: the entries of the rows it locks stay visible to
+-- this transaction's later scans of the same channel.
+SELECT count(*) FROM lonnymq.message_create_batch('worker', array_fill('w'::bytea, ARRAY[30]));
+SELECT d.id AS cid, d.num_attempts AS ctok FROM lonnymq.message_dequeue(60000, 1, 'worker') AS d \gset
+SELECT array_agg(d.id) AS cids, array_agg(d.num_attempts) AS ctoks FROM lonnymq.message_dequeue(60000, 10, 'worker') AS d \gset
+INSERT INTO costs SELECT 'complete_dequeue', * FROM pg_temp.lmq_cost(format(
+    $$ SELECT count(*) FROM lonnymq.message_complete_dequeue(ARRAY[%s]::bigint[], ARRAY[%s], 60000, 1, 'worker') $$,
+    :cid, :ctok));
+INSERT INTO costs SELECT 'complete_dequeue: batch of 10', * FROM pg_temp.lmq_cost(format(
+    $$ SELECT count(*) FROM lonnymq.message_complete_dequeue(%L, %L, 60000, 10, 'worker') $$, :'cids', :'ctoks'));
+SELECT is((SELECT result FROM costs WHERE what = 'complete_dequeue'), '1', 'complete_dequeue delivers one');
+SELECT is(
+    (SELECT count(*) FROM lonnymq.message WHERE id = :cid OR id = any(:'cids'::bigint[])), 0::bigint,
+    'and completed what it was given, one and a batch of 10');
+SELECT cmp_ok((SELECT idx FROM costs WHERE what = 'complete_dequeue'), '<=', 80::bigint,
+    'complete_dequeue reads at most 80 index entries: a complete and a dequeue');
+SELECT cmp_ok((SELECT idx FROM costs WHERE what = 'complete_dequeue: batch of 10'), '<=', 300::bigint,
+    'a batch of 10 at most 30 per message');
+SELECT is((SELECT sum(seq) FROM costs WHERE what LIKE 'complete_dequeue%'), 0::numeric, 'without sequential scans');
 
 -- A batch of 1000 from one channel is one statement, not 1000 probes.
 -- (Measured last: within this one transaction, the index entries of the rows

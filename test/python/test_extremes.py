@@ -42,6 +42,12 @@ CALLS = {
         "p_lock_ms": "lonnymq.message_dequeue({x}, 5)",
         "p_limit": "lonnymq.message_dequeue(60000, {x})",
     },
+    "message_complete_dequeue": {
+        "p_ids": "lonnymq.message_complete_dequeue(ARRAY[{x}]::bigint[], ARRAY[{tok}], 60000)",
+        "p_num_attempts": "lonnymq.message_complete_dequeue(ARRAY[{id}]::bigint[], ARRAY[{x}]::integer[], 60000)",
+        "p_lock_ms": "lonnymq.message_complete_dequeue(NULL, NULL, {x}, 5)",
+        "p_limit": "lonnymq.message_complete_dequeue(NULL, NULL, 60000, {x})",
+    },
     "message_complete": {
         "p_id": "lonnymq.message_complete({x}, {tok})",
         "p_num_attempts": "lonnymq.message_complete({id}, {x})",

@@ -47,6 +47,9 @@ CASES = {
     "message_complete": Case(ONE_LOCKED, HEARTBEAT, f"SELECT lonnymq.message_complete({LOCKED}, {TOKEN})"),
     "message_complete_batch": Case(
         ONE_LOCKED, HEARTBEAT, f"SELECT lonnymq.message_complete_batch(ARRAY[{LOCKED}], ARRAY[{TOKEN}])"),
+    "message_complete_dequeue": Case(
+        ONE_LOCKED, HEARTBEAT,
+        f"SELECT count(*) FROM lonnymq.message_complete_dequeue(ARRAY[{LOCKED}], ARRAY[{TOKEN}], 600000)"),
     "message_defer": Case(ONE_LOCKED, HEARTBEAT, f"SELECT lonnymq.message_defer({LOCKED}, {TOKEN})"),
     "message_fail": Case(ONE_LOCKED, HEARTBEAT, f"SELECT lonnymq.message_fail({LOCKED}, {TOKEN}, 'x')"),
     "message_heartbeat": Case(ONE_LOCKED, HEARTBEAT, f"SELECT lonnymq.message_heartbeat({LOCKED}, {TOKEN}, 1000)"),

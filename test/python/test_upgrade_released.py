@@ -17,7 +17,7 @@ import pytest
 from test_upgrade import DEFAULT_VERSION
 from upgrade import schema, scenario
 
-FROM = ("0.2.0", "0.3.0", "0.4.0", "0.5.0", "0.6.0", "0.7.0", "0.8.0")  # every released version after 0.1.0
+FROM = ("0.2.0", "0.3.0", "0.4.0", "0.5.0", "0.6.0", "0.7.0", "0.8.0", "0.9.0")  # every released version after 0.1.0
 
 LOAD = """
 SELECT lonnymq.channel_set('retry', p_max_attempts => 2, p_backoff_base_ms => 0, p_retain_history => TRUE,

@@ -1,6 +1,15 @@
--- Deliver up to p_limit messages, locking each for p_lock_ms: one path for
--- 1 or N messages, with or without p_channel.  Every step is a bounded number
--- of index probes:
+-- Complete the deliveries p_ids[k] with fencing tokens p_num_attempts[k]
+-- (_message_complete_set; none when both are empty or NULL), then deliver
+-- up to p_limit messages, locking each for p_lock_ms, in the same
+-- transaction: a worker's loop at one call per message.  A place that the
+-- completes freed in a channel with max_concurrency is free for this call.
+-- Each pair not completed (stale token, not locked, locked by another role)
+-- is reported as a NOTICE with SQLSTATE 01LQ1, whose detail gives the id
+-- and the token, so that a worker can log it; the deliveries go on.
+-- message_dequeue is this call with nothing to complete.
+--
+-- The delivery: one path for 1 or N messages, with or without p_channel.
+-- Every step is a bounded number of index probes:
 --   1. due schedules (up to 4 materialised) and due wake-ups (up to 8
 --      applied: a waiting channel that got an earlier message joins the
 --      rotation at the back as of the wake-up's time), checked in the same
@@ -28,7 +37,9 @@
 -- The rows come back in that order too.  In the common case (one channel
 -- without limits) this is the front read, the guard, the channel's fresh
 -- row, its take, and no write of the channel row.
-CREATE FUNCTION @extschema@.message_dequeue(
+CREATE FUNCTION @extschema@.message_complete_dequeue(
+    p_ids bigint[],
+    p_num_attempts integer[],
     p_lock_ms bigint,
     p_limit integer DEFAULT 1,
     p_channel text DEFAULT NULL
@@ -87,6 +98,7 @@ DECLARE
     i integer;
     -- The messages taken, returned in rotation order at the end.
     v_out @extschema@._delivery[] := '{}';
+    v_completed bigint[];
 BEGIN
     IF p_lock_ms IS NULL OR p_lock_ms NOT BETWEEN 1 AND 31536000000 THEN
         PERFORM @extschema@._check_lock_ms(p_lock_ms);
@@ -97,6 +109,19 @@ BEGIN
     IF v_limit NOT BETWEEN 1 AND 1000 THEN
         RAISE EXCEPTION 'lonnymq: p_limit must be between 1 and 1000, got %', v_limit
             USING ERRCODE = '22023';
+    END IF;
+    IF COALESCE(pg_catalog.cardinality(p_ids), 0) + COALESCE(pg_catalog.cardinality(p_num_attempts), 0) > 0 THEN
+        v_completed := @extschema@._message_complete_set(
+            COALESCE(p_ids, '{}'), COALESCE(p_num_attempts, '{}'), v_caller
+        );
+        IF pg_catalog.cardinality(v_completed) < pg_catalog.cardinality(p_ids) THEN
+            FOR i IN 1..pg_catalog.cardinality(p_ids) LOOP
+                CONTINUE WHEN p_ids[i] = ANY(v_completed);
+                RAISE NOTICE 'lonnymq: message % was not completed: stale token, not locked, or locked by another role',
+                    p_ids[i]
+                    USING ERRCODE = '01LQ1', DETAIL = pg_catalog.format('id=%s num_attempts=%s', p_ids[i], p_num_attempts[i]);
+            END LOOP;
+        END IF;
     END IF;
     v_remaining := v_limit;
     WHILE v_remaining > 0 LOOP
@@ -389,7 +414,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION @extschema@.message_dequeue(bigint, integer, text) IS
-'Deliver up to p_limit ready messages (default 1), channels served round-robin within their limits, each locked for p_lock_ms. Expired locks are recovered here (is_recovered). num_attempts is the fencing token for complete, defer and heartbeat. Returns no rows when nothing is ready.';
+COMMENT ON FUNCTION @extschema@.message_complete_dequeue(bigint[], integer[], bigint, integer, text) IS
+'Complete the deliveries p_ids[k] with fencing tokens p_num_attempts[k] (each one refused raises a NOTICE, SQLSTATE 01LQ1), then deliver up to p_limit ready messages (default 1), channels served round-robin within their limits, each locked for p_lock_ms. Expired locks are recovered here (is_recovered). num_attempts is the fencing token for complete, defer and heartbeat. Returns no rows when nothing is ready.';
 
-REVOKE ALL ON FUNCTION @extschema@.message_dequeue(bigint, integer, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.message_complete_dequeue(bigint[], integer[], bigint, integer, text) FROM PUBLIC;

@@ -1,0 +1,31 @@
+-- Deliver up to p_limit messages, locking each for p_lock_ms: a
+-- message_complete_dequeue with nothing to complete.
+CREATE FUNCTION @extschema@.message_dequeue(
+    p_lock_ms bigint,
+    p_limit integer DEFAULT 1,
+    p_channel text DEFAULT NULL
+)
+RETURNS TABLE (
+    id bigint,
+    channel text,
+    content bytea,
+    state bytea,
+    num_attempts integer,
+    dequeue_at bigint,
+    is_recovered boolean
+)
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN QUERY
+    SELECT * FROM @extschema@.message_complete_dequeue(NULL, NULL, p_lock_ms, p_limit, p_channel);
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@.message_dequeue(bigint, integer, text) IS
+'Deliver up to p_limit ready messages (default 1), channels served round-robin within their limits, each locked for p_lock_ms. Expired locks are recovered here (is_recovered). num_attempts is the fencing token for complete, defer and heartbeat. Returns no rows when nothing is ready.';
+
+REVOKE ALL ON FUNCTION @extschema@.message_dequeue(bigint, integer, text) FROM PUBLIC;
