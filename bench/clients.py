@@ -48,8 +48,12 @@ class Workload:
     """What one run's clients do.
 
     kind:      "lifecycle" (lonnymq create + dequeue + complete, batch 1),
-               "batch" (lonnymq, batches of `batch`), "amo" / "alo" (baselines),
-               "floor" (three minimal PL/pgSQL queue calls, a reference)
+               "batch" (lonnymq, batches of `batch`), "worker" (lonnymq create
+               + message_complete_dequeue, batches of `batch`), "amo" / "alo"
+               (baselines),
+               "floor" (three minimal PL/pgSQL queue calls, a reference),
+               "floor_worker" (the floor's create, and one call that
+               completes and fetches: the worker loop's reference)
     channels:  channels a lifecycle/batch client creates into, round-robin
     batch:     messages per create / dequeue / complete batch
     """
@@ -194,6 +198,21 @@ def complete_batch(cur, ids: list[int], tokens: list[int]) -> int:
     return int(cur.fetchone()[0])
 
 
+# ---- the worker's call (lonnymq 0.10.0) ----------------------------------------
+# One message_complete_dequeue: completes what the last call delivered and
+# takes the next; each refused complete is a NOTICE (SQLSTATE 01LQ1).
+SQL_COMPLETE_DEQUEUE = (
+    f"SELECT d.id, d.num_attempts, d.content, {NOW_US} "
+    "FROM lonnymq.message_complete_dequeue(%s::bigint[], %s::integer[], %s, %s) AS d"
+)
+REFUSED = "01LQ1"
+
+
+def complete_dequeue(cur, ids: list[int], tokens: list[int], limit: int) -> list[tuple]:
+    cur.execute(SQL_COMPLETE_DEQUEUE, (ids, tokens, LOCK_MS, limit))
+    return cur.fetchall()
+
+
 # --------------------------------------------------------------------- baselines
 
 BASELINE_DDL = f"""
@@ -262,6 +281,24 @@ BEGIN
     )
     RETURNING m.id, m.num_attempts, m.content INTO id, num_attempts, content;
 END $$;
+CREATE FUNCTION {FLOOR_SCHEMA}.complete_dequeue(
+    p_ids bigint[], p_num_attempts integer[], p_lock_ms bigint, OUT id bigint, OUT num_attempts integer, OUT content bytea)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
+DECLARE v_now bigint := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
+BEGIN
+    DELETE FROM {FLOOR_SCHEMA}.m AS m
+    USING ROWS FROM (pg_catalog.unnest(p_ids), pg_catalog.unnest(p_num_attempts)) AS t (id, num_attempts)
+    WHERE m.id = t.id AND m.num_attempts = t.num_attempts AND m.is_locked;
+    UPDATE {FLOOR_SCHEMA}.m AS m
+    SET dequeue_at = v_now + p_lock_ms, is_locked = true, num_attempts = m.num_attempts + 1
+    WHERE m.id = (
+        SELECT q.id FROM {FLOOR_SCHEMA}.m AS q
+        WHERE q.channel_id = 1 AND q.dequeue_at <= v_now
+        ORDER BY q.dequeue_at, q.id LIMIT 1 FOR UPDATE SKIP LOCKED
+    )
+    RETURNING m.id, m.num_attempts, m.content INTO id, num_attempts, content;
+END $$;
 CREATE FUNCTION {FLOOR_SCHEMA}.complete(p_id bigint, p_num_attempts integer) RETURNS boolean
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
@@ -276,6 +313,12 @@ SQL_FLOOR_DEQUEUE = (
 SQL_FLOOR_COMPLETE = f"SELECT {FLOOR_SCHEMA}.complete(%s, %s)"
 
 
+SQL_FLOOR_COMPLETE_DEQUEUE = (
+    f"SELECT d.id, d.num_attempts, d.content, {NOW_US} "
+    f"FROM {FLOOR_SCHEMA}.complete_dequeue(%s::bigint[], %s::integer[], %s) AS d WHERE d.id IS NOT NULL"
+)
+
+
 def floor_create(cur, channel: str) -> None:  # one table, no channels
     cur.execute(SQL_FLOOR_CREATE)
 
@@ -288,6 +331,11 @@ def floor_dequeue(cur, limit: int) -> list[tuple]:  # always one
 def floor_complete(cur, mid: int, token: int) -> bool:
     cur.execute(SQL_FLOOR_COMPLETE, (mid, token))
     return bool(cur.fetchone()[0])
+
+
+def floor_complete_dequeue(cur, ids: list[int], tokens: list[int], limit: int) -> list[tuple]:  # always one
+    cur.execute(SQL_FLOOR_COMPLETE_DEQUEUE, (ids, tokens, LOCK_MS))
+    return cur.fetchall()
 
 
 # --------------------------------------------------------------------- the loop
@@ -432,6 +480,55 @@ def _loop_batch(cur, conn, index, wl: Workload, window, end, stats, progress):
         progress[index] = total
 
 
+def _loop_worker(cur, conn, index, wl: Workload, window, end, stats, progress,
+                 calls=(create_one, complete_dequeue)):
+    """Create `batch` (one message_create, or one message_create_batch), then
+    one message_complete_dequeue that completes what the previous one
+    delivered and takes up to `batch`: two calls, two commits.  `calls`: the
+    unbatched create and the complete-and-dequeue (the floor passes its own)."""
+    create, take = calls
+    clock = time.perf_counter
+    channels = wl.channels
+    n = wl.batch
+    i = index
+    total = 0
+    refused = [0]
+    conn.add_notice_handler(lambda d: refused.__setitem__(0, refused[0] + (d.sqlstate == REFUSED)))
+    held: list[tuple] = []  # delivered by the last call, completed by the next
+    while True:
+        now = time.monotonic()
+        if now >= end:
+            break
+        measuring = _measuring(stats, now, window)
+        try:
+            channel = channels[i % len(channels)]
+            i += 1
+            t0 = clock()
+            if n == 1:
+                create(cur, channel)
+            else:
+                create_batch(cur, channel, n)
+            t1 = clock()
+            before = refused[0]
+            rows = take(cur, [r[0] for r in held], [r[1] for r in held], n)
+            t2 = clock()
+        except psycopg.Error as exc:
+            if measuring:
+                _error(stats, conn, exc)
+            continue
+        done = len(held) - (refused[0] - before)
+        completed, held = held, rows
+        total += done
+        if measuring and time.monotonic() < end:
+            stats.call("create", t1 - t0, n)
+            stats.call("dequeue", t2 - t1, len(rows) or 1)  # complete and dequeue in one call
+            stats.consumed += done
+            _consumed(stats, completed, 2, 3, True)
+            if not rows:
+                stats.empty += 1
+        progress[index] = total
+
+
 def _loop_amo(cur, conn, index, wl: Workload, window, end, stats, progress):
     clock = time.perf_counter
     total = 0
@@ -503,6 +600,8 @@ _LOOPS = {
     "lifecycle": _loop_lifecycle,
     "floor": functools.partial(_loop_lifecycle, calls=(floor_create, floor_dequeue, floor_complete)),
     "batch": _loop_batch,
+    "worker": _loop_worker,
+    "floor_worker": functools.partial(_loop_worker, calls=(floor_create, floor_complete_dequeue)),
     "amo": _loop_amo,
     "alo": _loop_alo,
 }

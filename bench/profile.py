@@ -47,6 +47,8 @@ def reset_stats(conn, pgss: bool) -> None:
 
 def classify(query: str) -> str | None:
     q = query.lower()
+    if "complete_dequeue(" in q:  # the worker's call: its completes and its delivery
+        return "dequeue"
     if "message_create" in q:
         return "create"
     if "message_dequeue" in q:

@@ -163,12 +163,24 @@ def targets(data: dict) -> list[dict]:
               f"Lifecycle, {title}, {n} clients vs one channel")
     ratio("batch_100", "baseline_amo", ref, "≥ 5 ×", lambda r: r >= 5,
           f"Batched by 100, {n} clients vs at-most-once baseline (unbatched)")
+    # The worker loop (0.10.0): create; message_complete_dequeue.
+    worker = rate("worker_1ch")
+    ratio("worker_1ch", "baseline_amo", ref, "≥ 0.65 ×", lambda r: r >= 0.65,
+          f"Worker loop, one channel, {n} clients vs at-most-once baseline")
+    ratio("worker_64ch", "worker_1ch", worker, "≥ 0.9 ×", lambda r: r >= 0.9,
+          f"Worker loop, 64 channels, {n} clients vs one channel")
+    ratio("worker_batch_100", "batch_100", rate("batch_100"), "≥ 1.1 ×", lambda r: r >= 1.1,
+          f"Worker loop in batches of 100, {n} clients vs dequeue-then-complete batches of 100")
     # References, not targets: what three minimal PL/pgSQL calls reach, and
     # how far lonnymq's one channel is from them.
     ratio("baseline_floor", "baseline_amo", ref, "none: a reference", lambda r: None,
           f"Floor (three minimal PL/pgSQL calls), {n} clients vs at-most-once baseline")
     ratio("lifecycle_1ch", "baseline_floor", rate("baseline_floor"), "none: a reference", lambda r: None,
           f"Lifecycle, one channel, {n} clients vs the floor")
+    ratio("baseline_floor_worker", "baseline_amo", ref, "none: a reference", lambda r: None,
+          f"Floor worker loop (two minimal PL/pgSQL calls), {n} clients vs at-most-once baseline")
+    ratio("worker_1ch", "baseline_floor_worker", rate("baseline_floor_worker"), "none: a reference",
+          lambda r: None, f"Worker loop, one channel, {n} clients vs the floor worker loop")
 
     backlogs = sorted({r["backlog"] for r in data["runs"] if r["variant"].startswith("backlog_")
                        and not r["variant"].endswith("_future") and r["backlog"]})
@@ -352,6 +364,7 @@ def markdown(data: dict, plots: dict, args) -> str:
 
     L.extend(ab_section(data))
     L.extend(cpu_section(data, n))
+    L.extend(sync_off_section(data))
 
     L.append("## Results\n")
     L.append("Columns: consumed messages/s in the measured window; × amo = ratio to the at-most-once "
@@ -522,17 +535,40 @@ def cpu_section(data: dict, n: int) -> list[str]:
     """Where the CPU goes at n clients: µs per consumed message, by the client
     processes, their backends and the rest of the machine."""
     rs = [r for r in data["runs"] if r["clients"] == n and (r.get("cpu_per_msg") or {}).get("total_us")]
+    ref_total = reference_mean(data, n, lambda r: (r.get("cpu_per_msg") or {}).get("total_us"))
+    return cpu_table(
+        rs, ref_total, f"## Where the CPU goes ({n} clients, synchronous_commit {data['env']['settings'].get('synchronous_commit', '?')})\n",
+        "CPU time per consumed message in the measured window, in µs: the client processes "
+        "(getrusage), their server backends (/proc/PID/stat) and the rest of the machine (busy time "
+        "from /proc/stat minus both: autovacuum, the WAL writer, the checkpointer, the benchmark's "
+        "main process). The clients run on the server's machine, so when its cores are all busy "
+        "msg/s is about cores ÷ total: a throughput ratio is the inverse ratio of the totals, and "
+        "a target of 0.5 × the at-most-once baseline means a total of at most twice the baseline's. "
+        "× amo = the total against the at-most-once baseline's (mean of its two runs).\n")
+
+
+def sync_off_section(data: dict) -> list[str]:
+    """The second pass: the target variants again with synchronous_commit off."""
+    off = data.get("sync_off") or {}
+    rs = [r for r in off.get("runs", []) if (r.get("cpu_per_msg") or {}).get("total_us")]
+    amo = [r for r in rs if r["variant"] == "baseline_amo"]
+    ref_total = amo[0]["cpu_per_msg"]["total_us"] if amo else None
+    ref_rate = amo[0]["msgs_per_s"] if amo else None
+    L = cpu_table(
+        rs, ref_total, f"## synchronous_commit off (second pass, {off.get('clients')} clients)\n",
+        "The variants the targets compare, run once more with `SET synchronous_commit = off` in every "
+        "client session: commits no longer wait for the WAL flush, so what is left is CPU. Same "
+        "columns as above; × amo = against this pass's at-most-once run.\n")
+    if L and ref_rate:
+        L.insert(-1, "msg/s against the at-most-once run of this pass: " + ", ".join(
+            f"{label(r)} {fmt_ratio(r['msgs_per_s'] / ref_rate)}" for r in rs if r is not amo[0]) + ".\n")
+    return L
+
+
+def cpu_table(rs: list, ref_total, title: str, text: str) -> list[str]:
     if not rs:
         return []
-    ref_total = reference_mean(data, n, lambda r: (r.get("cpu_per_msg") or {}).get("total_us"))
-    L = [f"## Where the CPU goes ({n} clients)\n",
-         "CPU time per consumed message in the measured window, in µs: the client processes "
-         "(getrusage), their server backends (/proc/PID/stat) and the rest of the machine (busy time "
-         "from /proc/stat minus both: autovacuum, the WAL writer, the checkpointer, the benchmark's "
-         "main process). The clients run on the server's machine, so when its cores are all busy "
-         "msg/s is about cores ÷ total: a throughput ratio is the inverse ratio of the totals, and "
-         "a target of 0.5 × the at-most-once baseline means a total of at most twice the baseline's. "
-         "× amo = the total against the at-most-once baseline's (mean of its two runs).\n",
+    L = [title, text,
          "| variant | msg/s | client | backends | other | total | × amo total | cores busy |",
          "|---|---|---|---|---|---|---|---|"]
 

@@ -51,6 +51,7 @@ import re
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from datetime import datetime, timezone
 from itertools import product
 from pathlib import Path
@@ -87,16 +88,14 @@ DBNAME = "lonnymq_bench"
 # The private cluster's settings: pg_stat_statements for the per-call server
 # times, memory for a 1M-message backlog, and no checkpoint inside a run
 # (each run starts with a CHECKPOINT).
-# synchronous_commit = off: WAL is still written and flushed (by the WAL
-# writer, within 200 ms), but a commit does not wait for its flush.  On these
-# shared machines the flush latency is the disk's, noisy, and the same for
-# every commit of every system, so with it on every system measures the disk
-# (WAL waits were ~75% of backend time in trials).  Off, the runs measure the
-# queue's own cost: CPU, locks and WAL volume.  For durable commits:
-# BENCH_SETTINGS=synchronous_commit=on (lonnymq needs 3 commits per message:
-# create, dequeue, complete; the baselines 2).
+# synchronous_commit = on, what users run (0.10.0; before, off): a commit
+# waits for its WAL flush, so the number of commits per message counts
+# (the lifecycle: 3; the worker loop and the at-most-once baseline: 2).
+# The flush latency is the disk's, noisy on shared machines; the second pass
+# (BENCH_SYNC_OFF) runs the target variants again with it off in the
+# sessions, for the CPU comparison.
 CLUSTER_SETTINGS = {
-    "synchronous_commit": "off",
+    "synchronous_commit": "on",
     "shared_preload_libraries": "pg_stat_statements",
     "pg_stat_statements.track": "top",
     "pg_stat_statements.max": 5000,
@@ -138,6 +137,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "takes a comma-separated list)")
     p.add_argument("--rounds", type=int, default=int(e.get("BENCH_ROUNDS", 3)),
                    help="interleaved repeat rounds of the throughput-ratio targets (0: none)")
+    p.add_argument("--sync-off", type=int, default=int(e.get("BENCH_SYNC_OFF", 1)),
+                   help="1: a second pass of the target variants with synchronous_commit off")
     p.add_argument("--versions", default=e.get("BENCH_VERSIONS", ""),
                    help="extension versions to compare A/B, comma-separated (default: the default version)")
     p.add_argument("--no-plots", action="store_true")
@@ -418,7 +419,7 @@ def head_fingerprint(target: "Target") -> str | None:
 
 def prepare(conn, v: Variant, version: str | None = None) -> None:
     if v.baseline:
-        reset_baseline(conn, floor=v.workload.kind == "floor")
+        reset_baseline(conn, floor=v.workload.kind in ("floor", "floor_worker"))
         if v.setup:  # a backlog in the plain table (held snapshot)
             v.setup(conn, v)
             vacuum_queue(conn, True)
@@ -558,6 +559,7 @@ def main(argv: list[str] | None = None) -> int:
                     vacuum_queue(conn, False)
                 profile.setdefault("plans", []).append(explain_set(target.dsn, f"{v.title}"))
         rounds = rounds_pass(target, args, variants)
+        sync_off = sync_off_pass(target, args, variants) if args.sync_off else {}
         if args.loadgen:
             profile["loadgen"] = loadgen_pass(target, args)
         if args.profile:
@@ -583,7 +585,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         target.stop()
 
-    data = {"env": env, "runs": runs, "profile": profile, "groups": GROUPS, "rounds": rounds}
+    data = {"env": env, "runs": runs, "profile": profile, "groups": GROUPS, "rounds": rounds,
+            "sync_off": sync_off}
     if held_runs:
         data["held"] = {"clients": held.HELD_CLIENTS, "window_s": held.RATE_WINDOW_S,
                         "probe_every_s": held.PROBE_EVERY_S, "tail_s": held.TAIL_S,
@@ -654,7 +657,8 @@ def held_run(target: Target, args, v: Variant, t_start: float, version: str | No
 
 
 # The variants whose throughput ratios are targets, in the order each round runs them.
-ROUND_KEYS = ("baseline_amo", "baseline_floor", "lifecycle_1ch", "lifecycle_64ch", "lifecycle_64ch_mc2", "batch_100")
+ROUND_KEYS = ("baseline_amo", "baseline_floor", "baseline_floor_worker", "lifecycle_1ch", "lifecycle_64ch", "lifecycle_64ch_mc2", "batch_100",
+              "worker_1ch", "worker_64ch", "worker_batch_100")
 ROUND_CLIENTS = 8
 
 
@@ -690,6 +694,28 @@ def rounds_pass(target: Target, args, variants: list[Variant]) -> dict:
                 log(f"    {label}: {res['msgs_per_s']:8,.0f} msg/s  empty {res['empty']:,}  errors {res['errors']:,}")
                 if res["errors"]:
                     log(f"      errors: {res['error_samples']}")
+    return out
+
+
+def sync_off_pass(target: Target, args, variants: list[Variant]) -> dict:
+    """The target variants once more at 8 clients (each version in turn), with
+    synchronous_commit off in every client session: {"clients": 8, "runs":
+    [summaries]}, for the CPU comparison."""
+    chosen = [v for k in ROUND_KEYS for v in variants if v.key == k]
+    if ROUND_CLIENTS not in args.clients or not chosen:
+        return {}
+    out: dict = {"clients": ROUND_CLIENTS, "runs": []}
+    for v in chosen:
+        wl = replace(v.workload, session_sql=v.workload.session_sql + ("SET synchronous_commit = off",))
+        for ver in versions_of(v, args):
+            with target.connect() as conn:
+                prepare(conn, v, ver)
+                checkpoint(conn)
+            label = f"[synchronous_commit off] {v.key}{at(ver)} x{ROUND_CLIENTS}"
+            raw = run_clients(target.dsn, wl, ROUND_CLIENTS, args.warmup, args.duration, label)
+            res = summarise(v, ROUND_CLIENTS, raw, args.duration, ver)
+            out["runs"].append(res)
+            log(f"    {label}: {res['msgs_per_s']:8,.0f} msg/s  errors {res['errors']:,}")
     return out
 
 

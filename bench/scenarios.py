@@ -44,6 +44,7 @@ GROUPS = {
     "batch": "3. Batched (create / dequeue / complete N per statement)",
     "backlog": "4. Backlog scaling (lifecycle on top of a standing backlog)",
     "saturated": "5. Saturated channels (lifecycle on one ready channel)",
+    "worker": "7. Worker loop (create; message_complete_dequeue: two calls per message)",
     "held": "6. Held snapshot (a REPEATABLE READ transaction left open during the churn)",
 }
 HELD_GROUP = "held"
@@ -229,6 +230,9 @@ def catalogue(backlogs: list[int], saturated_channels: int) -> list[Variant]:
         Variant("baseline_floor", "baseline",
                 "floor: three minimal PL/pgSQL calls (INSERT; UPDATE … SKIP LOCKED with a lock expiry; DELETE)",
                 Workload("floor"), baseline=True),
+        Variant("baseline_floor_worker", "baseline",
+                "floor worker loop: the floor's INSERT, and one minimal call that completes and fetches",
+                Workload("floor_worker"), baseline=True),
         Variant("lifecycle_1ch", "lifecycle", "one channel", Workload("lifecycle"), setup_lifecycle),
         Variant("lifecycle_64ch", "channels", "64 channels, no limits",
                 Workload("lifecycle", channels=ch64), setup_lifecycle),
@@ -236,6 +240,13 @@ def catalogue(backlogs: list[int], saturated_channels: int) -> list[Variant]:
                 Workload("lifecycle", channels=ch64), setup_lifecycle, params={"max_concurrency": 2}),
         Variant("batch_10", "batch", "batches of 10", Workload("batch", batch=10), setup_lifecycle),
         Variant("batch_100", "batch", "batches of 100", Workload("batch", batch=100), setup_lifecycle),
+        Variant("worker_1ch", "worker", "worker loop, one channel", Workload("worker"), setup_lifecycle),
+        Variant("worker_64ch", "worker", "worker loop, 64 channels, no limits", Workload("worker", channels=ch64),
+                setup_lifecycle),
+        Variant("worker_batch_100", "worker", "worker loop, batches of 100, one channel", Workload("worker", batch=100),
+                setup_lifecycle),
+        Variant("worker_batch_100_64ch", "worker", "worker loop, batches of 100, 64 channels",
+                Workload("worker", batch=100, channels=ch64), setup_lifecycle),
     ]
     for n in backlogs:
         out.append(Variant(
@@ -283,17 +294,18 @@ def _short(n: int) -> str:
 
 ALIASES = {
     "all": None,
-    "baselines": ["baseline_amo", "baseline_alo", "baseline_floor", "baseline_amo_end"],
+    "baselines": ["baseline_amo", "baseline_alo", "baseline_floor", "baseline_floor_worker", "baseline_amo_end"],
 }
 
 
 def select(variants: list[Variant], spec: str | None) -> list[Variant]:
     """BENCH_SCENARIOS: comma-separated variant keys, group names (baseline,
-    lifecycle, channels, batch, backlog, saturated, held), scenario numbers 1-6,
+    lifecycle, channels, batch, backlog, saturated, held, worker), scenario numbers 1-7,
     or all."""
     if not spec or spec.strip() == "all":
         return variants
-    numbers = {"1": "lifecycle", "2": "channels", "3": "batch", "4": "backlog", "5": "saturated", "6": "held"}
+    numbers = {"1": "lifecycle", "2": "channels", "3": "batch", "4": "backlog", "5": "saturated", "6": "held",
+               "7": "worker"}
     wanted: set[str] = set()
     for tok in (t.strip() for t in spec.split(",")):
         if not tok:

@@ -634,7 +634,10 @@ REVOKE ALL ON FUNCTION @extschema@._channel_floor_last_raise(bigint) FROM PUBLIC
 -- Internal: locked messages left their locks (completed, deferred, failed,
 -- dead-lettered; p_removed: they left their channels), one in channel
 -- p_channel_ids[k] for each k.  The rows are locked in id order, as
--- everywhere.  Touches a channel row only when a limit needs it:
+-- everywhere (the index scan of "= ANY" visits the ids sorted).  A
+-- limited channel's count is found in the array (array_positions): n x k
+-- comparisons for n messages in k limited channels, which keeps the
+-- statement to two plan nodes.  Touches a channel row only when a limit needs it:
 -- max_concurrency (fewer locked; a saturated channel rejoins the rotation)
 -- or max_size with a removal.  For unconstrained channels the UPDATE
 -- matches no row, takes no lock and writes nothing.  It runs after the
@@ -656,10 +659,14 @@ BEGIN
     SET
         num_locked = CASE
             WHEN c.max_concurrency IS NULL THEN c.num_locked
-            ELSE pg_catalog.int4larger(c.num_locked - r.n, 0)
+            ELSE pg_catalog.int4larger(
+                c.num_locked - pg_catalog.cardinality(pg_catalog.array_positions(p_channel_ids, c.id)), 0
+            )
         END,
         num_removed = c.num_removed + CASE
-            WHEN p_removed AND c.max_size IS NOT NULL THEN r.n ELSE 0
+            WHEN p_removed AND c.max_size IS NOT NULL
+                THEN pg_catalog.cardinality(pg_catalog.array_positions(p_channel_ids, c.id))
+            ELSE 0
         END,
         next_at = CASE
             WHEN c.num_locked >= c.max_concurrency AND c.next_at IS NOT NULL
@@ -677,14 +684,8 @@ BEGIN
                 THEN pg_catalog.nextval('@extschema@.channel_turn_seq')
             ELSE c.turn
         END
-    FROM (
-        SELECT u.channel_id, pg_catalog.count(*)::integer AS n
-        FROM pg_catalog.unnest(p_channel_ids) AS u (channel_id)
-        GROUP BY u.channel_id
-        ORDER BY u.channel_id
-    ) AS r
     WHERE
-        c.id = r.channel_id
+        c.id = ANY(p_channel_ids)
         AND (
             c.max_concurrency IS NOT NULL
             OR (p_removed AND c.max_size IS NOT NULL)
@@ -905,6 +906,46 @@ COMMENT ON FUNCTION @extschema@._channel_place(@extschema@._channel_visit, bigin
 
 REVOKE ALL ON FUNCTION @extschema@._channel_place(@extschema@._channel_visit, bigint) FROM PUBLIC;
 
+-- ---- sql/src/113_function_channel_wake_front.sql ----
+-- Internal: the channels of the first 8 due wake-ups (typically ones that
+-- another consumer is applying at this instant) that are neither paused
+-- nor eligible already, nor in p_seen; only p_channel's when it is given.
+-- message_dequeue serves them after a short front, once it has applied
+-- wake-ups itself.  STABLE, so that it reads the calling statement's
+-- snapshot, and a function rather than a sub-select of that statement:
+-- every call of the statement would otherwise initialise its five plan
+-- nodes, which it needs only after wake-ups.  SQL: planned when called,
+-- which is rare.
+CREATE OR REPLACE FUNCTION @extschema@._channel_wake_front(
+    p_now bigint,
+    p_seen bigint[],
+    p_channel text
+)
+RETURNS @extschema@.channel[]
+LANGUAGE sql
+STABLE
+AS $$
+    SELECT ARRAY(
+        SELECT c
+        FROM @extschema@.channel AS c
+        WHERE
+            c.id IN (
+                SELECT w.channel_id
+                FROM @extschema@.channel_wake AS w
+                WHERE w.wake_at <= p_now
+                ORDER BY w.wake_at, w.id
+                LIMIT 8
+            )
+            AND NOT c.is_paused AND NOT COALESCE(c.next_at <= p_now, FALSE) AND c.id <> ALL(p_seen)
+            AND c.name = COALESCE(p_channel, c.name)
+    )
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_wake_front(bigint, bigint[], text) IS
+'Internal: the channels of the first due wake-ups, not paused nor eligible already, for message_dequeue after it applied wake-ups.';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_wake_front(bigint, bigint[], text) FROM PUBLIC;
+
 -- ---- sql/src/114_function_message_head.sql ----
 -- Internal: the messages a take locks, up to p_count of a channel's first
 -- deliverable ones in (dequeue_at, id) order, SKIP LOCKED: its ready
@@ -1028,19 +1069,24 @@ REVOKE ALL ON FUNCTION @extschema@._message_key_claim(bigint, text, bigint, bigi
 -- p_num_attempts[k], on behalf of p_caller; the one completion of
 -- message_complete, message_complete_batch and message_complete_dequeue.
 -- Returns the ids completed; a pair with a stale token, a message that is
--- not locked or is locked by another role is skipped (changes nothing).
+-- not locked or is locked by another role is skipped (changes nothing),
+-- and with p_report each id not completed is a NOTICE with SQLSTATE 01LQ1
+-- and the id and token in its detail (message_complete_dequeue: a worker
+-- can log it; its result has no room for it, and a transaction-local
+-- setting would be lost under autocommit).
 --
 -- Set-based, three statements for a batch of unconstrained channels: the
 -- batch's channels (one primary-key probe per message), one DELETE (one
--- per pair: the pairs drive the join) that copies the rows of channels
--- retaining history to message_history, and the counters
--- (_channel_release, which locks and writes only limited channels).  The
--- limited channels' rows are locked first, in id order (channel rows
--- before message rows, as everywhere); keyed messages release their keys.
+-- per pair: the pairs drive the join), and the counters (_channel_release,
+-- which locks and writes only limited channels).  The limited channels'
+-- rows are locked first, in id order (channel rows before message rows, as
+-- everywhere); channels that retain history get their copies in
+-- message_history; keyed messages release their keys.
 CREATE OR REPLACE FUNCTION @extschema@._message_complete_set(
     p_ids bigint[],
     p_num_attempts integer[],
-    p_caller pg_catalog.regrole
+    p_caller pg_catalog.regrole,
+    p_report boolean DEFAULT FALSE
 )
 RETURNS bigint[]
 LANGUAGE plpgsql
@@ -1096,6 +1142,25 @@ BEGIN
         FOR NO KEY UPDATE OF c;
     END IF;
 
+    -- Channels that retain history get their copies first, from the rows
+    -- locked here and deleted below (nothing can change them in between).
+    IF v_history IS NOT NULL THEN
+        INSERT INTO @extschema@.message_history (
+            id, channel, key, content, state, num_attempts, created_at, completed_at
+        )
+        SELECT m.id, c.name, m.key, m.content, m.state, m.num_attempts, m.created_at, v_now
+        FROM
+            ROWS FROM (pg_catalog.unnest(p_ids), pg_catalog.unnest(p_num_attempts)) AS t (id, num_attempts)
+        INNER JOIN @extschema@.message AS m ON m.id = t.id
+        INNER JOIN @extschema@.channel AS c ON c.id = m.channel_id
+        WHERE
+            m.num_attempts = t.num_attempts
+            AND m.is_locked
+            AND COALESCE(m.locked_by = p_caller, TRUE)
+            AND m.channel_id = ANY(v_history)
+        FOR UPDATE OF m;
+    END IF;
+
     -- One primary-key probe per (id, token) pair, the pairs driving the
     -- join.  (Not "m.id = ANY(p_ids)" besides: the planner then scanned the
     -- messages first and rescanned every pair for each of them, n x n
@@ -1110,18 +1175,7 @@ BEGIN
             AND m.num_attempts = t.num_attempts
             AND m.is_locked
             AND COALESCE(m.locked_by = p_caller, TRUE)
-        RETURNING m.id, m.channel_id, m.key, m.content, m.state, m.num_attempts, m.created_at
-    ),
-
-    kept AS (
-        INSERT INTO @extschema@.message_history (
-            id, channel, key, content, state, num_attempts, created_at, completed_at
-        )
-        SELECT
-            g.id, c.name, g.key, g.content, g.state, g.num_attempts, g.created_at, v_now
-        FROM gone AS g
-        INNER JOIN @extschema@.channel AS c ON c.id = g.channel_id
-        WHERE g.channel_id = ANY(v_history)
+        RETURNING m.id, m.channel_id, m.key
     )
 
     SELECT pg_catalog.array_agg(g.id), pg_catalog.array_agg(g.channel_id), pg_catalog.array_agg(g.key)
@@ -1140,14 +1194,19 @@ BEGIN
     IF v_gone_ids IS NOT NULL THEN
         PERFORM @extschema@._channel_release(v_channels, TRUE, v_now);
     END IF;
+    FOR i IN 1..CASE WHEN p_report THEN pg_catalog.cardinality(p_ids) ELSE 0 END LOOP
+        CONTINUE WHEN p_ids[i] = ANY(v_gone_ids);
+        RAISE NOTICE 'lonnymq: message % was not completed: stale token, not locked, or locked by another role', p_ids[i]
+            USING ERRCODE = '01LQ1', DETAIL = pg_catalog.format('id=%s num_attempts=%s', p_ids[i], p_num_attempts[i]);
+    END LOOP;
     RETURN COALESCE(v_gone_ids, '{}');
 END;
 $$;
 
-COMMENT ON FUNCTION @extschema@._message_complete_set(bigint[], integer[], pg_catalog.regrole) IS
-'Internal: complete locked messages (p_ids[k] with token p_num_attempts[k]) held by p_caller or by no role; returns the ids completed.';
+COMMENT ON FUNCTION @extschema@._message_complete_set(bigint[], integer[], pg_catalog.regrole, boolean) IS
+'Internal: complete locked messages (p_ids[k] with token p_num_attempts[k]) held by p_caller or by no role; returns the ids completed (p_report: a NOTICE for each one not).';
 
-REVOKE ALL ON FUNCTION @extschema@._message_complete_set(bigint[], integer[], pg_catalog.regrole) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._message_complete_set(bigint[], integer[], pg_catalog.regrole, boolean) FROM PUBLIC;
 
 -- ---- sql/src/116_function_message_key_release.sql ----
 -- Internal: message p_message_id, holding (channel, key), was completed or
@@ -1888,7 +1947,9 @@ BEGIN
     IF pg_catalog.octet_length(p_content) > 16777216 THEN
         PERFORM @extschema@._check_size('p_content', pg_catalog.octet_length(p_content), 16777216);
     END IF;
-    PERFORM @extschema@._check_key(p_key);
+    IF pg_catalog.length(p_key) NOT BETWEEN 1 AND 1024 THEN
+        PERFORM @extschema@._check_key(p_key);
+    END IF;
 
     v_now := @extschema@._clock_ms();
     -- The default is the transaction's start, so that messages created in one
@@ -1906,8 +1967,7 @@ BEGIN
     IF v_channel.max_size IS NOT NULL
         AND @extschema@._channel_quota_take(v_channel.id, v_channel.max_size, 1) = 0 THEN
         IF p_key IS NOT NULL THEN
-            DELETE FROM @extschema@.message_key AS k
-            WHERE k.channel_id = v_channel.id AND k.key = p_key AND k.message_id = v_id;
+            PERFORM @extschema@._message_key_release(v_channel.id, p_key, v_id, 0, 0);
         END IF;
         RETURN NULL;
     END IF;
@@ -2260,12 +2320,10 @@ DECLARE
     v_expired_only boolean;
     v_dead_ids bigint[];
     v_id bigint;
-    v_changed boolean;
     v_min_at bigint;
     i integer;
     -- The messages taken, returned in rotation order at the end.
     v_out @extschema@._delivery[] := '{}';
-    v_completed bigint[];
 BEGIN
     IF p_lock_ms IS NULL OR p_lock_ms NOT BETWEEN 1 AND 31536000000 THEN
         PERFORM @extschema@._check_lock_ms(p_lock_ms);
@@ -2277,18 +2335,8 @@ BEGIN
         RAISE EXCEPTION 'lonnymq: p_limit must be between 1 and 1000, got %', v_limit
             USING ERRCODE = '22023';
     END IF;
-    IF COALESCE(pg_catalog.cardinality(p_ids), 0) + COALESCE(pg_catalog.cardinality(p_num_attempts), 0) > 0 THEN
-        v_completed := @extschema@._message_complete_set(
-            COALESCE(p_ids, '{}'), COALESCE(p_num_attempts, '{}'), v_caller
-        );
-        IF pg_catalog.cardinality(v_completed) < pg_catalog.cardinality(p_ids) THEN
-            FOR i IN 1..pg_catalog.cardinality(p_ids) LOOP
-                CONTINUE WHEN p_ids[i] = ANY(v_completed);
-                RAISE NOTICE 'lonnymq: message % was not completed: stale token, not locked, or locked by another role',
-                    p_ids[i]
-                    USING ERRCODE = '01LQ1', DETAIL = pg_catalog.format('id=%s num_attempts=%s', p_ids[i], p_num_attempts[i]);
-            END LOOP;
-        END IF;
+    IF p_ids IS NOT NULL OR p_num_attempts IS NOT NULL THEN
+        PERFORM @extschema@._message_complete_set(COALESCE(p_ids, '{}'), COALESCE(p_num_attempts, '{}'), v_caller, TRUE);
     END IF;
     v_remaining := v_limit;
     WHILE v_remaining > 0 LOOP
@@ -2297,7 +2345,8 @@ BEGIN
         -- After the due wake-ups were applied, the channels of those left
         -- (another consumer is applying them right now: SKIP LOCKED below)
         -- are served after the front when it is short, read in the same
-        -- snapshot, so that their consumers never find them empty meanwhile.
+        -- snapshot (_channel_wake_front is STABLE), so that their consumers
+        -- never find them empty meanwhile.
         SELECT
             NOT v_applied AND EXISTS (
                 SELECT 1 FROM @extschema@.schedule AS s WHERE s.next_at <= k.now
@@ -2305,21 +2354,11 @@ BEGIN
             NOT v_applied AND EXISTS (
                 SELECT 1 FROM @extschema@.channel_wake AS w WHERE w.wake_at <= k.now
             ),
-            f.front || ARRAY(
-                SELECT c
-                FROM @extschema@.channel AS c
-                WHERE
-                    v_applied AND pg_catalog.cardinality(f.front) < v_remaining
-                    AND c.id IN (
-                        SELECT w.channel_id
-                        FROM @extschema@.channel_wake AS w
-                        WHERE w.wake_at <= k.now
-                        ORDER BY w.wake_at, w.id
-                        LIMIT 8
-                    )
-                    AND NOT c.is_paused AND NOT COALESCE(c.next_at <= k.now, FALSE) AND c.id <> ALL(v_seen)
-                    AND c.name = COALESCE(p_channel, c.name)
-            ),
+            f.front || CASE
+                WHEN v_applied AND pg_catalog.cardinality(f.front) < v_remaining
+                    THEN @extschema@._channel_wake_front(k.now, v_seen, p_channel)
+                ELSE '{}'
+            END,
             k.now
         INTO v_schedule_due, v_wake_due, v_front, v_now
         FROM
@@ -2447,27 +2486,27 @@ BEGIN
             -- interval.
             v_visits := v_visits || ROW(
                 v_channel, v_is_held,
-                LEAST(
-                    CASE
-                        WHEN v_channel.num_locked >= v_channel.max_concurrency THEN v_limit
-                        ELSE COALESCE(v_channel.max_concurrency - v_channel.num_locked, v_limit)
-                    END,
-                    CASE WHEN v_channel.release_interval_ms > 0 THEN 1 ELSE v_limit END
-                ),
+                CASE
+                    WHEN v_channel.release_interval_ms > 0 THEN 1
+                    WHEN v_channel.num_locked >= v_channel.max_concurrency THEN v_limit
+                    ELSE COALESCE(v_channel.max_concurrency - v_channel.num_locked, v_limit)
+                END,
                 0, 0, 0, NULL, NULL, FALSE
             )::@extschema@._channel_visit;
         END LOOP;
 
         -- 3. Share what is left among the live channels: equal shares, the
         -- remainder to the first ones in turn order; a channel that gives
-        -- less than its share drops out and the rest is shared again.
+        -- less than its share drops out and the rest is shared again.  Each
+        -- pass asks at least one live channel for a message (the remainder
+        -- goes to the first), which either gives it or drops out: the loop
+        -- ends.
         v_live := pg_catalog.cardinality(v_visits) - v_first + 1;
         LOOP
             EXIT WHEN v_live <= 0 OR v_remaining = 0;
             v_share := v_remaining / v_live;
             v_extra := v_remaining % v_live;
             v_rank := 0;
-            v_changed := FALSE;
             FOR i IN v_first..pg_catalog.cardinality(v_visits) LOOP
                 v_visit := v_visits[i];
                 CONTINUE WHEN v_visit.cap <= 0;
@@ -2545,7 +2584,6 @@ BEGIN
                     EXIT WHEN v_visit.num_dead >= v_limit + 16;
                     v_expired_only := FALSE;
                 END LOOP;
-                v_changed := v_changed OR v_got > 0;
                 v_visit.num_taken := v_visit.num_taken + v_got;
                 v_visit.cap := v_visit.cap - v_got;
                 v_remaining := v_remaining - v_got;
@@ -2554,11 +2592,9 @@ BEGIN
                     -- It drops out.
                     v_visit.cap := 0;
                     v_live := v_live - 1;
-                    v_changed := TRUE;
                 END IF;
                 v_visits[i] := v_visit;
             END LOOP;
-            EXIT WHEN NOT v_changed;
         END LOOP;
 
         EXIT WHEN v_busy_turn OR p_channel IS NOT NULL AND pg_catalog.cardinality(v_busy) = 0;
@@ -2566,13 +2602,11 @@ BEGIN
 
     -- 4. Where each visited channel goes next, in the order of its last
     -- delivery in this batch (those that gave nothing first).
-    FOR i IN
-        SELECT k.ordinality
-        FROM pg_catalog.unnest(v_visits) WITH ORDINALITY AS k
-        ORDER BY k.num_taken - 1, k.ordinality
-    LOOP
-        PERFORM @extschema@._channel_place(v_visits[i], v_now);
-    END LOOP;
+    -- (One statement: a volatile call in the select list is made after the
+    -- sort, in its order.)
+    PERFORM @extschema@._channel_place(v_visits[k.i], v_now)
+    FROM pg_catalog.generate_subscripts(v_visits, 1) AS k (i)
+    ORDER BY (v_visits[k.i]).num_taken, k.i;
 
     RETURN QUERY
     SELECT d.id, ((v_visits[d.visit]).channel).name, d.content, d.state, d.num_attempts, d.dequeue_at, d.is_recovered

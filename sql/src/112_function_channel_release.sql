@@ -1,7 +1,10 @@
 -- Internal: locked messages left their locks (completed, deferred, failed,
 -- dead-lettered; p_removed: they left their channels), one in channel
 -- p_channel_ids[k] for each k.  The rows are locked in id order, as
--- everywhere.  Touches a channel row only when a limit needs it:
+-- everywhere (the index scan of "= ANY" visits the ids sorted).  A
+-- limited channel's count is found in the array (array_positions): n x k
+-- comparisons for n messages in k limited channels, which keeps the
+-- statement to two plan nodes.  Touches a channel row only when a limit needs it:
 -- max_concurrency (fewer locked; a saturated channel rejoins the rotation)
 -- or max_size with a removal.  For unconstrained channels the UPDATE
 -- matches no row, takes no lock and writes nothing.  It runs after the
@@ -23,10 +26,14 @@ BEGIN
     SET
         num_locked = CASE
             WHEN c.max_concurrency IS NULL THEN c.num_locked
-            ELSE pg_catalog.int4larger(c.num_locked - r.n, 0)
+            ELSE pg_catalog.int4larger(
+                c.num_locked - pg_catalog.cardinality(pg_catalog.array_positions(p_channel_ids, c.id)), 0
+            )
         END,
         num_removed = c.num_removed + CASE
-            WHEN p_removed AND c.max_size IS NOT NULL THEN r.n ELSE 0
+            WHEN p_removed AND c.max_size IS NOT NULL
+                THEN pg_catalog.cardinality(pg_catalog.array_positions(p_channel_ids, c.id))
+            ELSE 0
         END,
         next_at = CASE
             WHEN c.num_locked >= c.max_concurrency AND c.next_at IS NOT NULL
@@ -44,14 +51,8 @@ BEGIN
                 THEN pg_catalog.nextval('@extschema@.channel_turn_seq')
             ELSE c.turn
         END
-    FROM (
-        SELECT u.channel_id, pg_catalog.count(*)::integer AS n
-        FROM pg_catalog.unnest(p_channel_ids) AS u (channel_id)
-        GROUP BY u.channel_id
-        ORDER BY u.channel_id
-    ) AS r
     WHERE
-        c.id = r.channel_id
+        c.id = ANY(p_channel_ids)
         AND (
             c.max_concurrency IS NOT NULL
             OR (p_removed AND c.max_size IS NOT NULL)

@@ -41,7 +41,9 @@ BEGIN
     IF pg_catalog.octet_length(p_content) > 16777216 THEN
         PERFORM @extschema@._check_size('p_content', pg_catalog.octet_length(p_content), 16777216);
     END IF;
-    PERFORM @extschema@._check_key(p_key);
+    IF pg_catalog.length(p_key) NOT BETWEEN 1 AND 1024 THEN
+        PERFORM @extschema@._check_key(p_key);
+    END IF;
 
     v_now := @extschema@._clock_ms();
     -- The default is the transaction's start, so that messages created in one
@@ -59,8 +61,7 @@ BEGIN
     IF v_channel.max_size IS NOT NULL
         AND @extschema@._channel_quota_take(v_channel.id, v_channel.max_size, 1) = 0 THEN
         IF p_key IS NOT NULL THEN
-            DELETE FROM @extschema@.message_key AS k
-            WHERE k.channel_id = v_channel.id AND k.key = p_key AND k.message_id = v_id;
+            PERFORM @extschema@._message_key_release(v_channel.id, p_key, v_id, 0, 0);
         END IF;
         RETURN NULL;
     END IF;

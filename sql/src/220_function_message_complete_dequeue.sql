@@ -93,12 +93,10 @@ DECLARE
     v_expired_only boolean;
     v_dead_ids bigint[];
     v_id bigint;
-    v_changed boolean;
     v_min_at bigint;
     i integer;
     -- The messages taken, returned in rotation order at the end.
     v_out @extschema@._delivery[] := '{}';
-    v_completed bigint[];
 BEGIN
     IF p_lock_ms IS NULL OR p_lock_ms NOT BETWEEN 1 AND 31536000000 THEN
         PERFORM @extschema@._check_lock_ms(p_lock_ms);
@@ -110,18 +108,8 @@ BEGIN
         RAISE EXCEPTION 'lonnymq: p_limit must be between 1 and 1000, got %', v_limit
             USING ERRCODE = '22023';
     END IF;
-    IF COALESCE(pg_catalog.cardinality(p_ids), 0) + COALESCE(pg_catalog.cardinality(p_num_attempts), 0) > 0 THEN
-        v_completed := @extschema@._message_complete_set(
-            COALESCE(p_ids, '{}'), COALESCE(p_num_attempts, '{}'), v_caller
-        );
-        IF pg_catalog.cardinality(v_completed) < pg_catalog.cardinality(p_ids) THEN
-            FOR i IN 1..pg_catalog.cardinality(p_ids) LOOP
-                CONTINUE WHEN p_ids[i] = ANY(v_completed);
-                RAISE NOTICE 'lonnymq: message % was not completed: stale token, not locked, or locked by another role',
-                    p_ids[i]
-                    USING ERRCODE = '01LQ1', DETAIL = pg_catalog.format('id=%s num_attempts=%s', p_ids[i], p_num_attempts[i]);
-            END LOOP;
-        END IF;
+    IF p_ids IS NOT NULL OR p_num_attempts IS NOT NULL THEN
+        PERFORM @extschema@._message_complete_set(COALESCE(p_ids, '{}'), COALESCE(p_num_attempts, '{}'), v_caller, TRUE);
     END IF;
     v_remaining := v_limit;
     WHILE v_remaining > 0 LOOP
@@ -130,7 +118,8 @@ BEGIN
         -- After the due wake-ups were applied, the channels of those left
         -- (another consumer is applying them right now: SKIP LOCKED below)
         -- are served after the front when it is short, read in the same
-        -- snapshot, so that their consumers never find them empty meanwhile.
+        -- snapshot (_channel_wake_front is STABLE), so that their consumers
+        -- never find them empty meanwhile.
         SELECT
             NOT v_applied AND EXISTS (
                 SELECT 1 FROM @extschema@.schedule AS s WHERE s.next_at <= k.now
@@ -138,21 +127,11 @@ BEGIN
             NOT v_applied AND EXISTS (
                 SELECT 1 FROM @extschema@.channel_wake AS w WHERE w.wake_at <= k.now
             ),
-            f.front || ARRAY(
-                SELECT c
-                FROM @extschema@.channel AS c
-                WHERE
-                    v_applied AND pg_catalog.cardinality(f.front) < v_remaining
-                    AND c.id IN (
-                        SELECT w.channel_id
-                        FROM @extschema@.channel_wake AS w
-                        WHERE w.wake_at <= k.now
-                        ORDER BY w.wake_at, w.id
-                        LIMIT 8
-                    )
-                    AND NOT c.is_paused AND NOT COALESCE(c.next_at <= k.now, FALSE) AND c.id <> ALL(v_seen)
-                    AND c.name = COALESCE(p_channel, c.name)
-            ),
+            f.front || CASE
+                WHEN v_applied AND pg_catalog.cardinality(f.front) < v_remaining
+                    THEN @extschema@._channel_wake_front(k.now, v_seen, p_channel)
+                ELSE '{}'
+            END,
             k.now
         INTO v_schedule_due, v_wake_due, v_front, v_now
         FROM
@@ -280,27 +259,27 @@ BEGIN
             -- interval.
             v_visits := v_visits || ROW(
                 v_channel, v_is_held,
-                LEAST(
-                    CASE
-                        WHEN v_channel.num_locked >= v_channel.max_concurrency THEN v_limit
-                        ELSE COALESCE(v_channel.max_concurrency - v_channel.num_locked, v_limit)
-                    END,
-                    CASE WHEN v_channel.release_interval_ms > 0 THEN 1 ELSE v_limit END
-                ),
+                CASE
+                    WHEN v_channel.release_interval_ms > 0 THEN 1
+                    WHEN v_channel.num_locked >= v_channel.max_concurrency THEN v_limit
+                    ELSE COALESCE(v_channel.max_concurrency - v_channel.num_locked, v_limit)
+                END,
                 0, 0, 0, NULL, NULL, FALSE
             )::@extschema@._channel_visit;
         END LOOP;
 
         -- 3. Share what is left among the live channels: equal shares, the
         -- remainder to the first ones in turn order; a channel that gives
-        -- less than its share drops out and the rest is shared again.
+        -- less than its share drops out and the rest is shared again.  Each
+        -- pass asks at least one live channel for a message (the remainder
+        -- goes to the first), which either gives it or drops out: the loop
+        -- ends.
         v_live := pg_catalog.cardinality(v_visits) - v_first + 1;
         LOOP
             EXIT WHEN v_live <= 0 OR v_remaining = 0;
             v_share := v_remaining / v_live;
             v_extra := v_remaining % v_live;
             v_rank := 0;
-            v_changed := FALSE;
             FOR i IN v_first..pg_catalog.cardinality(v_visits) LOOP
                 v_visit := v_visits[i];
                 CONTINUE WHEN v_visit.cap <= 0;
@@ -378,7 +357,6 @@ BEGIN
                     EXIT WHEN v_visit.num_dead >= v_limit + 16;
                     v_expired_only := FALSE;
                 END LOOP;
-                v_changed := v_changed OR v_got > 0;
                 v_visit.num_taken := v_visit.num_taken + v_got;
                 v_visit.cap := v_visit.cap - v_got;
                 v_remaining := v_remaining - v_got;
@@ -387,11 +365,9 @@ BEGIN
                     -- It drops out.
                     v_visit.cap := 0;
                     v_live := v_live - 1;
-                    v_changed := TRUE;
                 END IF;
                 v_visits[i] := v_visit;
             END LOOP;
-            EXIT WHEN NOT v_changed;
         END LOOP;
 
         EXIT WHEN v_busy_turn OR p_channel IS NOT NULL AND pg_catalog.cardinality(v_busy) = 0;
@@ -399,13 +375,11 @@ BEGIN
 
     -- 4. Where each visited channel goes next, in the order of its last
     -- delivery in this batch (those that gave nothing first).
-    FOR i IN
-        SELECT k.ordinality
-        FROM pg_catalog.unnest(v_visits) WITH ORDINALITY AS k
-        ORDER BY k.num_taken - 1, k.ordinality
-    LOOP
-        PERFORM @extschema@._channel_place(v_visits[i], v_now);
-    END LOOP;
+    -- (One statement: a volatile call in the select list is made after the
+    -- sort, in its order.)
+    PERFORM @extschema@._channel_place(v_visits[k.i], v_now)
+    FROM pg_catalog.generate_subscripts(v_visits, 1) AS k (i)
+    ORDER BY (v_visits[k.i]).num_taken, k.i;
 
     RETURN QUERY
     SELECT d.id, ((v_visits[d.visit]).channel).name, d.content, d.state, d.num_attempts, d.dequeue_at, d.is_recovered

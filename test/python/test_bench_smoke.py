@@ -1,5 +1,5 @@
-"""The benchmark harness (bench/run.py) still runs: one scenario and the
-at-most-once baseline and the floor, 2 clients, ~2 s each, against the test
+"""The benchmark harness (bench/run.py) still runs: the lifecycle and the
+worker loop, the at-most-once baseline and both floors, 2 clients, ~2 s each, against the test
 cluster (as an external server: PGHOST/PGPORT).  Asserts that the report is
 written, holds the scenario rows and the CPU shares; never a throughput
 figure."""
@@ -19,7 +19,7 @@ def test_bench_harness_writes_a_report(cluster, tmp_path):
     env.update(PGHOST=str(cluster.socket_dir), PGPORT=str(cluster.port), PGUSER=cluster.superuser)
     proc = subprocess.run(
         [sys.executable, str(REPO_ROOT / "bench" / "run.py"),
-         "--scenarios", "lifecycle_1ch,baseline_amo,baseline_floor", "--clients", "2",
+         "--scenarios", "lifecycle_1ch,worker_1ch,baseline_amo,baseline_floor,baseline_floor_worker", "--clients", "2",
          "--duration", "1.5", "--warmup", "0.5", "--profile", "0", "--no-plots",
          "--out", str(tmp_path), "--name", "smoke"],
         env=env, capture_output=True, text=True, timeout=120,
@@ -28,13 +28,15 @@ def test_bench_harness_writes_a_report(cluster, tmp_path):
     report = (tmp_path / "smoke.md").read_text()
     assert (tmp_path / "smoke.json").exists()
     assert "| one channel | 2 |" in report
+    assert "| worker loop, one channel | 2 |" in report
     assert "| at-most-once: DELETE" in report
     assert "## Targets" in report
 
-    assert "## Where the CPU goes (2 clients)" in report
+    assert "## Where the CPU goes (2 clients, synchronous_commit on)" in report
     data = json.loads((tmp_path / "smoke.json").read_text())
     runs = {r["variant"]: r for r in data["runs"]}
-    for key in ("lifecycle_1ch", "baseline_amo", "baseline_floor"):
+    assert runs["worker_1ch"]["consumed"] > 0 and runs["worker_1ch"]["errors"] == 0
+    for key in ("lifecycle_1ch", "worker_1ch", "baseline_amo", "baseline_floor", "baseline_floor_worker"):
         cpu = runs[key]["cpu_per_msg"]
         # the cluster runs on this machine: every share can be read
         assert cpu["client_us"] > 0 and cpu["backend_us"] > 0 and cpu["total_us"] > 0, (key, cpu)
@@ -55,6 +57,7 @@ def test_server_times_are_classified_for_every_variant():
     expected = {
         c.SQL_CREATE: "create", c.SQL_DEQUEUE: "dequeue", c.SQL_COMPLETE: "complete",
         c.SQL_FLOOR_CREATE: "create", c.SQL_FLOOR_DEQUEUE: "dequeue", c.SQL_FLOOR_COMPLETE: "complete",
+        c.SQL_COMPLETE_DEQUEUE: "dequeue", c.SQL_FLOOR_COMPLETE_DEQUEUE: "dequeue",
         c.SQL_BASE_INSERT: "create", c.SQL_BASE_AMO: "dequeue", c.SQL_BASE_LOCK: "dequeue",
         c.SQL_BASE_DELETE: "complete",
     }

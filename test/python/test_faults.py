@@ -255,17 +255,19 @@ WORKER_SCRIPT = textwrap.dedent(
     import psycopg
 
     dsn, channel, lock_ms, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-    conn = psycopg.connect(dsn, autocommit=(mode == "committed"))
-    row = conn.execute(
-        "SELECT id, num_attempts FROM lonnymq.message_dequeue(%s, 1, %s)", (lock_ms, channel)
-    ).fetchone()
+    conn = psycopg.connect(dsn, autocommit=(mode != "open_transaction"))
+    if mode == "worker_loop":  # the worker's call, with nothing to complete yet
+        sql = "SELECT id, num_attempts FROM lonnymq.message_complete_dequeue(NULL, NULL, %s, 1, %s)"
+    else:
+        sql = "SELECT id, num_attempts FROM lonnymq.message_dequeue(%s, 1, %s)"
+    row = conn.execute(sql, (lock_ms, channel)).fetchone()
     print(conn.info.backend_pid, row[0], row[1], flush=True)
     time.sleep(600)  # the job
     """
 )
 
 
-@pytest.mark.parametrize("mode", ["committed", "open_transaction"])
+@pytest.mark.parametrize("mode", ["committed", "open_transaction", "worker_loop"])
 def test_sigkilled_worker_process(db, mode):
     lock_ms = 1500
     admin = db.connect()
@@ -283,7 +285,7 @@ def test_sigkilled_worker_process(db, mode):
         assert line, f"the worker printed nothing: {proc.stderr.read() if proc.poll() is not None else ''}"
         pid, got_id, token = map(int, line.split())
         assert (got_id, token) == (mid, 1)
-        if mode == "committed":
+        if mode != "open_transaction":
             expiry = _message(admin, mid)[2]
         proc.send_signal(signal.SIGKILL)
         assert proc.wait(10) == -signal.SIGKILL
@@ -328,6 +330,7 @@ class Ledger:
         self.aborted_created: set[int] = set()
         self.completed: set[int] = set()  # message_complete returned true and committed
         self.maybe_completed: set[int] = set()
+        self.completed_by_workers = 0  # of them, by message_complete_dequeue
         self.deliveries = 0
         self.recovered = 0
         self.unexpected: list[str] = []
@@ -386,12 +389,21 @@ def _producer(dsn: str, n: int, ledger: Ledger, stop: threading.Event, crashing:
 
 
 def _consumer(dsn: str, n: int, ledger: Ledger, stop: threading.Event, crashing: threading.Event) -> None:
+    """Dequeue, then per message: abandon, defer, or (heartbeat and) complete.
+    Odd consumers run the worker loop: their completes ride on the next
+    message_complete_dequeue, committed with it (a refused one is a NOTICE)."""
     rng = random.Random(100 + n)
+    worker = n % 2 == 1
+    pending: list[tuple[int, int]] = []  # finished, completed by the next call
+    refused: list[int] = []
     try:
         conn = psycopg.connect(dsn, autocommit=False)
     except psycopg.Error as exc:
         ledger.unexpected.append(f"consumer {n} connect: {exc}")
         return
+    conn.add_notice_handler(
+        lambda d: refused.append(int(d.message_detail.split()[0].removeprefix("id="))) if d.sqlstate == "01LQ1" else None
+    )
 
     def failed(what, exc) -> bool:
         """True: stop (the server is gone)."""
@@ -405,17 +417,36 @@ def _consumer(dsn: str, n: int, ledger: Ledger, stop: threading.Event, crashing:
 
     with conn:
         while not stop.is_set():
+            refused.clear()
             try:
-                rows = conn.execute(
-                    "SELECT id, num_attempts, is_recovered FROM lonnymq.message_dequeue(%s, %s)",
-                    (LOAD_LOCK_MS, rng.randint(1, 3)),
-                ).fetchall()
-                conn.commit()
+                if worker:
+                    rows = conn.execute(
+                        "SELECT id, num_attempts, is_recovered "
+                        "FROM lonnymq.message_complete_dequeue(%s::bigint[], %s::integer[], %s, %s)",
+                        ([p[0] for p in pending], [p[1] for p in pending], LOAD_LOCK_MS, rng.randint(1, 3)),
+                    ).fetchall()
+                else:
+                    rows = conn.execute(
+                        "SELECT id, num_attempts, is_recovered FROM lonnymq.message_dequeue(%s, %s)",
+                        (LOAD_LOCK_MS, rng.randint(1, 3)),
+                    ).fetchall()
             except psycopg.Error as exc:
                 if failed("dequeue", exc):
                     return
+                continue  # rolled back: the pending completes are still pending
+            done = {mid for mid, _ in pending} - set(refused)
+            try:
+                conn.commit()
+            except psycopg.Error as exc:
+                with ledger.lock:
+                    ledger.maybe_completed.update(done)
+                if failed("dequeue commit", exc):
+                    return
                 continue
+            pending = []
             with ledger.lock:
+                ledger.completed.update(done)
+                ledger.completed_by_workers += len(done)
                 ledger.deliveries += len(rows)
                 ledger.recovered += sum(1 for r in rows if r[2])
             if not rows:
@@ -436,6 +467,11 @@ def _consumer(dsn: str, n: int, ledger: Ledger, stop: threading.Event, crashing:
                         continue
                     if r < 0.26:
                         conn.execute("SELECT lonnymq.message_heartbeat(%s, %s, %s)", (mid, token, LOAD_LOCK_MS))
+                        if worker:
+                            conn.commit()
+                    if worker:
+                        pending.append((mid, token))
+                        continue
                     ok = _scalar(conn, "SELECT lonnymq.message_complete(%s, %s)", (mid, token))
                 except psycopg.Error as exc:
                     if failed("complete", exc):
@@ -559,6 +595,7 @@ def _crash_scenario(cluster: Cluster, dsn: str) -> None:
     assert not any(t.is_alive() for t in threads), "a client hung after the crash"
     assert not ledger.unexpected, ledger.unexpected
     assert snapshots > 0 and ledger.deliveries > 0 and ledger.completed, "no load ran"
+    assert ledger.completed_by_workers > 0, "no worker loop completed anything"
 
     cluster.start()  # crash recovery
     conn = psycopg.connect(dsn, autocommit=True)

@@ -97,11 +97,15 @@ CHANNELS = [
 ]
 BY_NAME = {c.name: c for c in CHANNELS}
 
-# A test helper in the test database (not part of lonnymq): message_dequeue,
-# plus each delivered message's new lock expiry, read in the same transaction
-# once the dequeue has run. lock_until - p_lock_ms is the call's clock reading.
+# A test helper in the test database (not part of lonnymq):
+# message_complete_dequeue (message_dequeue when there is nothing to
+# complete), plus each delivered message's new lock expiry, read in the same
+# transaction once the dequeue has run. lock_until - p_lock_ms is the call's
+# clock reading.
 WRAPPER_SQL = """
-CREATE FUNCTION public.soak_dequeue(p_lock_ms bigint, p_limit integer, p_channel text)
+CREATE FUNCTION public.soak_dequeue(
+    p_ids bigint[], p_tokens integer[], p_lock_ms bigint, p_limit integer, p_channel text
+)
 RETURNS TABLE (
     id bigint, channel text, content text, state text, num_attempts integer,
     dequeue_at bigint, is_recovered boolean, locked_until bigint
@@ -112,7 +116,7 @@ DECLARE
     r record;
 BEGIN
     FOR r IN
-        SELECT d.* FROM lonnymq.message_dequeue(p_lock_ms, p_limit, p_channel) AS d
+        SELECT d.* FROM lonnymq.message_complete_dequeue(p_ids, p_tokens, p_lock_ms, p_limit, p_channel) AS d
     LOOP
         id := r.id;
         channel := r.channel;
@@ -310,13 +314,22 @@ class Soak:
         conn.execute("SET lock_timeout = '30s'")
         zombies: list[tuple[float, int, int, str]] = []   # (due monotonic, id, token, channel)
         names = [c.name for c in CHANNELS]
+        # Even consumers run the worker loop: a finished message is completed
+        # by their next call (message_complete_dequeue); each refused one is a
+        # NOTICE, whose detail names it.
+        pending: list[Delivery] | None = [] if n % 2 == 0 else None
+        refused: list[int] = []
+        conn.add_notice_handler(
+            lambda d: refused.append(int(d.message_detail.split()[0].removeprefix("id=")))
+            if d.sqlstate == "01LQ1" else None
+        )
         while not self.stop_all.is_set():
             try:
-                self._consume_once(n, rng, conn, zombies, names)
+                self._consume_once(n, rng, conn, zombies, names, pending, refused)
             except CallFailed:
                 continue
 
-    def _consume_once(self, n, rng, conn, zombies, names) -> None:
+    def _consume_once(self, n, rng, conn, zombies, names, pending, refused) -> None:
         # workers that abandoned a message come back late with their stale token
         if zombies and zombies[0][0] <= time.monotonic():
             _, mid, token, ch = zombies.pop(0)
@@ -326,7 +339,15 @@ class Soak:
         limit = rng.choice((1, 1, 1, 2, 3, 5, 8))
         only = rng.choice(names) if rng.random() < 0.25 else None
         lock_ms = rng.randint(*LOCK_MS)
-        rows = self._call(conn, "dequeue", "SELECT * FROM public.soak_dequeue(%s, %s, %s)", (lock_ms, limit, only))
+        done = list(pending or ())
+        refused.clear()
+        rows = self._call(conn, "dequeue", "SELECT * FROM public.soak_dequeue(%s, %s, %s, %s, %s)",
+                          ([d.id for d in done] if done else None, [d.attempt for d in done] if done else None,
+                           lock_ms, limit, only))
+        if pending:
+            pending.clear()
+            for d in done:
+                self._completed(d.id, d.attempt, d.id not in refused, "complete_dequeue", d.channel)
         with self.lock:
             self.dequeue_calls += 1
             if not rows:
@@ -342,7 +363,9 @@ class Soak:
             self.deliveries.extend(batch)
         for d in batch:
             r = rng.random()
-            if r < 0.80:
+            if r < 0.80 and pending is not None:
+                pending.append(d)
+            elif r < 0.80:
                 ok = self._call(conn, "complete", "SELECT lonnymq.message_complete(%s, %s)",
                                 (d.id, d.attempt))[0][0]
                 self._completed(d.id, d.attempt, ok, "complete", d.channel)
@@ -596,6 +619,8 @@ def _run(db, *, messages=None, seconds=None):
         assert len(soak.created) == messages
     assert soak.dropped, "no message was ever dropped: the max_size channels were not exercised"
     assert sum(d.recovered for d in soak.deliveries) > 0, "no abandoned message was ever recovered"
+    by_worker = [c for c in soak.completes if c[3] == "complete_dequeue"]
+    assert any(c[2] for c in by_worker), "the worker loop (message_complete_dequeue) completed nothing"
     return soak
 
 

@@ -1,0 +1,120 @@
+"""message_complete_dequeue (0.10.0) from real connections: the NOTICE that
+reports each refused complete, and workers that complete and fetch in one
+call, concurrently, losing nothing and completing nothing twice.  (Its
+contract, limits, fairness and bad input: test/pgtap/220_complete_dequeue.sql;
+killed workers and a server crash: test_faults.py; the mix: test_soak.py.)"""
+
+from __future__ import annotations
+
+import threading
+
+import psycopg
+
+REFUSED = "01LQ1"
+CALL = ("SELECT d.id, d.num_attempts, d.channel "
+        "FROM lonnymq.message_complete_dequeue(%s::bigint[], %s::integer[], %s, %s) AS d")
+
+
+def _notices(conn) -> list:
+    """Each notice the connection receives, as (severity, sqlstate, message,
+    detail): read in the handler, since psycopg frees a Diagnostic after it."""
+    got: list = []
+    conn.add_notice_handler(lambda d: got.append((d.severity, d.sqlstate, d.message_primary, d.message_detail)))
+    return got
+
+
+def test_each_refused_complete_is_a_notice_naming_it(db):
+    with db.connect(autocommit=True) as conn:
+        notices = _notices(conn)
+        conn.execute("SELECT lonnymq.message_create('n', convert_to('m' || g, 'UTF8')) FROM generate_series(1, 3) AS g")
+        (a, ta, _), (b, tb, _) = conn.execute(CALL, (None, None, 60000, 2)).fetchall()
+        assert notices == []
+
+        rows = conn.execute(CALL, ([a, b, 424242], [ta, tb + 1, 1], 60000, 1)).fetchall()
+        assert len(rows) == 1, "the call still delivers"
+        refused = [n for n in notices if n[1] == REFUSED]
+        assert [n[3] for n in refused] == [f"id={b} num_attempts={tb + 1}", "id=424242 num_attempts=1"]
+        assert all(n[0] == "NOTICE" and "was not completed" in n[2] for n in refused)
+        locked = dict(conn.execute("SELECT id, is_locked FROM lonnymq.message").fetchall())
+        assert a not in locked, "the good pair was completed"
+        assert locked[b] is True, "the stale one keeps its lock"
+
+        # Nothing refused: no notice.
+        notices.clear()
+        conn.execute(CALL, ([b], [tb], 60000, 1)).fetchall()
+        assert notices == []
+
+
+def test_concurrent_workers_complete_every_message_exactly_once(db):
+    """Six workers, each its own connection, loop on message_complete_dequeue
+    over 12 channels (two limited to one message at a time), completing each
+    message with their next call: every message is delivered once, completed
+    once, and a sampler never sees two of a limited channel locked at once."""
+    channels = [f"w{i}" for i in range(10)] + ["one_a", "one_b"]
+    per_channel = 150
+    with db.connect(autocommit=True) as conn:
+        for name in ("one_a", "one_b"):
+            conn.execute("SELECT lonnymq.channel_set(%s, p_max_concurrency => 1)", (name,))
+        for name in channels:
+            conn.execute("SELECT count(lonnymq.message_create(%s, 'x')) FROM generate_series(1, %s)",
+                         (name, per_channel))
+    total = len(channels) * per_channel
+    delivered: list[int] = []
+    completed: list[int] = []
+    refusals: list = []
+    overlaps: list[str] = []
+    errors: list[str] = []
+    lock = threading.Lock()
+    running = threading.Event()
+    running.set()
+
+    def sampler() -> None:  # the server's view: locks held in each limited channel
+        with db.connect(autocommit=True) as conn:
+            while running.is_set():
+                for name, locks in conn.execute(
+                    "SELECT c.name, count(m.id) FROM lonnymq.channel AS c "
+                    "JOIN lonnymq.message AS m ON m.channel_id = c.id AND m.is_locked "
+                    "WHERE c.name LIKE 'one_%' GROUP BY c.name"
+                ).fetchall():
+                    if locks > 1:
+                        overlaps.append(f"{name}: {locks} locked")
+
+    def worker(n: int) -> None:
+        try:
+            with db.connect(autocommit=True) as conn:
+                notices = _notices(conn)
+                held: list[tuple] = []
+                idle = 0
+                while idle < 3:
+                    rows = conn.execute(
+                        CALL, ([r[0] for r in held], [r[1] for r in held], 60000, 1 + n % 3)).fetchall()
+                    with lock:
+                        refusals.extend(x for x in notices if x[1] == REFUSED)
+                        notices.clear()
+                        completed.extend(r[0] for r in held)
+                        delivered.extend(r[0] for r in rows)
+                    held = rows
+                    idle = idle + 1 if not rows else 0
+        except psycopg.Error as exc:
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(6)]
+    watch = threading.Thread(target=sampler)
+    watch.start()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    running.clear()
+    watch.join(10)
+    assert not any(t.is_alive() for t in threads)
+    assert not errors, errors
+    assert not refusals, refusals[:5]
+    assert not overlaps, overlaps[:5]
+    assert len(delivered) == len(set(delivered)) == total, "each message delivered once"
+    assert sorted(completed) == sorted(delivered), "each delivery completed once, by the worker's next call"
+    with db.connect(autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM lonnymq.message").fetchone()[0] == 0
+        assert conn.execute(
+            "SELECT array_agg(num_locked ORDER BY name) FROM lonnymq.channel WHERE name LIKE 'one_%'"
+        ).fetchone()[0] == [0, 0]
