@@ -25,6 +25,7 @@ message_create_batch and message_complete_batch.
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import resource
 import time
@@ -149,6 +150,18 @@ def machine_busy_s() -> float | None:
         return None
 
 
+def _iterations(stats: _Stats, window: float, end: float):
+    """One value per iteration of a client's loop until `end`: whether the
+    iteration is measured (see _measuring)."""
+    while (now := time.monotonic()) < end:
+        yield _measuring(stats, now, window)
+
+
+def _rotation(channels: tuple[str, ...], index: int):
+    """The channels a client creates into, round-robin from its own offset."""
+    return itertools.islice(itertools.cycle(channels), index % len(channels), None)
+
+
 def _measuring(stats: _Stats, now: float, window: float) -> bool:
     """Whether this iteration is in the measurement window; the first one that
     is takes the CPU snapshot the window's CPU figures start from."""
@@ -244,6 +257,16 @@ SQL_BASE_DELETE = f"DELETE FROM {BASELINE_TABLE} WHERE id = %s"
 # (bench/README.md), measured in the same run.  One string: the function
 # bodies hold semicolons.
 FLOOR_SCHEMA = "bench_floor"
+# The floor's take, in its dequeue and in its worker loop's complete_dequeue.
+FLOOR_TAKE = f"""    UPDATE {FLOOR_SCHEMA}.m AS m
+    SET dequeue_at = v_now + p_lock_ms, is_locked = true, num_attempts = m.num_attempts + 1
+    WHERE m.id = (
+        SELECT q.id FROM {FLOOR_SCHEMA}.m AS q
+        WHERE q.channel_id = 1 AND q.dequeue_at <= v_now
+        ORDER BY q.dequeue_at, q.id LIMIT 1 FOR UPDATE SKIP LOCKED
+    )
+    RETURNING m.id, m.num_attempts, m.content INTO id, num_attempts, content;
+"""
 FLOOR_DDL = f"""
 DROP SCHEMA IF EXISTS {FLOOR_SCHEMA} CASCADE;
 CREATE SCHEMA {FLOOR_SCHEMA};
@@ -272,15 +295,7 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 #variable_conflict use_column
 DECLARE v_now bigint := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
 BEGIN
-    UPDATE {FLOOR_SCHEMA}.m AS m
-    SET dequeue_at = v_now + p_lock_ms, is_locked = true, num_attempts = m.num_attempts + 1
-    WHERE m.id = (
-        SELECT q.id FROM {FLOOR_SCHEMA}.m AS q
-        WHERE q.channel_id = 1 AND q.dequeue_at <= v_now
-        ORDER BY q.dequeue_at, q.id LIMIT 1 FOR UPDATE SKIP LOCKED
-    )
-    RETURNING m.id, m.num_attempts, m.content INTO id, num_attempts, content;
-END $$;
+{FLOOR_TAKE}END $$;
 CREATE FUNCTION {FLOOR_SCHEMA}.complete_dequeue(
     p_ids bigint[], p_num_attempts integer[], p_lock_ms bigint, OUT id bigint, OUT num_attempts integer, OUT content bytea)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
@@ -290,15 +305,7 @@ BEGIN
     DELETE FROM {FLOOR_SCHEMA}.m AS m
     USING ROWS FROM (pg_catalog.unnest(p_ids), pg_catalog.unnest(p_num_attempts)) AS t (id, num_attempts)
     WHERE m.id = t.id AND m.num_attempts = t.num_attempts AND m.is_locked;
-    UPDATE {FLOOR_SCHEMA}.m AS m
-    SET dequeue_at = v_now + p_lock_ms, is_locked = true, num_attempts = m.num_attempts + 1
-    WHERE m.id = (
-        SELECT q.id FROM {FLOOR_SCHEMA}.m AS q
-        WHERE q.channel_id = 1 AND q.dequeue_at <= v_now
-        ORDER BY q.dequeue_at, q.id LIMIT 1 FOR UPDATE SKIP LOCKED
-    )
-    RETURNING m.id, m.num_attempts, m.content INTO id, num_attempts, content;
-END $$;
+{FLOOR_TAKE}END $$;
 CREATE FUNCTION {FLOOR_SCHEMA}.complete(p_id bigint, p_num_attempts integer) RETURNS boolean
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
@@ -401,17 +408,11 @@ def _loop_lifecycle(cur, conn, index, wl: Workload, window, end, stats, progress
     floor passes its own)."""
     create, take, complete = calls
     clock = time.perf_counter
-    channels = wl.channels
-    i = index
+    channels = _rotation(wl.channels, index)
     total = 0
-    while True:
-        now = time.monotonic()
-        if now >= end:
-            break
-        measuring = _measuring(stats, now, window)
+    for measuring in _iterations(stats, window, end):
         try:
-            channel = channels[i % len(channels)]
-            i += 1
+            channel = next(channels)
             t0 = clock()
             create(cur, channel)
             t1 = clock()
@@ -442,18 +443,12 @@ def _loop_lifecycle(cur, conn, index, wl: Workload, window, end, stats, progress
 
 def _loop_batch(cur, conn, index, wl: Workload, window, end, stats, progress):
     clock = time.perf_counter
-    channels = wl.channels
+    channels = _rotation(wl.channels, index)
     n = wl.batch
-    i = index
     total = 0
-    while True:
-        now = time.monotonic()
-        if now >= end:
-            break
-        measuring = _measuring(stats, now, window)
+    for measuring in _iterations(stats, window, end):
         try:
-            channel = channels[i % len(channels)]
-            i += 1
+            channel = next(channels)
             t0 = clock()
             create_batch(cur, channel, n)
             t1 = clock()
@@ -488,21 +483,15 @@ def _loop_worker(cur, conn, index, wl: Workload, window, end, stats, progress,
     unbatched create and the complete-and-dequeue (the floor passes its own)."""
     create, take = calls
     clock = time.perf_counter
-    channels = wl.channels
+    channels = _rotation(wl.channels, index)
     n = wl.batch
-    i = index
     total = 0
     refused = [0]
     conn.add_notice_handler(lambda d: refused.__setitem__(0, refused[0] + (d.sqlstate == REFUSED)))
     held: list[tuple] = []  # delivered by the last call, completed by the next
-    while True:
-        now = time.monotonic()
-        if now >= end:
-            break
-        measuring = _measuring(stats, now, window)
+    for measuring in _iterations(stats, window, end):
         try:
-            channel = channels[i % len(channels)]
-            i += 1
+            channel = next(channels)
             t0 = clock()
             if n == 1:
                 create(cur, channel)
@@ -532,11 +521,7 @@ def _loop_worker(cur, conn, index, wl: Workload, window, end, stats, progress,
 def _loop_amo(cur, conn, index, wl: Workload, window, end, stats, progress):
     clock = time.perf_counter
     total = 0
-    while True:
-        now = time.monotonic()
-        if now >= end:
-            break
-        measuring = _measuring(stats, now, window)
+    for measuring in _iterations(stats, window, end):
         try:
             t0 = clock()
             cur.execute(SQL_BASE_INSERT)
@@ -563,11 +548,7 @@ def _loop_amo(cur, conn, index, wl: Workload, window, end, stats, progress):
 def _loop_alo(cur, conn, index, wl: Workload, window, end, stats, progress):
     clock = time.perf_counter
     total = 0
-    while True:
-        now = time.monotonic()
-        if now >= end:
-            break
-        measuring = _measuring(stats, now, window)
+    for measuring in _iterations(stats, window, end):
         try:
             t0 = clock()
             cur.execute(SQL_BASE_INSERT)

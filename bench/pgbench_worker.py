@@ -1,0 +1,144 @@
+"""The worker loop measured as the issue that asked for it measured it: with
+pgbench (a C client, prepared statements) rather than Python clients.
+
+The at-most-once table (INSERT; DELETE ... SKIP LOCKED), the floor worker
+loop (two minimal PL/pgSQL calls, bench/clients.py's FLOOR_DDL), lonnymq's
+worker loop (message_create; message_complete_dequeue) and lonnymq's
+three-call lifecycle, each on a standing backlog of 10,000 ready messages,
+8 clients, in interleaved rounds, on a private cluster with
+synchronous_commit on (as make bench).  One pgbench transaction is one
+message.  Writes bench/results/<name>.md: msg/s per round, the medians and
+their ratios to the at-most-once median.
+
+    .venv/bin/python -m bench.pgbench_worker [--rounds 3] [--seconds 20] [--name NAME]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import subprocess
+import tempfile
+from datetime import datetime
+from pathlib import Path
+
+from bench.clients import BASELINE_TABLE, FLOOR_DDL, FLOOR_SCHEMA
+from bench.run import ROOT, Target, log
+from bench.scenarios import reset_baseline, reset_lonnymq
+
+BACKLOG = 10_000
+CLIENTS = 8
+# One pgbench transaction = one message.  :id and :num_attempts carry the
+# last delivery from one transaction of a client to its next (-D sets the
+# first, which completes nothing).
+SCRIPTS = {
+    "amo": (
+        f"INSERT INTO {BASELINE_TABLE} (created_us, payload) VALUES (0, '\\x00');\n"
+        f"DELETE FROM {BASELINE_TABLE} WHERE id = (SELECT id FROM {BASELINE_TABLE} "
+        "ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 1) RETURNING id;\n"
+    ),
+    "floor_worker": (
+        f"SELECT {FLOOR_SCHEMA}.create('\\x00');\n"
+        f"SELECT id, num_attempts FROM {FLOOR_SCHEMA}.complete_dequeue("
+        "ARRAY[:id]::bigint[], ARRAY[:num_attempts]::integer[], 60000) \\gset\n"
+    ),
+    "worker_1ch": (
+        "SELECT lonnymq.message_create('bench', '\\x00');\n"
+        "SELECT id, num_attempts FROM lonnymq.message_complete_dequeue("
+        "ARRAY[:id]::bigint[], ARRAY[:num_attempts]::integer[], 60000) \\gset\n"
+    ),
+    "lifecycle_1ch": (
+        "SELECT lonnymq.message_create('bench', '\\x00');\n"
+        "SELECT id, num_attempts FROM lonnymq.message_dequeue(60000) \\gset\n"
+        "SELECT lonnymq.message_complete(:id, :num_attempts);\n"
+    ),
+}
+TITLES = {
+    "amo": "at-most-once plain table: INSERT; DELETE … SKIP LOCKED (2 commits)",
+    "floor_worker": "floor worker loop: two minimal PL/pgSQL calls (2 commits)",
+    "worker_1ch": "lonnymq worker loop, one channel: create; message_complete_dequeue (2 commits)",
+    "lifecycle_1ch": "lonnymq lifecycle, one channel: create; dequeue; complete (3 commits)",
+}
+
+
+def prepare(conn, key: str) -> None:
+    """A fresh queue of the variant's kind holding BACKLOG ready messages."""
+    if key in ("amo", "floor_worker"):
+        reset_baseline(conn, floor=key == "floor_worker")
+        if key == "amo":
+            conn.execute(f"INSERT INTO {BASELINE_TABLE} (created_us, payload) "
+                         "SELECT 0, '\\x00' FROM generate_series(1, %s)", (BACKLOG,))
+        else:
+            conn.execute(f"SELECT count({FLOOR_SCHEMA}.create('\\x00')) FROM generate_series(1, %s)", (BACKLOG,))
+    else:
+        reset_lonnymq(conn)
+        conn.execute("SELECT count(*) FROM lonnymq.message_create_batch('bench', array_fill('\\x00'::bytea, "
+                     "ARRAY[%s]))", (BACKLOG,))
+    conn.execute("VACUUM ANALYZE")
+    conn.execute("CHECKPOINT")
+
+
+def pgbench(target: Target, script: Path, seconds: float) -> float:
+    c = target.cluster
+    out = subprocess.run(
+        ["pgbench", "-n", "-M", "prepared", "-c", str(CLIENTS), "-j", "2", "-T", str(int(seconds)),
+         "-D", "id=0", "-D", "num_attempts=0", "-f", str(script),
+         "-h", str(c.socket_dir), "-p", str(c.port), "-U", c.superuser, "lonnymq_bench"],
+        capture_output=True, text=True,
+    )
+    m = re.search(r"^tps = ([0-9.]+)", out.stdout, re.M)
+    failed = re.search(r"number of failed transactions: ([0-9]+)", out.stdout)
+    if out.returncode != 0 or not m or (failed and int(failed.group(1))):
+        raise SystemExit(f"pgbench failed ({script.name}):\n{out.stdout[-1500:]}\n{out.stderr[-1500:]}")
+    return float(m.group(1))
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--seconds", type=float, default=20)
+    p.add_argument("--name", default=datetime.now().strftime("%Y-%m-%d") + "-pgbench-worker")
+    args = p.parse_args()
+    target = Target()
+    rates: dict[str, list[float]] = {k: [] for k in SCRIPTS}
+    with tempfile.TemporaryDirectory() as tmp:
+        scripts = {}
+        for key, text in SCRIPTS.items():
+            scripts[key] = Path(tmp) / f"{key}.sql"
+            scripts[key].write_text(text)
+        try:
+            target.start()
+            for r in range(args.rounds):
+                for key in SCRIPTS:
+                    with target.connect() as conn:
+                        prepare(conn, key)
+                    rates[key].append(pgbench(target, scripts[key], args.seconds))
+                    log(f"  [round {r + 1}/{args.rounds}] {key}: {rates[key][-1]:,.0f} msg/s")
+            with target.connect() as conn:
+                settings = conn.execute("SELECT current_setting('synchronous_commit'), version()").fetchone()
+        finally:
+            target.stop()
+    med = {k: statistics.median(v) for k, v in rates.items()}
+    lines = [
+        f"# The worker loop with pgbench — {args.name}\n",
+        f"`bench/pgbench_worker.py`: {CLIENTS} clients, `pgbench -M prepared`, {args.seconds:g} s per run, "
+        f"{args.rounds} interleaved rounds, a standing backlog of {BACKLOG:,} ready messages, "
+        f"synchronous_commit {settings[0]}; {settings[1].split(',')[0]}. One pgbench transaction is one "
+        "message (its create and its consumption).\n",
+        "| loop | " + " | ".join(f"round {i + 1}" for i in range(args.rounds)) + " | median msg/s | × at-most-once |",
+        "|---|" + "---|" * args.rounds + "---|---|",
+    ]
+    for key, vals in rates.items():
+        lines.append(f"| {TITLES[key]} | " + " | ".join(f"{v:,.0f}" for v in vals)
+                     + f" | {med[key]:,.0f} | {med[key] / med['amo']:.2f} |")
+    lines.append(f"\nlonnymq's worker loop against the floor worker loop: {med['worker_1ch'] / med['floor_worker']:.2f} ×.\n")
+    out = ROOT / "bench" / "results" / f"{args.name}.md"
+    out.write_text("\n".join(lines))
+    log(f"report: {out}")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
