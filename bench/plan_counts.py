@@ -1,0 +1,152 @@
+"""What one message costs in the backend, counted rather than timed: plan
+nodes initialised, PL/pgSQL expressions prepared, SPI statements run and
+PL/pgSQL calls made, per message of a loop, on one backend of a private
+cluster (synchronous_commit off).  CPU time on a shared machine varies by
+10% or more from run to run; these counts are exact and repeatable, so a
+change to the hot path can be judged by them before it is timed.
+
+Uprobes on the server's binaries (`perf probe`), read with `perf stat`:
+needs root and perf.  The loops: `worker` (message_create;
+message_complete_dequeue, one channel), `lifecycle` (create; dequeue;
+complete), `floor_worker` (the floor worker loop of bench/clients.py) and
+`amo` (the at-most-once table), each on a backlog of 10,000 messages.
+
+    .venv/bin/python -m bench.plan_counts [--messages 2000] [worker lifecycle floor_worker amo]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import time
+
+import psycopg
+
+from bench.clients import BASELINE_TABLE, FLOOR_SCHEMA
+from bench.run import Target, log
+from bench.scenarios import reset_baseline, reset_lonnymq
+
+# (binary, function): what each count is.
+PROBES = {
+    "plan nodes": ("bin/postgres", "ExecInitNode"),
+    "expressions": ("bin/postgres", "ExecInitExprWithParams"),
+    "statements": ("bin/postgres", "SPI_execute_plan_with_paramlist"),
+    "executor starts": ("bin/postgres", "standard_ExecutorStart"),
+    "PL/pgSQL calls": ("lib/plpgsql.so", "plpgsql_call_handler"),
+}
+LOOPS = {
+    "worker": [
+        ("SELECT lonnymq.message_create('bench', '\\x00'::bytea)", None),
+        ("SELECT d.id, d.num_attempts FROM lonnymq.message_complete_dequeue(%s::bigint[], %s::integer[], 60000) AS d",
+         "held"),
+    ],
+    "lifecycle": [
+        ("SELECT lonnymq.message_create('bench', '\\x00'::bytea)", None),
+        ("SELECT d.id, d.num_attempts FROM lonnymq.message_dequeue(60000) AS d", "take"),
+        ("SELECT lonnymq.message_complete(%s, %s)", "one"),
+    ],
+    "floor_worker": [
+        (f"SELECT {FLOOR_SCHEMA}.create('\\x00'::bytea)", None),
+        (f"SELECT d.id, d.num_attempts FROM {FLOOR_SCHEMA}.complete_dequeue(%s::bigint[], %s::integer[], 60000) AS d",
+         "held"),
+    ],
+    "amo": [
+        (f"INSERT INTO {BASELINE_TABLE} (created_us, payload) VALUES (0, '\\x00')", None),
+        (f"DELETE FROM {BASELINE_TABLE} WHERE id = (SELECT id FROM {BASELINE_TABLE} "
+         "ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 1) RETURNING id", None),
+    ],
+}
+
+
+def probes() -> list[str]:
+    """Define the uprobes (once per machine) and return their perf event names."""
+    libdir = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True).stdout.strip()
+    root = os.path.dirname(libdir)
+    events = []
+    for binary, func in PROBES.values():
+        path = os.path.join(root, binary)
+        subprocess.run(["perf", "probe", "-q", "-x", path, "-a", func], capture_output=True)
+        events.append(f"probe_{'plpgsql' if binary.endswith('.so') else 'postgres'}:{func}")
+    return events
+
+
+def prepare(conn, loop: str) -> None:
+    if loop in ("amo", "floor_worker"):
+        reset_baseline(conn, floor=loop == "floor_worker")
+    else:
+        reset_lonnymq(conn)
+        conn.execute("SELECT count(*) FROM lonnymq.message_create_batch('bench', "
+                     "array_fill('\\x00'::bytea, ARRAY[10000]))")
+    if loop == "amo":
+        conn.execute(f"INSERT INTO {BASELINE_TABLE} (created_us, payload) SELECT 0, '\\x00' FROM generate_series(1, 10000)")
+    if loop == "floor_worker":
+        conn.execute(f"SELECT count({FLOOR_SCHEMA}.create('\\x00')) FROM generate_series(1, 10000)")
+    conn.execute("VACUUM ANALYZE")
+
+
+def count(target: Target, loop: str, messages: int, events: list[str]) -> dict:
+    with target.connect() as conn:
+        prepare(conn, loop)
+    with psycopg.connect(target.dsn, autocommit=True, prepare_threshold=0) as conn:
+        conn.execute("SET synchronous_commit = off")
+        conn.add_notice_handler(lambda d: None)
+        cur = conn.cursor()
+        state: dict = {"held": [], "take": []}
+
+        def step() -> None:
+            for sql, arg in LOOPS[loop]:
+                if arg == "held":
+                    cur.execute(sql, ([h[0] for h in state["held"]], [h[1] for h in state["held"]]))
+                    state["held"] = cur.fetchall()
+                elif arg == "take":
+                    cur.execute(sql)
+                    state["take"] = cur.fetchall()
+                elif arg == "one":
+                    cur.execute(sql, state["take"][0])
+                else:
+                    cur.execute(sql)
+
+        for _ in range(200):  # plans cached, as in a long-running worker
+            step()
+        perf = subprocess.Popen(["perf", "stat", "-x,", "-e", ",".join(events), "-p", str(conn.info.backend_pid)],
+                                stderr=subprocess.PIPE, text=True)
+        time.sleep(0.5)
+        for _ in range(messages):
+            step()
+        time.sleep(0.2)
+        perf.send_signal(signal.SIGINT)
+        err = perf.communicate()[1]
+    got = {}
+    for line in err.splitlines():
+        f = line.split(",")
+        if len(f) > 2 and f[0].isdigit():
+            got[f[2]] = int(f[0]) / messages
+    return {name: got.get(event, float("nan")) for name, event in zip(PROBES, events)}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--messages", type=int, default=2000)
+    p.add_argument("loops", nargs="*", default=list(LOOPS))
+    args = p.parse_args()
+    events = probes()
+    target = Target()
+    rows = []
+    try:
+        target.start()
+        for loop in args.loops:
+            rows.append((loop, count(target, loop, args.messages, events)))
+            log(f"  {loop}: " + ", ".join(f"{k} {v:.1f}" for k, v in rows[-1][1].items()))
+    finally:
+        target.stop()
+    print("\n| loop | " + " | ".join(PROBES) + " |\n|---|" + "---|" * len(PROBES))
+    for loop, c in rows:
+        print(f"| {loop} | " + " | ".join(f"{v:.1f}" for v in c.values()) + " |")
+    print(f"\nper message, {args.messages} messages, one backend")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
