@@ -1103,8 +1103,9 @@ REVOKE ALL ON FUNCTION @extschema@._channel_for_producer(text, bigint) FROM PUBL
 --     guard shared, as a producer's (no consumer may declare the channel
 --     empty or waiting while its new time is invisible), and then the row
 --     read again, for the limits and wait_at committed meanwhile.
--- complete: unlocks, removes; cancel: removes; defer: unlocks, returns;
--- fail: all three.  NULL (every field): no such message.
+-- cancel: removes; defer: unlocks, returns; fail: all three (complete has
+-- its own set-based lookup: _message_complete_set).  NULL (every field): no
+-- such message.
 CREATE FUNCTION @extschema@._channel_of_message(
     p_id bigint,
     p_unlocks boolean,
@@ -1138,7 +1139,7 @@ END;
 $$;
 
 COMMENT ON FUNCTION @extschema@._channel_of_message(bigint, boolean, boolean, boolean) IS
-'Internal: the channel of a message, its row locked when the call changes one of its counts and (p_returns) its guard held shared, for complete, cancel, defer and fail.';
+'Internal: the channel of a message, its row locked when the call changes one of its counts and (p_returns) its guard held shared, for cancel, defer and fail.';
 
 REVOKE ALL ON FUNCTION @extschema@._channel_of_message(bigint, boolean, boolean, boolean) FROM PUBLIC;
 
@@ -1796,7 +1797,13 @@ BEGIN
     IF v_gone_ids IS NOT NULL THEN
         PERFORM @extschema@._channel_release(v_channels, TRUE, v_now);
     END IF;
-    FOR i IN 1..CASE WHEN p_report THEN pg_catalog.cardinality(p_ids) ELSE 0 END LOOP
+    -- Looked for only when fewer were completed than asked (n x k
+    -- comparisons then), not on every batch.
+    FOR i IN 1..CASE
+        WHEN p_report AND COALESCE(pg_catalog.cardinality(v_gone_ids), 0) < pg_catalog.cardinality(p_ids)
+            THEN pg_catalog.cardinality(p_ids)
+        ELSE 0
+    END LOOP
         CONTINUE WHEN p_ids[i] = ANY(v_gone_ids);
         RAISE NOTICE 'lonnymq: message % was not completed: stale token, not locked, or locked by another role', p_ids[i]
             USING ERRCODE = '01LQ1', DETAIL = pg_catalog.format('id=%s num_attempts=%s', p_ids[i], p_num_attempts[i]);
@@ -3190,7 +3197,7 @@ BEGIN
                 v_visit.cap := v_visit.cap - v_got;
                 v_remaining := v_remaining - v_got;
                 v_visit.came_short := v_got < v_want;
-                IF v_got < v_want OR v_visit.cap <= 0 THEN
+                IF v_visit.came_short OR v_visit.cap <= 0 THEN
                     -- It drops out.
                     v_visit.cap := 0;
                     v_live := v_live - 1;
@@ -3853,10 +3860,11 @@ REVOKE ALL ON FUNCTION @extschema@.tick() FROM PUBLIC;
 -- tables (doc/README.md, Indexes): generic plans, and no sequential scan,
 -- bitmap scan, merge join or hash join, which a plan made while a table
 -- looked empty could choose and keep (found on a vacuumed channel_floor of
--- zero pages: dead_letter_redrive walked it sequentially).  A setting that
--- a function's header makes is kept (message_complete_batch turns hash
--- joins on).  make appends this file to the upgrade script too: CREATE OR
--- REPLACE FUNCTION clears a function's settings.
+-- zero pages: dead_letter_redrive walked it sequentially).  No function
+-- sets one of these in its header (since 0.10.0 not even
+-- message_complete_batch its hash joins).  make appends this file to the
+-- upgrade script too: CREATE OR REPLACE FUNCTION clears a function's
+-- settings.
 DO $$
 DECLARE
     v_setting record;
@@ -3877,13 +3885,7 @@ BEGIN
             ('enable_mergejoin', 'off'),
             ('enable_hashjoin', 'off')
         ) AS s (name, value)
-        WHERE
-            p.prosecdef
-            AND NOT EXISTS (
-                SELECT 1
-                FROM pg_catalog.unnest(p.proconfig) AS c (setting)
-                WHERE pg_catalog.split_part(c.setting, '=', 1) = s.name
-            )
+        WHERE p.prosecdef
         ORDER BY p.oid, s.name
     LOOP
         EXECUTE pg_catalog.format('ALTER FUNCTION %s SET %I = %L', v_setting.signature, v_setting.name, v_setting.value);

@@ -9,8 +9,9 @@
 --     guard shared, as a producer's (no consumer may declare the channel
 --     empty or waiting while its new time is invisible), and then the row
 --     read again, for the limits and wait_at committed meanwhile.
--- complete: unlocks, removes; cancel: removes; defer: unlocks, returns;
--- fail: all three.  NULL (every field): no such message.
+-- cancel: removes; defer: unlocks, returns; fail: all three (complete has
+-- its own set-based lookup: _message_complete_set).  NULL (every field): no
+-- such message.
 CREATE FUNCTION @extschema@._channel_of_message(
     p_id bigint,
     p_unlocks boolean,
@@ -44,6 +45,6 @@ END;
 $$;
 
 COMMENT ON FUNCTION @extschema@._channel_of_message(bigint, boolean, boolean, boolean) IS
-'Internal: the channel of a message, its row locked when the call changes one of its counts and (p_returns) its guard held shared, for complete, cancel, defer and fail.';
+'Internal: the channel of a message, its row locked when the call changes one of its counts and (p_returns) its guard held shared, for cancel, defer and fail.';
 
 REVOKE ALL ON FUNCTION @extschema@._channel_of_message(bigint, boolean, boolean, boolean) FROM PUBLIC;

@@ -114,7 +114,13 @@ BEGIN
     IF v_gone_ids IS NOT NULL THEN
         PERFORM @extschema@._channel_release(v_channels, TRUE, v_now);
     END IF;
-    FOR i IN 1..CASE WHEN p_report THEN pg_catalog.cardinality(p_ids) ELSE 0 END LOOP
+    -- Looked for only when fewer were completed than asked (n x k
+    -- comparisons then), not on every batch.
+    FOR i IN 1..CASE
+        WHEN p_report AND COALESCE(pg_catalog.cardinality(v_gone_ids), 0) < pg_catalog.cardinality(p_ids)
+            THEN pg_catalog.cardinality(p_ids)
+        ELSE 0
+    END LOOP
         CONTINUE WHEN p_ids[i] = ANY(v_gone_ids);
         RAISE NOTICE 'lonnymq: message % was not completed: stale token, not locked, or locked by another role', p_ids[i]
             USING ERRCODE = '01LQ1', DETAIL = pg_catalog.format('id=%s num_attempts=%s', p_ids[i], p_num_attempts[i]);

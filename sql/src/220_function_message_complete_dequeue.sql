@@ -361,7 +361,7 @@ BEGIN
                 v_visit.cap := v_visit.cap - v_got;
                 v_remaining := v_remaining - v_got;
                 v_visit.came_short := v_got < v_want;
-                IF v_got < v_want OR v_visit.cap <= 0 THEN
+                IF v_visit.came_short OR v_visit.cap <= 0 THEN
                     -- It drops out.
                     v_visit.cap := 0;
                     v_live := v_live - 1;

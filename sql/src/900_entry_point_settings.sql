@@ -6,10 +6,11 @@
 -- tables (doc/README.md, Indexes): generic plans, and no sequential scan,
 -- bitmap scan, merge join or hash join, which a plan made while a table
 -- looked empty could choose and keep (found on a vacuumed channel_floor of
--- zero pages: dead_letter_redrive walked it sequentially).  A setting that
--- a function's header makes is kept (message_complete_batch turns hash
--- joins on).  make appends this file to the upgrade script too: CREATE OR
--- REPLACE FUNCTION clears a function's settings.
+-- zero pages: dead_letter_redrive walked it sequentially).  No function
+-- sets one of these in its header (since 0.10.0 not even
+-- message_complete_batch its hash joins).  make appends this file to the
+-- upgrade script too: CREATE OR REPLACE FUNCTION clears a function's
+-- settings.
 DO $$
 DECLARE
     v_setting record;
@@ -30,13 +31,7 @@ BEGIN
             ('enable_mergejoin', 'off'),
             ('enable_hashjoin', 'off')
         ) AS s (name, value)
-        WHERE
-            p.prosecdef
-            AND NOT EXISTS (
-                SELECT 1
-                FROM pg_catalog.unnest(p.proconfig) AS c (setting)
-                WHERE pg_catalog.split_part(c.setting, '=', 1) = s.name
-            )
+        WHERE p.prosecdef
         ORDER BY p.oid, s.name
     LOOP
         EXECUTE pg_catalog.format('ALTER FUNCTION %s SET %I = %L', v_setting.signature, v_setting.name, v_setting.value);

@@ -41,6 +41,26 @@ def documented_sqlstates(function: str) -> set[str]:
     text = (REPO_ROOT / "doc" / f"{DOC_PAGES.get(function, function)}.md").read_text()
     errors = text.split("## Errors", 1)[1].split("\n## ", 1)[0]
     return set(re.findall(r"^\| `([0-9A-Z]{5})` \|", errors, re.M))
+
+# message_complete_dequeue's NOTICE for a complete it refused; its detail
+# is "id=<id> num_attempts=<token>".
+REFUSED_COMPLETE = "01LQ1"
+
+
+def collect_refused(conn) -> list[int]:
+    """The ids message_complete_dequeue reports not completed on conn,
+    appended as the notices arrive (read in the handler: psycopg frees a
+    Diagnostic after it returns)."""
+    ids: list[int] = []
+
+    def handler(diag) -> None:
+        if diag.sqlstate == REFUSED_COMPLETE:
+            ids.append(int(diag.message_detail.split()[0].removeprefix("id=")))
+
+    conn.add_notice_handler(handler)
+    return ids
+
+
 TEMPLATE_DB = "lonnymq_template"
 TEMPLATE_EXTENSIONS = ("pgtap", "lonnymq")
 

@@ -10,7 +10,8 @@ import threading
 
 import psycopg
 
-REFUSED = "01LQ1"
+from conftest import REFUSED_COMPLETE, collect_refused
+
 CALL = ("SELECT d.id, d.num_attempts, d.channel "
         "FROM lonnymq.message_complete_dequeue(%s::bigint[], %s::integer[], %s, %s) AS d")
 
@@ -32,7 +33,7 @@ def test_each_refused_complete_is_a_notice_naming_it(db):
 
         rows = conn.execute(CALL, ([a, b, 424242], [ta, tb + 1, 1], 60000, 1)).fetchall()
         assert len(rows) == 1, "the call still delivers"
-        refused = [n for n in notices if n[1] == REFUSED]
+        refused = [n for n in notices if n[1] == REFUSED_COMPLETE]
         assert [n[3] for n in refused] == [f"id={b} num_attempts={tb + 1}", "id=424242 num_attempts=1"]
         assert all(n[0] == "NOTICE" and "was not completed" in n[2] for n in refused)
         locked = dict(conn.execute("SELECT id, is_locked FROM lonnymq.message").fetchall())
@@ -82,15 +83,15 @@ def test_concurrent_workers_complete_every_message_exactly_once(db):
     def worker(n: int) -> None:
         try:
             with db.connect(autocommit=True) as conn:
-                notices = _notices(conn)
+                refused = collect_refused(conn)
                 held: list[tuple] = []
                 idle = 0
                 while idle < 3:
                     rows = conn.execute(
                         CALL, ([r[0] for r in held], [r[1] for r in held], 60000, 1 + n % 3)).fetchall()
                     with lock:
-                        refusals.extend(x for x in notices if x[1] == REFUSED)
-                        notices.clear()
+                        refusals.extend(refused)
+                        refused.clear()
                         completed.extend(r[0] for r in held)
                         delivered.extend(r[0] for r in rows)
                     held = rows

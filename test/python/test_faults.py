@@ -31,6 +31,7 @@ import time
 import psycopg
 import pytest
 
+from conftest import collect_refused
 from pgcluster import Cluster
 
 NOW_MS = "SELECT lonnymq.to_epoch(clock_timestamp())"
@@ -395,15 +396,12 @@ def _consumer(dsn: str, n: int, ledger: Ledger, stop: threading.Event, crashing:
     rng = random.Random(100 + n)
     worker = n % 2 == 1
     pending: list[tuple[int, int]] = []  # finished, completed by the next call
-    refused: list[int] = []
     try:
         conn = psycopg.connect(dsn, autocommit=False)
     except psycopg.Error as exc:
         ledger.unexpected.append(f"consumer {n} connect: {exc}")
         return
-    conn.add_notice_handler(
-        lambda d: refused.append(int(d.message_detail.split()[0].removeprefix("id="))) if d.sqlstate == "01LQ1" else None
-    )
+    refused = collect_refused(conn)
 
     def failed(what, exc) -> bool:
         """True: stop (the server is gone)."""

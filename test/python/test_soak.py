@@ -57,6 +57,8 @@ import uuid
 import psycopg
 import pytest
 
+from conftest import collect_refused
+
 PRODUCERS = 4
 CONSUMERS = 8
 LOCK_MS = (200, 500)          # random per dequeue call
@@ -318,11 +320,7 @@ class Soak:
         # by their next call (message_complete_dequeue); each refused one is a
         # NOTICE, whose detail names it.
         pending: list[Delivery] | None = [] if n % 2 == 0 else None
-        refused: list[int] = []
-        conn.add_notice_handler(
-            lambda d: refused.append(int(d.message_detail.split()[0].removeprefix("id=")))
-            if d.sqlstate == "01LQ1" else None
-        )
+        refused = collect_refused(conn)
         while not self.stop_all.is_set():
             try:
                 self._consume_once(n, rng, conn, zombies, names, pending, refused)
