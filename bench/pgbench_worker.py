@@ -23,9 +23,9 @@ import tempfile
 from datetime import datetime
 from pathlib import Path
 
-from bench.clients import BASELINE_TABLE, FLOOR_DDL, FLOOR_SCHEMA
+from bench.clients import BASELINE_TABLE, FLOOR_SCHEMA
 from bench.run import ROOT, Target, log
-from bench.scenarios import reset_baseline, reset_lonnymq
+from bench.scenarios import fresh_backlog
 
 BACKLOG = 10_000
 CLIENTS = 8
@@ -62,23 +62,6 @@ TITLES = {
 }
 
 
-def prepare(conn, key: str) -> None:
-    """A fresh queue of the variant's kind holding BACKLOG ready messages."""
-    if key in ("amo", "floor_worker"):
-        reset_baseline(conn, floor=key == "floor_worker")
-        if key == "amo":
-            conn.execute(f"INSERT INTO {BASELINE_TABLE} (created_us, payload) "
-                         "SELECT 0, '\\x00' FROM generate_series(1, %s)", (BACKLOG,))
-        else:
-            conn.execute(f"SELECT count({FLOOR_SCHEMA}.create('\\x00')) FROM generate_series(1, %s)", (BACKLOG,))
-    else:
-        reset_lonnymq(conn)
-        conn.execute("SELECT count(*) FROM lonnymq.message_create_batch('bench', array_fill('\\x00'::bytea, "
-                     "ARRAY[%s]))", (BACKLOG,))
-    conn.execute("VACUUM ANALYZE")
-    conn.execute("CHECKPOINT")
-
-
 def pgbench(target: Target, script: Path, seconds: float) -> float:
     c = target.cluster
     out = subprocess.run(
@@ -112,7 +95,8 @@ def main() -> int:
             for r in range(args.rounds):
                 for key in SCRIPTS:
                     with target.connect() as conn:
-                        prepare(conn, key)
+                        fresh_backlog(conn, key, BACKLOG)
+                        conn.execute("CHECKPOINT")
                     rates[key].append(pgbench(target, scripts[key], args.seconds))
                     log(f"  [round {r + 1}/{args.rounds}] {key}: {rates[key][-1]:,.0f} msg/s")
             with target.connect() as conn:

@@ -26,7 +26,8 @@ import psycopg
 
 from bench.clients import BASELINE_TABLE, FLOOR_SCHEMA
 from bench.run import Target, log
-from bench.scenarios import reset_baseline, reset_lonnymq
+from bench.pgbench_worker import BACKLOG
+from bench.scenarios import fresh_backlog
 
 # (binary, function): what each count is.
 PROBES = {
@@ -72,23 +73,9 @@ def probes() -> list[str]:
     return events
 
 
-def prepare(conn, loop: str) -> None:
-    if loop in ("amo", "floor_worker"):
-        reset_baseline(conn, floor=loop == "floor_worker")
-    else:
-        reset_lonnymq(conn)
-        conn.execute("SELECT count(*) FROM lonnymq.message_create_batch('bench', "
-                     "array_fill('\\x00'::bytea, ARRAY[10000]))")
-    if loop == "amo":
-        conn.execute(f"INSERT INTO {BASELINE_TABLE} (created_us, payload) SELECT 0, '\\x00' FROM generate_series(1, 10000)")
-    if loop == "floor_worker":
-        conn.execute(f"SELECT count({FLOOR_SCHEMA}.create('\\x00')) FROM generate_series(1, 10000)")
-    conn.execute("VACUUM ANALYZE")
-
-
 def count(target: Target, loop: str, messages: int, events: list[str]) -> dict:
     with target.connect() as conn:
-        prepare(conn, loop)
+        fresh_backlog(conn, loop, BACKLOG)
     with psycopg.connect(target.dsn, autocommit=True, prepare_threshold=0) as conn:
         conn.execute("SET synchronous_commit = off")
         conn.add_notice_handler(lambda d: None)

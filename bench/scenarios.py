@@ -138,6 +138,25 @@ def setup_baseline_backlog(conn, variant: Variant) -> None:
     )
 
 
+def fresh_backlog(conn, kind: str, n: int) -> None:
+    """A fresh queue holding n ready messages for a loop of bench/pgbench_worker.py
+    or bench/plan_counts.py: the plain table (`amo`), the floor (`floor_worker`),
+    or lonnymq, in its channel `bench` (any other kind)."""
+    if kind in ("amo", "floor_worker"):
+        reset_baseline(conn, floor=kind == "floor_worker")
+    else:
+        reset_lonnymq(conn)
+    if kind == "amo":
+        conn.execute(f"INSERT INTO {BASELINE_TABLE} (created_us, payload) "
+                     "SELECT 0, '\\x00' FROM generate_series(1, %s)", (n,))
+    elif kind == "floor_worker":
+        conn.execute(f"SELECT count({FLOOR_SCHEMA}.create('\\x00')) FROM generate_series(1, %s)", (n,))
+    else:
+        conn.execute("SELECT count(*) FROM lonnymq.message_create_batch('bench', "
+                     "array_fill('\\x00'::bytea, ARRAY[%s]))", (n,))
+    conn.execute("VACUUM ANALYZE")
+
+
 def setup_future_backlog(conn, variant: Variant) -> None:
     """1M messages dated a day ahead: 900k in the clients' channel (indexed after its
     few ready messages) and 100k in 1,000 other channels (100 each, each channel
