@@ -10,6 +10,7 @@
 #   make bench         deps + build + install + bench/run.py (benchmarks, bench/results/)
 #   make install       PGXS install into `$(PG_CONFIG) --sharedir`/extension (needs write access)
 #   make installcheck  pg_prove test/pgtap/*.sql against an already running server (see below)
+#   make dist          lonnymq-$(EXTVERSION).zip, a PGXN distribution of the committed HEAD
 #   make check-version control default_version, META.json and CHANGELOG.md must agree
 
 EXTENSION = lonnymq
@@ -21,20 +22,25 @@ ifeq ($(strip $(EXTVERSION)),)
 $(error cannot read default_version from $(CONTROL))
 endif
 
-# The install script of the CURRENT version is generated from sql/src/*.sql (C-locale
-# filename order) and committed. Scripts of released versions (sql/lonnymq--X.Y.Z.sql)
-# are frozen: nothing regenerates them once default_version has moved on.
+# The scripts, as PostgreSQL's own extensions ship them (sql/README.md):
+#  - the install script of the CURRENT version, sql/lonnymq--$(EXTVERSION).sql, generated
+#    from sql/src/*.sql (C-locale filename order); not committed;
+#  - one committed base install script, sql/lonnymq--0.1.0.sql, and committed upgrade
+#    scripts sql/lonnymq--A--B.sql that hold only what changed: every released version
+#    is installed from the base through them (CREATE EXTENSION ... VERSION 'X'), exactly
+#    as it was released (test/python/test_upgrade_released.py).
 SQL_SOURCES := $(shell LC_ALL=C ls -1 sql/src/*.sql 2>/dev/null | LC_ALL=C sort)
 BUILT_SQL   := sql/$(EXTENSION)--$(EXTVERSION).sql
 
 # Upgrade scripts TO the current version, sql/lonnymq--A--$(EXTVERSION).sql, are built
-# from sql/upgrade/A--$(EXTVERSION).sql (the hand-written schema changes) plus every
-# function of sql/src/ (tools/build_upgrade.py). Older upgrade scripts are frozen.
+# from sql/upgrade/A--$(EXTVERSION).sql (the hand-written schema changes) plus the
+# functions of sql/src/ that A does not already define so (tools/build_upgrade.py), and
+# committed. Older upgrade scripts are frozen.
 UPGRADE_HEADS := $(wildcard sql/upgrade/*--$(EXTVERSION).sql)
 BUILT_UPGRADES := $(patsubst sql/upgrade/%.sql,sql/$(EXTENSION)--%.sql,$(UPGRADE_HEADS))
 
-# Installed files: the built script, every upgrade script sql/lonnymq--A--B.sql and every
-# committed frozen script sql/lonnymq--X.Y.Z.sql ($(sort) removes duplicates).
+# Installed files: the built script, the base and every upgrade script ($(sort) removes
+# duplicates).
 DATA = $(sort $(BUILT_SQL) $(BUILT_UPGRADES) $(wildcard sql/$(EXTENSION)--*.sql))
 
 # No pg_regress tests: our own installcheck below replaces the PGXS one.
@@ -70,7 +76,7 @@ export PG_CONFIG
 # First rule = default goal. PGXS adds its own prerequisites to `all`.
 all: check-version $(BUILT_SQL) $(BUILT_UPGRADES)
 
-.PHONY: all check-version deps deps-system venv lint lint-tests test demo bench install-system installcheck FORCE
+.PHONY: all check-version deps deps-system venv lint lint-tests test demo bench install-system installcheck dist remove-stale-scripts FORCE
 
 check-version:
 	@$(PY3) tools/check_version.py '$(EXTVERSION)'
@@ -94,6 +100,25 @@ sql/$(EXTENSION)--%--$(EXTVERSION).sql: sql/upgrade/%--$(EXTVERSION).sql FORCE
 	@$(PY3) tools/build_upgrade.py '$<' '$@' '$(EXTENSION)'
 
 FORCE:
+
+# Install scripts of released versions that earlier packagings installed (a full
+# sql/lonnymq--X.Y.Z.sql per release) would take precedence over the base and the
+# upgrades: they go, so that an install runs what ships (the same objects: see DATA).
+install: remove-stale-scripts
+remove-stale-scripts:
+	@extdir='$(DESTDIR)$(datadir)/extension'; keep=' $(notdir $(DATA)) '; \
+	for f in "$$extdir"/$(EXTENSION)--*.sql; do \
+	  [ -e "$$f" ] || continue; \
+	  case "$$keep" in *" $${f##*/} "*) ;; *) rm -f "$$f"; echo "removed stale $$f";; esac; \
+	done
+
+# A PGXN distribution: the committed HEAD (git archive; .gitattributes leaves out
+# bench/results) and the built install script, which is not committed.
+dist: all
+	git archive --format=zip -o $(EXTENSION)-$(EXTVERSION).zip \
+	  --prefix=$(EXTENSION)-$(EXTVERSION)/sql/ --add-file=$(BUILT_SQL) \
+	  --prefix=$(EXTENSION)-$(EXTVERSION)/ HEAD
+	@echo "wrote $(EXTENSION)-$(EXTVERSION).zip"
 
 ifneq ($(wildcard $(PGXS)),)
 include $(PGXS)

@@ -391,13 +391,16 @@ def fingerprint(conn) -> str:
 
 
 def head_fingerprint(target: "Target") -> str | None:
-    """The fingerprint of the extension as committed (HEAD's sql/lonnymq--<version>.sql),
-    when this checkout has it: installed in a scratch database of the same server."""
+    """The fingerprint of the extension as committed (HEAD's sql/src/, which make
+    concatenates into the install script), when this checkout has it: installed in a
+    scratch database of the same server."""
     try:
-        with target.connect() as conn:
-            ver = conn.execute("SELECT default_version FROM pg_available_extensions WHERE name = 'lonnymq'"
-                               ).fetchone()[0]
-        script = subprocess.run(["git", "-C", str(ROOT), "show", f"HEAD:sql/lonnymq--{ver}.sql"],
+        files = subprocess.run(["git", "-C", str(ROOT), "ls-tree", "--name-only", "HEAD", "sql/src/"],
+                               capture_output=True, text=True)
+        names = sorted((n for n in files.stdout.split() if n.endswith(".sql")), key=str.encode)
+        if files.returncode != 0 or not names:
+            return None
+        script = subprocess.run(["git", "-C", str(ROOT), "show", *(f"HEAD:{n}" for n in names)],
                                 capture_output=True, text=True)
         if script.returncode != 0:
             return None

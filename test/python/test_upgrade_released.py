@@ -1,5 +1,10 @@
-"""Upgrade from each later released version (0.2.0, 0.3.0; not through 0.1.0)
-to the current version.
+"""Every released version installs as it was released; and the upgrade from
+each released version after 0.1.0 (not through 0.1.0) to the current version.
+
+Only 0.1.0 has an install script of its own: every other released version is
+installed from it through the upgrade scripts, which hold only what changed.
+upgrade/released_schemas.txt fingerprints what each version's own install
+script installed at its release; the installs here must match it.
 
 test_upgrade.py starts from 0.1.0 and so runs every update script in turn;
 this module starts from each of FROM with the 0.2.0 features in use (retry policy,
@@ -10,14 +15,53 @@ that the queue works on, and that the schema is the fresh install's.
 
 from __future__ import annotations
 
+import re
 import uuid
+from pathlib import Path
 
 import pytest
 
 from test_upgrade import DEFAULT_VERSION
 from upgrade import schema, scenario
 
-FROM = ("0.2.0", "0.3.0", "0.4.0", "0.5.0", "0.6.0", "0.7.0", "0.8.0", "0.9.0")  # every released version after 0.1.0
+HERE = Path(__file__).resolve().parent
+RELEASED = dict(
+    line.split()
+    for line in (HERE / "upgrade" / "released_schemas.txt").read_text().splitlines()
+    if line.strip() and not line.startswith("#")
+)
+# Every released version after 0.1.0, but the current one.
+FROM = tuple(v for v in RELEASED if v not in ("0.1.0", DEFAULT_VERSION))
+
+
+def _installed_fingerprint(cluster, version: str | None) -> str:
+    db = f"rel_{uuid.uuid4().hex[:8]}"
+    cluster.create_database(db, extensions=())
+    try:
+        with scenario.connect(cluster, db) as conn:
+            conn.execute("CREATE EXTENSION lonnymq" + (f" VERSION '{version}'" if version else ""))
+        return schema.fingerprint(schema.dump_schema(cluster, db), schema.extension_facts(cluster.dsn(db)))
+    finally:
+        cluster.drop_database(db)
+
+
+@pytest.mark.parametrize("version", list(RELEASED))
+def test_a_released_version_installs_as_it_was_released(cluster, version):
+    assert _installed_fingerprint(cluster, version) == RELEASED[version], (
+        f"CREATE EXTENSION lonnymq VERSION '{version}' no longer installs what {version} installed at its "
+        "release: a committed script under sql/ was changed")
+
+
+def test_every_released_version_is_fingerprinted(cluster):
+    changelog = (HERE.parent.parent / "CHANGELOG.md").read_text()
+    dated = re.findall(r"^## \[(\d+\.\d+\.\d+)\] - \d{4}-\d{2}-\d{2}\s*$", changelog, re.M)
+    missing = [v for v in dated if v not in RELEASED]
+    hint = ""
+    if DEFAULT_VERSION in missing:
+        hint = (f"\nat the release of {DEFAULT_VERSION}, add to upgrade/released_schemas.txt:\n"
+                f"{DEFAULT_VERSION} {_installed_fingerprint(cluster, None)}")
+    assert not missing, f"released versions without a fingerprint: {missing}{hint}"
+    assert not [v for v in RELEASED if v not in dated], "fingerprints of versions the CHANGELOG does not date"
 
 LOAD = """
 SELECT lonnymq.channel_set('retry', p_max_attempts => 2, p_backoff_base_ms => 0, p_retain_history => TRUE,

@@ -17,11 +17,17 @@ extension_facts() reads what pg_dump does not show once the members are
 detached: the extension's properties, its config-dump registrations
 (extconfig / extcondition, by table name), its member objects, and the
 initial privileges recorded for them.
+
+fingerprint() digests both, columns in their order: what a version installs,
+exactly.  released_schemas.txt holds the fingerprint of every released
+version as its own install script installed it (test_upgrade_released.py).
 """
 
 from __future__ import annotations
 
 import difflib
+import hashlib
+import json
 import re
 import subprocess
 import uuid
@@ -88,6 +94,16 @@ def normalise(dump: str) -> list[str]:
             continue
         squeezed.append(line)
     return squeezed
+
+
+def fingerprint(dump: str, facts: dict[str, list[tuple]]) -> str:
+    """sha256 of a dump_schema() output (only the lines that differ between
+    dumps of the same schema dropped; columns kept in their order) and of
+    extension_facts()."""
+    lines = [line for line in dump.splitlines() if not any(p.search(line) for p in _DROP)]
+    body = "\n".join(lines) + "\n" + json.dumps({k: [list(map(str, r)) for r in v] for k, v in facts.items()},
+                                                sort_keys=True)
+    return hashlib.sha256(body.encode()).hexdigest()
 
 
 def unified_diff(a: list[str], b: list[str], a_name: str, b_name: str) -> str:
