@@ -1,0 +1,39 @@
+"""make dist: a PGXN distribution that installs every version."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import zipfile
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _control_version() -> str:
+    for line in (REPO_ROOT / "lonnymq.control").read_text().splitlines():
+        if line.strip().startswith("default_version"):
+            return line.split("'")[1]
+    raise AssertionError("no default_version in lonnymq.control")
+
+
+def test_make_dist_holds_every_script_and_no_benchmark_reports(tmp_path):
+    version = _control_version()
+    zip_path = REPO_ROOT / f"lonnymq-{version}.zip"
+    subprocess.run(["make", "--no-print-directory", "dist"], cwd=REPO_ROOT, check=True, capture_output=True)
+    try:
+        names = set(zipfile.ZipFile(zip_path).namelist())
+        meta = json.loads(zipfile.ZipFile(zip_path).read(f"lonnymq-{version}/META.json"))
+    finally:
+        zip_path.unlink()
+    top = f"lonnymq-{version}/"
+    assert all(n.startswith(top) for n in names)
+    # The built install script (not committed) and every committed script.
+    committed = subprocess.run(["git", "ls-files", "sql/*.sql"], cwd=REPO_ROOT, check=True,
+                               capture_output=True, text=True).stdout.split()
+    assert f"sql/lonnymq--{version}.sql" not in committed
+    for script in [*committed, f"sql/lonnymq--{version}.sql", "lonnymq.control", "Makefile"]:
+        assert top + script in names, script
+    assert top + meta["provides"]["lonnymq"]["file"] in names
+    assert meta["version"] == version
+    assert not [n for n in names if n.startswith(top + "bench/results/") and not n.endswith("/")]
