@@ -24,12 +24,14 @@ endif
 
 # The scripts, as PostgreSQL's own extensions ship them (sql/README.md):
 #  - the install script of the CURRENT version, sql/lonnymq--$(EXTVERSION).sql, generated
-#    from sql/src/*.sql (C-locale filename order); not committed;
+#    from sql/src/*/*.sql (schema/: tables, indexes, types; internal/: helpers; api/: the
+#    public functions), in the C-locale order of the file names, whatever their
+#    directory (their numbers); not committed;
 #  - one committed base install script, sql/lonnymq--0.1.0.sql, and committed upgrade
 #    scripts sql/lonnymq--A--B.sql that hold only what changed: every released version
 #    is installed from the base through them (CREATE EXTENSION ... VERSION 'X'), exactly
 #    as it was released (test/python/test_upgrade_released.py).
-SQL_SOURCES := $(shell LC_ALL=C ls -1 sql/src/*.sql 2>/dev/null | LC_ALL=C sort)
+SQL_SOURCES := $(shell ls -1 sql/src/*/*.sql 2>/dev/null | awk -F/ '{print $$NF " " $$0}' | LC_ALL=C sort | cut -d' ' -f2)
 BUILT_SQL   := sql/$(EXTENSION)--$(EXTVERSION).sql
 
 # Upgrade scripts TO the current version, sql/lonnymq--A--$(EXTVERSION).sql, are built
@@ -159,7 +161,7 @@ install-system:
 # ---------------------------------------------------------------- checks
 
 lint: venv
-	@src="$(wildcard $(addsuffix /*.sql,$(LINT_SRC_PATHS)))"; \
+	@src="$(wildcard $(addsuffix /*/*.sql,$(LINT_SRC_PATHS)))"; \
 	if [ -z "$$src" ]; then echo "error: nothing to lint in $(LINT_SRC_PATHS)" >&2; exit 1; fi
 	@echo "lint: $(LINT_SRC_PATHS)"
 	@$(SQLFLUFF) lint $(LINT_SRC_PATHS)

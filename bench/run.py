@@ -395,9 +395,10 @@ def head_fingerprint(target: "Target") -> str | None:
     concatenates into the install script), when this checkout has it: installed in a
     scratch database of the same server."""
     try:
-        files = subprocess.run(["git", "-C", str(ROOT), "ls-tree", "--name-only", "HEAD", "sql/src/"],
+        files = subprocess.run(["git", "-C", str(ROOT), "ls-tree", "-r", "--name-only", "HEAD", "sql/src/"],
                                capture_output=True, text=True)
-        names = sorted((n for n in files.stdout.split() if n.endswith(".sql")), key=str.encode)
+        names = sorted((n for n in files.stdout.split() if n.endswith(".sql")),
+                       key=lambda n: n.rsplit("/", 1)[-1].encode())
         if files.returncode != 0 or not names:
             return None
         script = subprocess.run(["git", "-C", str(ROOT), "show", *(f"HEAD:{n}" for n in names)],

@@ -2,7 +2,7 @@
 """Build sql/lonnymq--A--B.sql, the upgrade script to the CURRENT version B.
 
 Input: sql/upgrade/A--B.sql, the hand-written schema changes. Each line
-"-- @include sql/src/NNN_x.sql" is replaced by that file's text (new tables,
+"-- @include sql/src/schema/NNN_x.sql" is replaced by that file's text (new tables,
 indexes, views: created exactly as a fresh install creates them). Then every
 function of sql/src/ follows as CREATE OR REPLACE FUNCTION (so every function
 body equals the fresh install's), the entry points' settings, and the
@@ -136,7 +136,7 @@ def main(head_path: str, out_path: str, extension: str) -> int:
             parts.append(path.read_text().rstrip("\n") + "\n")
         else:
             parts.append(line)
-    functions = sorted((ROOT / "sql" / "src").glob("*_function_*.sql"), key=lambda p: p.name.encode())
+    functions = sorted((ROOT / "sql" / "src").glob("*/*_function_*.sql"), key=lambda p: p.name.encode())
     parts.append("\n-- ---- every function, as a fresh install defines it ----\n")
     for path in functions:
         text = path.read_text()
@@ -144,12 +144,12 @@ def main(head_path: str, out_path: str, extension: str) -> int:
         if count == 0:
             print(f"error: {path}: no CREATE FUNCTION", file=sys.stderr)
             return 1
-        parts.append(f"\n-- ---- sql/src/{path.name} ----\n")
+        parts.append(f"\n-- ---- {path.relative_to(ROOT)} ----\n")
         parts.append(replaced.rstrip("\n") + "\n")
     # CREATE OR REPLACE FUNCTION clears the settings set apart from the
     # headers: set them again, as a fresh install does.
-    settings = ROOT / "sql" / "src" / "900_entry_point_settings.sql"
-    parts.append(f"\n-- ---- sql/src/{settings.name} ----\n")
+    settings = ROOT / "sql" / "src" / "api" / "900_entry_point_settings.sql"
+    parts.append(f"\n-- ---- {settings.relative_to(ROOT)} ----\n")
     parts.append(settings.read_text().rstrip("\n") + "\n")
     parts.append("\n-- Grants recorded by grant_access, applied to the new signatures and sets.\n")
     parts.append("SELECT @extschema@._access_apply();\n")

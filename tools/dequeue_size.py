@@ -28,7 +28,7 @@ SRC = ROOT / "sql" / "src"
 def functions() -> dict[str, str]:
     """Each function's body, by name."""
     found: dict[str, str] = {}
-    for path in sorted(SRC.glob("*_function_*.sql")):
+    for path in sorted(SRC.glob("*/*_function_*.sql")):
         text = path.read_text()
         for match in re.finditer(r"CREATE FUNCTION @extschema@\.(\w+)\(.*?AS \$\$(.*?)\$\$;", text, re.S):
             found[match.group(1)] = match.group(2)
