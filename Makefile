@@ -42,8 +42,8 @@ UPGRADE_HEADS := $(wildcard sql/upgrade/*--$(EXTVERSION).sql)
 BUILT_UPGRADES := $(patsubst sql/upgrade/%.sql,sql/$(EXTENSION)--%.sql,$(UPGRADE_HEADS))
 
 # Installed files: the built script, the base and every upgrade script ($(sort) removes
-# duplicates).
-DATA = $(sort $(BUILT_SQL) $(BUILT_UPGRADES) $(wildcard sql/$(EXTENSION)--*.sql))
+# duplicates). Not an install script that an older checkout built and left.
+DATA = $(sort $(BUILT_SQL) $(BUILT_UPGRADES) sql/$(EXTENSION)--0.1.0.sql $(wildcard sql/$(EXTENSION)--*--*.sql))
 
 # No pg_regress tests: our own installcheck below replaces the PGXS one.
 REGRESS =

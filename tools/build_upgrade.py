@@ -5,12 +5,12 @@ Input: sql/upgrade/A--B.sql, the hand-written schema changes. Each line
 "-- @include sql/src/schema/NNN_x.sql" is replaced by that file's text (new tables,
 indexes, views: created exactly as a fresh install creates them). Then every
 function of sql/src/ follows as CREATE OR REPLACE FUNCTION (so every function
-body equals the fresh install's), the entry points' settings, and the
-recorded access grants are re-applied (functions with new signatures, new
-functions in an access set).
+body equals the fresh install's), every COMMENT ON of sql/src/schema/, the
+entry points' settings, and the recorded access grants are re-applied
+(functions with new signatures, new functions in an access set).
 
-Only what changes is written: a function (or its comment) that version A
-already defines exactly so is left out.  Version A's functions are found by
+Only what changes is written: a function, a comment or a REVOKE that
+version A already has exactly so is left out.  Version A's functions are found by
 replaying the committed scripts from the base install script
 (sql/lonnymq--0.1.0.sql) through the upgrade scripts to A (tools/sqlscript.py).
 Comments outside function bodies are left out too (they are in sql/src and
@@ -97,16 +97,16 @@ def upgrade_path(extension: str, frm: str, to: str) -> list[pathlib.Path]:
     return paths[to]
 
 
-def replay_to(extension: str, version: str) -> sqlscript.FunctionState:
+def replay_to(extension: str, version: str) -> sqlscript.CatalogState:
     """The functions that version installs: the base install script and the
     upgrade scripts to it, replayed."""
-    state = sqlscript.FunctionState()
+    state = sqlscript.CatalogState()
     for path in [SQL / f"{extension}--{BASE_VERSION}.sql", *upgrade_path(extension, BASE_VERSION, version)]:
         state.replay(sqlscript.split(path.read_text()))
     return state
 
 
-def minimal(script: str, state: sqlscript.FunctionState, header: str) -> str:
+def minimal(script: str, state: sqlscript.CatalogState, header: str) -> str:
     """script without the statements that would leave things as they are
     (state: before it runs), and without comments outside statements."""
     kept = []
@@ -146,6 +146,13 @@ def main(head_path: str, out_path: str, extension: str) -> int:
             return 1
         parts.append(f"\n-- ---- {path.relative_to(ROOT)} ----\n")
         parts.append(replaced.rstrip("\n") + "\n")
+    # The comments on the data model, so that an edited comment reaches
+    # upgraded installs (those that A already has are left out below).
+    parts.append("\n-- ---- the comments of sql/src/schema/ ----\n")
+    for path in sorted((ROOT / "sql" / "src" / "schema").glob("*.sql"), key=lambda p: p.name.encode()):
+        for statement in sqlscript.split(path.read_text()):
+            if statement.head.upper().startswith("COMMENT ON "):
+                parts.append(statement.text + "\n")
     # CREATE OR REPLACE FUNCTION clears the settings set apart from the
     # headers: set them again, as a fresh install does.
     settings = ROOT / "sql" / "src" / "api" / "900_entry_point_settings.sql"

@@ -3,9 +3,9 @@ they define.
 
 split() cuts a script into its statements (psql meta-command lines are
 statements of their own), honouring comments, quoted strings, quoted
-identifiers and dollar quotes.  FunctionState replays scripts statement by
-statement and tells whether a CREATE [OR REPLACE] FUNCTION or a COMMENT ON
-FUNCTION would leave a function exactly as it already is: used by
+identifiers and dollar quotes.  CatalogState replays scripts statement by
+statement and tells whether a CREATE [OR REPLACE] FUNCTION, a COMMENT ON or a
+REVOKE ... FROM PUBLIC would leave an object exactly as it already is: used by
 tools/build_upgrade.py to write upgrade scripts that hold only what changes.
 """
 
@@ -102,8 +102,12 @@ def _append(out: list[Statement], chunk: str, meta: str | None = None) -> None:
 
 
 _CREATE_FUNCTION = re.compile(r"^CREATE (OR REPLACE )?FUNCTION\s+([^\s(]+)\s*\(", re.I)
-_COMMENT_FUNCTION = re.compile(r"^COMMENT ON FUNCTION\s+([^\s(]+)\s*(\([^)]*\))\s+IS\b", re.I)
+# COMMENT ON <kind> <target> IS ...: a function's target ends with its
+# argument types; a column's is table.column.
+_COMMENT = re.compile(r"^COMMENT ON (FUNCTION|TABLE|COLUMN|VIEW|TYPE|SEQUENCE|INDEX)\s+([^\s(]+(?:\s*\([^)]*\))?)\s+IS\b", re.I)
+_REVOKE_FROM_PUBLIC = re.compile(r"^REVOKE ALL ON FUNCTION\s+([^\s(]+\s*\([^)]*\))\s+FROM PUBLIC;$", re.I)
 _DROP_OR_ALTER_FUNCTION = re.compile(r"^(DROP|ALTER) FUNCTION\s+(?:IF EXISTS\s+)?([^\s(]+)", re.I)
+_DROP_RELATION = re.compile(r"^DROP (TABLE|VIEW|TYPE|SEQUENCE|INDEX)\s+(?:IF EXISTS\s+)?([^\s;]+)", re.I)
 
 
 def _parameters(text: str, open_paren: int) -> str:
@@ -125,16 +129,21 @@ def _canonical(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.split("\n")).strip()
 
 
+def _target(text: str) -> str:
+    return " ".join(text.split()).lower()
+
+
 @dataclass
-class FunctionState:
-    """The functions (by name and parameter list) and their comments that the
-    scripts replayed so far have left."""
+class CatalogState:
+    """What the scripts replayed so far have left that a script may set again
+    to the same value: the functions (by name and parameter list), the
+    comments on objects, and the functions revoked from PUBLIC."""
     definitions: dict[tuple[str, str], str] = field(default_factory=dict)
     comments: dict[tuple[str, str], str] = field(default_factory=dict)
+    revoked: set[str] = field(default_factory=set)
 
     def replay(self, statements: list[Statement]) -> None:
         for s in statements:
-            self.is_noop(s)
             self.apply(s)
 
     def is_noop(self, s: Statement) -> bool:
@@ -143,10 +152,13 @@ class FunctionState:
         if m:
             key = (m.group(2).lower(), _parameters(s.text, m.end() - 1))
             return self.definitions.get(key) == _canonical(s.text)
-        m = _COMMENT_FUNCTION.match(s.text)
+        m = _COMMENT.match(s.text)
         if m:
-            key = (m.group(1).lower(), " ".join(m.group(2).split()))
-            return self.comments.get(key) == s.text
+            return self.comments.get((m.group(1).lower(), _target(m.group(2)))) == s.text
+        m = _REVOKE_FROM_PUBLIC.match(s.text)
+        if m:
+            # CREATE OR REPLACE keeps a function's privileges.
+            return _target(m.group(1)) in self.revoked
         return False
 
     def apply(self, s: Statement) -> None:
@@ -154,16 +166,20 @@ class FunctionState:
         if m:
             self.definitions[(m.group(2).lower(), _parameters(s.text, m.end() - 1))] = _canonical(s.text)
             return
-        m = _COMMENT_FUNCTION.match(s.text)
+        m = _COMMENT.match(s.text)
         if m:
-            self.comments[(m.group(1).lower(), " ".join(m.group(2).split()))] = s.text
+            self.comments[(m.group(1).lower(), _target(m.group(2)))] = s.text
             return
-        m = _DROP_OR_ALTER_FUNCTION.match(s.text)
+        m = _REVOKE_FROM_PUBLIC.match(s.text)
         if m:
-            # Keyed by name only here (a DROP names types, a CREATE names
-            # parameters): forget every overload, so that whatever defines
-            # one again is kept.
+            self.revoked.add(_target(m.group(1)))
+            return
+        m = _DROP_OR_ALTER_FUNCTION.match(s.text) or _DROP_RELATION.match(s.text)
+        if m:
+            # Keyed by name only here (a DROP FUNCTION names types, a CREATE
+            # names parameters): forget everything about the name, so that
+            # whatever defines it again is kept.
             name = m.group(2).lower()
-            for store in (self.definitions, self.comments):
-                for key in [k for k in store if k[0] == name]:
-                    del store[key]
+            self.definitions = {k: v for k, v in self.definitions.items() if k[0] != name}
+            self.comments = {k: v for k, v in self.comments.items() if not k[1].startswith(name)}
+            self.revoked = {k for k in self.revoked if not k.startswith(name + "(")}

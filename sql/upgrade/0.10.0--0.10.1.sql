@@ -1,0 +1,6 @@
+-- Schema changes from 0.10.0 to 0.10.1 (hand-written).  make appends the
+-- functions of sql/src/ and the comments of sql/src/schema/ that 0.10.0
+-- does not already have, the entry points' settings, and the recorded
+-- access grants again, giving sql/lonnymq--0.10.0--0.10.1.sql
+-- (tools/build_upgrade.py).  Test: test/python/test_upgrade.py (the
+-- upgraded schema equals a fresh one).
