@@ -2,6 +2,997 @@
 -- statements that change something. Do not edit: edit those and run make.
 \echo Use "ALTER EXTENSION lonnymq UPDATE TO '0.10.1'" to load this file. \quit
 
+DROP FUNCTION @extschema@.message_dequeue(bigint, integer, text);
+
+DROP FUNCTION @extschema@.message_complete_dequeue(bigint[], integer[], bigint, integer, text);
+
+DROP TYPE @extschema@._delivery;
+
+CREATE TYPE @extschema@._taken AS (
+    -- The position of its channel among the call's visits.
+    visit integer,
+    id bigint,
+    content bytea,
+    state bytea,
+    num_attempts integer,
+    -- Its dequeue_at before it was taken (the lock's expiry when recovered).
+    dequeue_at bigint,
+    is_recovered boolean
+);
+
+COMMENT ON TYPE @extschema@._taken IS
+'Internal: a message taken by message_complete_dequeue, returned at the end of the call.';
+
+CREATE TYPE @extschema@.delivery AS (
+    id bigint,
+    channel text,
+    content bytea,
+    state bytea,
+    num_attempts integer,
+    dequeue_at bigint,
+    is_recovered boolean
+);
+
+COMMENT ON TYPE @extschema@.delivery IS
+'A delivered message, as message_dequeue and message_complete_dequeue return it.';
+
+COMMENT ON COLUMN @extschema@.delivery.id IS
+'The message''s id.';
+
+COMMENT ON COLUMN @extschema@.delivery.channel IS
+'The name of its channel.';
+
+COMMENT ON COLUMN @extschema@.delivery.content IS
+'As given to message_create.';
+
+COMMENT ON COLUMN @extschema@.delivery.state IS
+'As last saved by message_defer(..., p_state); NULL if never.';
+
+COMMENT ON COLUMN @extschema@.delivery.num_attempts IS
+'Deliveries so far, this one included: the fencing token for complete, defer, fail and heartbeat.';
+
+COMMENT ON COLUMN @extschema@.delivery.dequeue_at IS
+'Its dequeue_at before this delivery, in epoch ms: its scheduled time, or, when recovered, when the lapsed lock expired.';
+
+COMMENT ON COLUMN @extschema@.delivery.is_recovered IS
+'True when it was still locked by an earlier delivery whose lock had expired.';
+
+CREATE OR REPLACE FUNCTION @extschema@._max_content_bytes()
+RETURNS integer
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+AS $$
+    SELECT 16777216
+$$;
+
+COMMENT ON FUNCTION @extschema@._max_content_bytes() IS
+'Internal: the largest content or state a message may hold, in bytes (16 MiB).';
+
+REVOKE ALL ON FUNCTION @extschema@._max_content_bytes() FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._max_duration_ms()
+RETURNS bigint
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+AS $$
+    SELECT 31536000000::bigint
+$$;
+
+COMMENT ON FUNCTION @extschema@._max_duration_ms() IS
+'Internal: the longest duration an argument or setting may give, in ms (365 days).';
+
+REVOKE ALL ON FUNCTION @extschema@._max_duration_ms() FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._check_lock_ms(p_lock_ms bigint)
+RETURNS void
+LANGUAGE plpgsql
+IMMUTABLE
+AS $$
+BEGIN
+    IF p_lock_ms IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_lock_ms must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    IF p_lock_ms NOT BETWEEN 1 AND @extschema@._max_duration_ms() THEN
+        RAISE EXCEPTION 'lonnymq: p_lock_ms must be between 1 and % (365 days), got %',
+            @extschema@._max_duration_ms(), p_lock_ms
+            USING ERRCODE = '22023';
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._check_lock_ms(bigint) IS
+'Internal: raises 22004 for a NULL lock duration, 22023 outside 1 .. _max_duration_ms().';
+
+CREATE OR REPLACE FUNCTION @extschema@.channel_set(
+    p_channel text,
+    p_max_concurrency integer DEFAULT NULL,
+    p_max_size integer DEFAULT NULL,
+    p_release_interval_ms bigint DEFAULT 0,
+    p_max_attempts integer DEFAULT NULL,
+    p_backoff_base_ms bigint DEFAULT 1000,
+    p_backoff_factor double precision DEFAULT 2.0,
+    p_backoff_max_ms bigint DEFAULT 3600000,
+    p_backoff_jitter double precision DEFAULT 0.1,
+    p_dedup_window_ms bigint DEFAULT 0,
+    p_retain_history boolean DEFAULT FALSE,
+    p_notify boolean DEFAULT FALSE,
+    p_notify_payload text DEFAULT 'name'
+)
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_now bigint;
+    v_interval bigint := COALESCE(p_release_interval_ms, 0);
+    v_base bigint := COALESCE(p_backoff_base_ms, 1000);
+    v_factor double precision := COALESCE(p_backoff_factor, 2.0);
+    v_max bigint := COALESCE(p_backoff_max_ms, 3600000);
+    v_jitter double precision := COALESCE(p_backoff_jitter, 0.1);
+    v_window bigint := COALESCE(p_dedup_window_ms, 0);
+    v_channel @extschema@.channel%ROWTYPE;
+    v_locked integer := 0;
+    v_held bigint;
+    v_next bigint;
+BEGIN
+    PERFORM @extschema@._check_channel_name(p_channel);
+    IF p_max_concurrency < 1 THEN
+        RAISE EXCEPTION 'lonnymq: p_max_concurrency must be NULL (unlimited) or at least 1, got %',
+            p_max_concurrency
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_max_size < 1 THEN
+        RAISE EXCEPTION 'lonnymq: p_max_size must be NULL (unlimited) or at least 1, got %',
+            p_max_size
+            USING ERRCODE = '22023';
+    END IF;
+    IF v_interval NOT BETWEEN 0 AND @extschema@._max_duration_ms() THEN
+        RAISE EXCEPTION 'lonnymq: p_release_interval_ms must be between 0 and % (365 days), got %',
+            @extschema@._max_duration_ms(), v_interval
+            USING ERRCODE = '22023';
+    END IF;
+
+    IF p_max_attempts < 1 THEN
+        RAISE EXCEPTION 'lonnymq: p_max_attempts must be NULL (unlimited) or at least 1, got %',
+            p_max_attempts
+            USING ERRCODE = '22023';
+    END IF;
+    IF v_base NOT BETWEEN 0 AND @extschema@._max_duration_ms() OR v_max NOT BETWEEN 0 AND @extschema@._max_duration_ms() THEN
+        RAISE EXCEPTION 'lonnymq: p_backoff_base_ms and p_backoff_max_ms must be between 0 and %, got % and %',
+            @extschema@._max_duration_ms(), v_base, v_max
+            USING ERRCODE = '22023';
+    END IF;
+    IF NOT v_factor BETWEEN 1.0 AND 1000.0 THEN
+        RAISE EXCEPTION 'lonnymq: p_backoff_factor must be between 1 and 1000, got %', v_factor
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_notify_payload NOT IN ('name', 'id', 'none') THEN
+        RAISE EXCEPTION 'lonnymq: p_notify_payload must be name, id or none, got "%"', p_notify_payload
+            USING ERRCODE = '22023';
+    END IF;
+    IF NOT v_jitter BETWEEN 0.0 AND 1.0 THEN
+        RAISE EXCEPTION 'lonnymq: p_backoff_jitter must be between 0 and 1, got %', v_jitter
+            USING ERRCODE = '22023';
+    END IF;
+    IF v_window NOT BETWEEN 0 AND @extschema@._max_duration_ms() THEN
+        RAISE EXCEPTION 'lonnymq: p_dedup_window_ms must be between 0 and % (365 days), got %',
+            @extschema@._max_duration_ms(), v_window
+            USING ERRCODE = '22023';
+    END IF;
+
+    v_now := @extschema@._clock_ms();
+    v_channel := @extschema@._channel_lock(p_channel, v_now);
+
+    PERFORM @extschema@._channel_guard_exclusive(p_channel);
+    IF v_channel.max_concurrency IS NOT NULL THEN
+        -- Its locks are counted (message.is_counted): message_locked_ix.
+        PERFORM 1
+        FROM @extschema@.message AS m
+        WHERE m.channel_id = v_channel.id AND m.is_locked AND m.is_counted
+        FOR SHARE;
+    ELSIF p_max_concurrency IS NOT NULL THEN
+        -- It gets max_concurrency: its locks are counted from now on.  The
+        -- UPDATE waits for their row locks as FOR SHARE does.  They are not
+        -- indexed apart: this walks the channel's messages once.  No new
+        -- lock can be taken meanwhile (the channel row and guard).
+        UPDATE @extschema@.message AS m
+        SET is_counted = TRUE
+        WHERE m.channel_id = v_channel.id AND m.is_locked;
+    ELSIF p_max_size IS NOT NULL THEN
+        PERFORM 1
+        FROM @extschema@.message AS m
+        WHERE m.channel_id = v_channel.id AND m.is_locked
+        FOR SHARE;
+    END IF;
+
+    IF p_max_concurrency IS NOT NULL THEN
+        SELECT pg_catalog.count(*) INTO v_locked
+        FROM @extschema@.message AS m
+        WHERE m.channel_id = v_channel.id AND m.is_locked AND m.is_counted;
+    END IF;
+
+    IF p_max_size IS NOT NULL THEN
+        SELECT pg_catalog.count(*) INTO v_held
+        FROM @extschema@.message AS m
+        WHERE m.channel_id = v_channel.id;
+        INSERT INTO @extschema@.channel_quota AS q (channel_id, num_created)
+        VALUES (v_channel.id, v_channel.num_removed + v_held)
+        ON CONFLICT (channel_id) DO UPDATE
+            SET num_created = excluded.num_created;
+    ELSE
+        DELETE FROM @extschema@.channel_quota AS q
+        WHERE q.channel_id = v_channel.id;
+    END IF;
+
+    -- A channel in the rotation may now be eligible sooner (a shorter
+    -- interval, a higher concurrency limit).  Lowering next_at is always
+    -- safe: the next visit recomputes it.
+    v_next := v_channel.next_at;
+    IF v_next IS NOT NULL THEN
+        v_next := LEAST(
+            v_next,
+            GREATEST(
+                v_now,
+                COALESCE(v_channel.last_served_at + v_interval, v_now)
+            )
+        );
+    END IF;
+
+    UPDATE @extschema@.channel AS c
+    SET
+        max_concurrency = p_max_concurrency,
+        max_size = p_max_size,
+        release_interval_ms = v_interval,
+        max_attempts = p_max_attempts,
+        backoff_base_ms = v_base,
+        backoff_factor = v_factor,
+        backoff_max_ms = v_max,
+        backoff_jitter = v_jitter,
+        dedup_window_ms = v_window,
+        retain_history = COALESCE(p_retain_history, FALSE),
+        notify = COALESCE(p_notify, FALSE),
+        notify_payload = CASE p_notify_payload WHEN 'id' THEN c.id::text WHEN 'none' THEN '' END,
+        num_locked = v_locked,
+        next_at = v_next,
+        turn = CASE
+            WHEN v_next IS DISTINCT FROM c.next_at
+                THEN pg_catalog.nextval('@extschema@.channel_turn_seq')
+            ELSE c.turn
+        END
+    WHERE c.id = v_channel.id;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.message_create(
+    p_channel text,
+    p_content bytea,
+    p_dequeue_at bigint DEFAULT NULL,
+    p_key text DEFAULT NULL
+)
+RETURNS bigint
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_now bigint;
+    v_dequeue_at bigint;
+    v_channel @extschema@.channel%ROWTYPE;
+    v_id bigint;
+    v_existing bigint;
+BEGIN
+    IF p_channel IS NULL OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 THEN
+        PERFORM @extschema@._check_channel_name(p_channel);
+    END IF;
+    IF p_content IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_content must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    IF pg_catalog.octet_length(p_content) > @extschema@._max_content_bytes() THEN
+        PERFORM @extschema@._check_size('p_content', pg_catalog.octet_length(p_content), @extschema@._max_content_bytes());
+    END IF;
+    IF pg_catalog.length(p_key) NOT BETWEEN 1 AND 1024 THEN
+        PERFORM @extschema@._check_key(p_key);
+    END IF;
+
+    v_now := @extschema@._clock_ms();
+    -- The default is the transaction's start, so that messages created in one
+    -- transaction share a dequeue_at and keep their order by id.
+    v_dequeue_at := COALESCE(p_dequeue_at, @extschema@.to_epoch(pg_catalog.now()));
+    v_channel := @extschema@._channel_for_producer(p_channel, v_now);
+    v_id := pg_catalog.nextval('@extschema@.message_id_seq');
+    IF p_key IS NOT NULL THEN
+        v_existing := @extschema@._message_key_claim(v_channel.id, p_key, v_id, v_now);
+        IF v_existing IS NOT NULL THEN
+            RETURN v_existing;
+        END IF;
+    END IF;
+
+    IF v_channel.max_size IS NOT NULL
+        AND @extschema@._channel_quota_take(v_channel.id, v_channel.max_size, 1) = 0 THEN
+        IF p_key IS NOT NULL THEN
+            PERFORM @extschema@._message_key_release(v_channel.id, p_key, v_id, 0, 0);
+        END IF;
+        RETURN NULL;
+    END IF;
+
+    INSERT INTO @extschema@.message (id, channel_id, dequeue_at, created_at, content, key)
+    VALUES (v_id, v_channel.id, v_dequeue_at, v_now, p_content, p_key);
+
+    PERFORM @extschema@._channel_arrival(v_channel, v_dequeue_at, v_now);
+    RETURN v_id;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.message_create_batch(
+    p_channel text,
+    p_contents bytea[],
+    p_dequeue_at bigint[] DEFAULT NULL,
+    p_keys text[] DEFAULT NULL
+)
+RETURNS SETOF bigint
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_n integer;
+    v_now bigint;
+    v_default bigint;
+    v_channel @extschema@.channel%ROWTYPE;
+    v_ids bigint[];
+    v_out bigint[];
+    v_keep boolean[];
+    v_claimed bigint[];
+    v_largest bigint;
+    v_room integer;
+    v_dropped bigint[] := '{}';
+    v_dropped_keys text[] := '{}';
+    v_ready_at bigint;
+    v_key text;
+    v_existing bigint;
+    i integer;
+BEGIN
+    IF p_channel IS NULL OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 THEN
+        PERFORM @extschema@._check_channel_name(p_channel);
+    END IF;
+    IF p_contents IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_contents must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    v_n := pg_catalog.cardinality(p_contents);
+    IF pg_catalog.array_ndims(p_contents) <> 1
+        OR pg_catalog.array_ndims(p_dequeue_at) <> 1
+        OR pg_catalog.array_ndims(p_keys) <> 1 THEN
+        RAISE EXCEPTION 'lonnymq: p_contents, p_dequeue_at and p_keys must be one-dimensional arrays'
+            USING ERRCODE = '22023';
+    END IF;
+    IF pg_catalog.cardinality(p_dequeue_at) <> v_n OR pg_catalog.cardinality(p_keys) <> v_n THEN
+        RAISE EXCEPTION 'lonnymq: p_dequeue_at and p_keys must have as many elements as p_contents (%), got % and %',
+            v_n, pg_catalog.cardinality(p_dequeue_at), pg_catalog.cardinality(p_keys)
+            USING ERRCODE = '22023';
+    END IF;
+    IF v_n = 0 THEN
+        RETURN;
+    END IF;
+    IF v_n > 10000 THEN
+        RAISE EXCEPTION 'lonnymq: a batch holds at most 10000 messages, got %', v_n
+            USING ERRCODE = '22023';
+    END IF;
+    IF pg_catalog.array_position(p_contents, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_contents[%] is NULL', pg_catalog.array_position(p_contents, NULL)
+            USING ERRCODE = '22004';
+    END IF;
+    SELECT pg_catalog.max(pg_catalog.octet_length(c.content)) INTO v_largest
+    FROM pg_catalog.unnest(p_contents) AS c (content);
+    PERFORM @extschema@._check_size('a content', v_largest, @extschema@._max_content_bytes());
+    IF p_keys IS NOT NULL THEN
+        SELECT pg_catalog.min(k.key) INTO v_key
+        FROM pg_catalog.unnest(p_keys) AS k (key)
+        WHERE pg_catalog.length(k.key) NOT BETWEEN 1 AND 1024;
+        PERFORM @extschema@._check_key(v_key);
+    END IF;
+
+    v_now := @extschema@._clock_ms();
+    v_default := @extschema@.to_epoch(pg_catalog.now());
+    v_channel := @extschema@._channel_for_producer(p_channel, v_now);
+    v_ids := ARRAY(
+        SELECT s.id
+        FROM (
+            SELECT pg_catalog.nextval('@extschema@.message_id_seq') AS id
+            FROM pg_catalog.generate_series(1, v_n)
+        ) AS s
+        ORDER BY s.id
+    );
+    v_out := v_ids;
+    v_keep := pg_catalog.array_fill(TRUE, ARRAY[v_n]);
+
+    IF p_keys IS NOT NULL THEN
+        -- Claim every key at once; the first occurrence of a repeated key
+        -- wins.  Keys already held (or repeated) are resolved one by one.
+        WITH claimed AS (
+            INSERT INTO @extschema@.message_key AS mk (channel_id, key, message_id)
+            SELECT v_channel.id, k.key, v_ids[k.i]
+            FROM ROWS FROM (pg_catalog.unnest(p_keys)) WITH ORDINALITY AS k (key, i)
+            WHERE k.key IS NOT NULL
+            ORDER BY k.i
+            ON CONFLICT (channel_id, key) DO NOTHING
+            RETURNING mk.message_id
+        )
+
+        SELECT pg_catalog.array_agg(c.message_id) INTO v_claimed
+        FROM claimed AS c;
+        v_claimed := COALESCE(v_claimed, '{}');
+        FOR i IN 1..v_n LOOP
+            v_key := p_keys[pg_catalog.array_lower(p_keys, 1) + i - 1];
+            CONTINUE WHEN v_key IS NULL OR v_ids[i] = ANY(v_claimed);
+            v_existing := @extschema@._message_key_claim(v_channel.id, v_key, v_ids[i], v_now);
+            IF v_existing IS NOT NULL THEN
+                v_out[i] := v_existing;
+                v_keep[i] := FALSE;
+            END IF;
+        END LOOP;
+    END IF;
+
+    IF v_channel.max_size IS NOT NULL THEN
+        -- Room for the new ones (not the duplicates), in input order.
+        v_room := @extschema@._channel_quota_take(
+            v_channel.id, v_channel.max_size,
+            (SELECT pg_catalog.count(*)::integer FROM pg_catalog.unnest(v_keep) AS k (keep) WHERE k.keep)
+        );
+        FOR i IN 1..v_n LOOP
+            CONTINUE WHEN NOT v_keep[i];
+            IF v_room > 0 THEN
+                v_room := v_room - 1;
+            ELSE
+                v_keep[i] := FALSE;
+                v_dropped := v_dropped || v_ids[i];
+                IF p_keys IS NOT NULL THEN
+                    v_dropped_keys := v_dropped_keys || p_keys[pg_catalog.array_lower(p_keys, 1) + i - 1];
+                END IF;
+                v_out[i] := NULL;
+            END IF;
+        END LOOP;
+        IF pg_catalog.cardinality(v_dropped) > 0 THEN
+            DELETE FROM @extschema@.message_key AS k
+            WHERE
+                k.channel_id = v_channel.id
+                AND k.key = ANY(v_dropped_keys)
+                AND k.message_id = ANY(v_dropped);
+            -- A repeat of a dropped message's key is dropped with it.
+            FOR i IN 1..v_n LOOP
+                IF v_out[i] = ANY(v_dropped) THEN
+                    v_out[i] := NULL;
+                END IF;
+            END LOOP;
+        END IF;
+    END IF;
+
+    INSERT INTO @extschema@.message (id, channel_id, dequeue_at, created_at, content, key)
+    SELECT
+        v_ids[r.i],
+        v_channel.id,
+        COALESCE(r.dequeue_at, v_default),
+        v_now,
+        r.content,
+        r.key
+    FROM ROWS FROM (
+        pg_catalog.unnest(p_contents),
+        pg_catalog.unnest(p_dequeue_at),
+        pg_catalog.unnest(p_keys)
+    ) WITH ORDINALITY AS r (content, dequeue_at, key, i)
+    WHERE v_keep[r.i]
+    ORDER BY r.i;
+
+    SELECT pg_catalog.min(COALESCE(r.dequeue_at, v_default)) INTO v_ready_at
+    FROM ROWS FROM (pg_catalog.unnest(p_dequeue_at), pg_catalog.unnest(v_keep)) AS r (dequeue_at, keep)
+    WHERE r.keep;
+    IF v_ready_at IS NOT NULL THEN
+        PERFORM @extschema@._channel_arrival(v_channel, v_ready_at, v_now);
+    END IF;
+
+    RETURN QUERY
+    SELECT o.id
+    FROM ROWS FROM (pg_catalog.unnest(v_out)) WITH ORDINALITY AS o (id, i)
+    ORDER BY o.i;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.message_complete_dequeue(
+    p_ids bigint[],
+    p_num_attempts integer[],
+    p_lock_ms bigint,
+    p_limit integer DEFAULT 1,
+    p_channel text DEFAULT NULL
+)
+RETURNS SETOF @extschema@.delivery
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_now bigint;
+    v_limit integer := COALESCE(p_limit, 1);
+    -- Evaluated once, not once per message taken.
+    v_caller pg_catalog.regrole := @extschema@._caller_role();
+    v_remaining integer;
+    v_applied boolean := FALSE;
+    v_reread boolean;
+    v_schedule_due boolean;
+    v_wake_due boolean;
+    v_front @extschema@.channel[];
+    v_is_alone boolean;
+    v_wake record;
+    v_next bigint;
+    v_channel @extschema@.channel%ROWTYPE;
+    -- The channels visited, in rotation order, and what each gave.
+    v_first integer;
+    v_visits @extschema@._channel_visit[] := '{}';
+    v_visit @extschema@._channel_visit;
+    v_seen bigint[] := '{}';
+    v_is_held boolean;
+    v_busy @extschema@.channel[] := '{}';
+    v_busy_turn boolean := FALSE;
+    v_live integer;
+    v_share integer;
+    v_extra integer;
+    v_rank integer;
+    v_want integer;
+    v_got integer;
+    v_new integer;
+    v_pass integer;
+    v_expired_only boolean;
+    v_dead_ids bigint[];
+    v_id bigint;
+    v_min_at bigint;
+    i integer;
+    -- The messages taken, returned in rotation order at the end.
+    v_out @extschema@._taken[] := '{}';
+BEGIN
+    IF p_lock_ms IS NULL OR p_lock_ms NOT BETWEEN 1 AND @extschema@._max_duration_ms() THEN
+        PERFORM @extschema@._check_lock_ms(p_lock_ms);
+    END IF;
+    IF p_channel IS NOT NULL AND pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 THEN
+        PERFORM @extschema@._check_channel_name(p_channel);
+    END IF;
+    IF v_limit NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'lonnymq: p_limit must be between 1 and 1000, got %', v_limit
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_ids IS NOT NULL OR p_num_attempts IS NOT NULL THEN
+        PERFORM @extschema@._message_complete_set(COALESCE(p_ids, '{}'), COALESCE(p_num_attempts, '{}'), v_caller, TRUE);
+    END IF;
+    v_remaining := v_limit;
+    WHILE v_remaining > 0 LOOP
+        -- 1 and 2. The front of the rotation (one more channel than is
+        -- served: is the first one alone?), and whether anything is due.
+        -- After the due wake-ups were applied, the channels of those left
+        -- (another consumer is applying them right now: SKIP LOCKED below)
+        -- are served after the front when it is short, read in the same
+        -- snapshot (_channel_wake_front is STABLE), so that their consumers
+        -- never find them empty meanwhile.
+        SELECT
+            NOT v_applied AND EXISTS (
+                SELECT 1 FROM @extschema@.schedule AS s WHERE s.next_at <= k.now
+            ),
+            NOT v_applied AND EXISTS (
+                SELECT 1 FROM @extschema@.channel_wake AS w WHERE w.wake_at <= k.now
+            ),
+            f.front || CASE
+                WHEN v_applied AND pg_catalog.cardinality(f.front) < v_remaining
+                    THEN @extschema@._channel_wake_front(k.now, v_seen, p_channel)
+                ELSE '{}'
+            END,
+            k.now
+        INTO v_schedule_due, v_wake_due, v_front, v_now
+        FROM
+            -- The clock, read after this statement's snapshot was taken: a
+            -- channel that another consumer's committed write put at its
+            -- own clock is eligible here (read before, it could be later
+            -- than ours, and the channel missed).
+            (SELECT @extschema@._clock_ms() AS now) AS k,
+            LATERAL (
+                SELECT CASE
+                    WHEN p_channel IS NULL THEN ARRAY(
+                        SELECT c
+                        FROM @extschema@.channel AS c
+                        WHERE c.next_at <= k.now AND c.id <> ALL(v_seen)
+                        ORDER BY c.next_at, c.turn
+                        LIMIT GREATEST(LEAST(v_remaining + 1, v_limit + 16 - pg_catalog.cardinality(v_seen)), 0)
+                    )
+                    ELSE ARRAY(
+                        SELECT c
+                        FROM @extschema@.channel AS c
+                        WHERE c.name = p_channel AND c.next_at <= k.now AND c.id <> ALL(v_seen)
+                    )
+                END AS front
+            ) AS f;
+        IF v_schedule_due OR v_wake_due THEN
+            v_applied := TRUE;
+            -- Read the front again unless nothing that was applied can
+            -- change it (wake-ups of other channels than p_channel's).
+            v_reread := CASE WHEN v_schedule_due THEN @extschema@._schedule_run(v_now, 4) > 0 ELSE FALSE END;
+            v_reread := v_reread OR p_channel IS NULL;
+            -- A waiting channel got a message deliverable earlier than it
+            -- was waiting for.  It joins the rotation at the back as of the
+            -- wake-up's time (when that message became deliverable, never
+            -- before it was created), not at the message's dequeue_at.
+            FOR v_wake IN
+                SELECT w.id AS wake_id, w.wake_at, c.*
+                FROM @extschema@.channel_wake AS w
+                INNER JOIN @extschema@.channel AS c ON c.id = w.channel_id
+                WHERE w.wake_at <= v_now
+                ORDER BY w.wake_at, w.id
+                LIMIT 8
+                FOR UPDATE OF w SKIP LOCKED
+                FOR NO KEY UPDATE OF c SKIP LOCKED
+            LOOP
+                IF v_wake.wait_at IS NOT NULL THEN
+                    -- Not before its release interval; a channel already due
+                    -- earlier (or, at max_concurrency, waiting for a lock's
+                    -- expiry) keeps that time.
+                    v_next := CASE
+                        WHEN v_wake.num_locked >= v_wake.max_concurrency AND v_wake.next_at IS NOT NULL
+                            THEN v_wake.next_at
+                        ELSE LEAST(
+                            v_wake.next_at,
+                            GREATEST(v_wake.wake_at, v_wake.last_served_at + v_wake.release_interval_ms)
+                        )
+                    END;
+                    UPDATE @extschema@.channel AS c
+                    SET
+                        wait_at = NULL,
+                        next_at = v_next,
+                        turn = CASE
+                            WHEN v_next IS DISTINCT FROM c.next_at
+                                THEN pg_catalog.nextval('@extschema@.channel_turn_seq')
+                            ELSE c.turn
+                        END
+                    WHERE c.id = v_wake.id;
+                    v_reread := v_reread OR v_wake.name = p_channel;
+                END IF;
+                DELETE FROM @extschema@.channel_wake AS w WHERE w.id = v_wake.wake_id;
+            END LOOP;
+            CONTINUE WHEN v_reread;
+        END IF;
+
+        -- When the front has nothing more, the channels that other
+        -- consumers were serving are taken from, once, without their rows.
+        IF pg_catalog.cardinality(v_front) = 0 AND NOT v_busy_turn THEN
+            v_front := v_busy;
+            v_busy_turn := TRUE;
+        END IF;
+        -- Served by name, a channel goes to the back of the rotation.
+        v_is_alone := COALESCE(v_is_alone, p_channel IS NULL AND pg_catalog.cardinality(v_front) = 1);
+
+
+        -- 2. Hold the front channels.
+        v_first := pg_catalog.cardinality(v_visits) + 1;
+        EXIT WHEN pg_catalog.cardinality(v_front) = 0;
+        -- (All of the busy ones: each drops out when it gives nothing.)
+        FOR j IN 1..CASE
+            WHEN v_busy_turn THEN pg_catalog.cardinality(v_front)
+            ELSE LEAST(pg_catalog.cardinality(v_front), v_remaining)
+        END LOOP
+            v_channel := v_front[j];
+            v_seen := v_seen || v_channel.id;
+            PERFORM @extschema@._channel_guard_consumer(v_channel.name);
+            -- A channel with limits, or one this call will move (it is not
+            -- alone), is locked, as it was read: unless another consumer
+            -- holds it or has moved it since (its turn changed).
+            v_is_held := FALSE;
+            IF v_channel.max_concurrency IS NOT NULL OR v_channel.release_interval_ms > 0 OR NOT v_is_alone THEN
+                SELECT c.* INTO v_channel
+                FROM @extschema@.channel AS c
+                WHERE c.id = v_front[j].id AND c.turn = v_front[j].turn AND c.next_at <= v_now
+                FOR NO KEY UPDATE SKIP LOCKED;
+                v_is_held := FOUND;
+            END IF;
+            IF NOT v_is_held AND NOT v_is_alone AND NOT v_busy_turn THEN
+                -- Another consumer is serving it: the next channel first.
+                v_busy := v_busy || v_front[j];
+                CONTINUE;
+            END IF;
+            IF NOT v_is_held THEN
+                -- A channel without limits is read again after the guard,
+                -- for its limits, and taken from without its row: its ready
+                -- messages are delivered all the same (nothing early), so
+                -- that the consumers of a busy channel never find it empty.
+                SELECT c.* INTO v_channel
+                FROM @extschema@.channel AS c
+                WHERE
+                    c.id = v_front[j].id AND NOT c.is_paused
+                    AND c.max_concurrency IS NULL AND c.release_interval_ms = 0;
+                CONTINUE WHEN NOT FOUND;
+            END IF;
+            -- What it may give: up to its free places (at max_concurrency,
+            -- its expired locks), and one message when it has a release
+            -- interval.
+            v_visits := v_visits || ROW(
+                v_channel, v_is_held,
+                CASE
+                    WHEN v_channel.release_interval_ms > 0 THEN 1
+                    WHEN v_channel.num_locked >= v_channel.max_concurrency THEN v_limit
+                    ELSE COALESCE(v_channel.max_concurrency - v_channel.num_locked, v_limit)
+                END,
+                0, 0, 0, NULL, NULL, FALSE
+            )::@extschema@._channel_visit;
+        END LOOP;
+
+        -- 3. Share what is left among the live channels: equal shares, the
+        -- remainder to the first ones in turn order; a channel that gives
+        -- less than its share drops out and the rest is shared again.  Each
+        -- pass asks at least one live channel for a message (the remainder
+        -- goes to the first), which either gives it or drops out: the loop
+        -- ends.
+        v_live := pg_catalog.cardinality(v_visits) - v_first + 1;
+        LOOP
+            EXIT WHEN v_live <= 0 OR v_remaining = 0;
+            v_share := v_remaining / v_live;
+            v_extra := v_remaining % v_live;
+            v_rank := 0;
+            FOR i IN v_first..pg_catalog.cardinality(v_visits) LOOP
+                v_visit := v_visits[i];
+                CONTINUE WHEN v_visit.cap <= 0;
+                v_want := LEAST(v_visit.cap, v_share + CASE WHEN v_rank < v_extra THEN 1 ELSE 0 END);
+                v_rank := v_rank + 1;
+                CONTINUE WHEN v_want <= 0;
+                -- The one statement that takes messages: up to v_want of the
+                -- channel's first deliverable messages, in (dequeue_at, id)
+                -- order, SKIP LOCKED, from its floor (at max_concurrency only
+                -- its expired locks: _message_head), locked for p_lock_ms,
+                -- appended to the output.
+                -- An expired lock that is the message's max_attempts-th
+                -- failure is not taken but goes to the dead letters, and is
+                -- replaced (each freed a place): at most v_limit + 16 buried
+                -- per channel.
+                v_channel := v_visit.channel;
+                v_visit.floor_at := @extschema@._channel_scan_from(v_channel.id);
+                v_expired_only := COALESCE(v_channel.num_locked >= v_channel.max_concurrency, FALSE);
+                v_got := 0;
+                LOOP
+                    WITH head AS (
+                        SELECT *
+                        FROM @extschema@._message_head(
+                            v_channel.id, v_visit.floor_at, v_now, v_want - v_got, v_expired_only
+                        )
+                    ),
+
+                    taken AS (
+                        UPDATE @extschema@.message AS m
+                        SET
+                            dequeue_at = v_now + p_lock_ms,
+                            is_locked = TRUE,
+                            is_counted = v_channel.max_concurrency IS NOT NULL,
+                            locked_by = v_caller,
+                            num_attempts = m.num_attempts + 1,
+                            -- An expired lock was a failed delivery.
+                            num_failures = m.num_failures + CASE WHEN m.is_locked THEN 1 ELSE 0 END,
+                            attempt_log = CASE
+                                WHEN m.is_locked THEN
+                                    @extschema@._attempt_log_append(m.attempt_log, m.num_attempts, v_now, 'lock expired')
+                                ELSE m.attempt_log
+                            END
+                        FROM head AS h
+                        WHERE
+                            m.id = h.id
+                            AND NOT (h.is_locked AND h.num_failures + 1 >= v_channel.max_attempts) IS TRUE
+                        RETURNING m.id, m.content, m.state, m.num_attempts, h.dequeue_at AS old_at, h.is_locked AS old_locked
+                    )
+
+                    SELECT
+                        pg_catalog.count(*),
+                        pg_catalog.count(*) FILTER (WHERE NOT t.old_locked),
+                        pg_catalog.min(t.old_at),
+                        v_out || pg_catalog.array_agg(
+                            ROW(i, t.id, t.content, t.state, t.num_attempts, t.old_at, t.old_locked)::@extschema@._taken
+                        ),
+                        ARRAY(
+                            SELECT h.id
+                            FROM head AS h
+                            WHERE h.is_locked AND h.num_failures + 1 >= v_channel.max_attempts
+                        )
+                    INTO v_pass, v_new, v_min_at, v_out, v_dead_ids
+                    FROM taken AS t;
+                    v_got := v_got + v_pass;
+                    v_visit.num_fresh := v_visit.num_fresh + v_new;
+                    v_visit.first_at := LEAST(v_visit.first_at, v_min_at);
+                    EXIT WHEN pg_catalog.cardinality(v_dead_ids) = 0;
+                    FOREACH v_id IN ARRAY v_dead_ids LOOP
+                        PERFORM @extschema@._message_bury(
+                            v_id, v_channel.id, v_channel.name, 'lock expired', v_now,
+                            v_channel.dedup_window_ms
+                        );
+                    END LOOP;
+                    v_visit.num_dead := v_visit.num_dead + pg_catalog.cardinality(v_dead_ids);
+                    EXIT WHEN v_visit.num_dead >= v_limit + 16;
+                    v_expired_only := FALSE;
+                END LOOP;
+                v_visit.num_taken := v_visit.num_taken + v_got;
+                v_visit.cap := v_visit.cap - v_got;
+                v_remaining := v_remaining - v_got;
+                v_visit.came_short := v_got < v_want;
+                IF v_visit.came_short OR v_visit.cap <= 0 THEN
+                    -- It drops out.
+                    v_visit.cap := 0;
+                    v_live := v_live - 1;
+                END IF;
+                v_visits[i] := v_visit;
+            END LOOP;
+        END LOOP;
+
+        EXIT WHEN v_busy_turn OR p_channel IS NOT NULL AND pg_catalog.cardinality(v_busy) = 0;
+    END LOOP;
+
+    -- 4. Where each visited channel goes next, in the order of its last
+    -- delivery in this batch (those that gave nothing first).
+    -- (One statement: a volatile call in the select list is made after the
+    -- sort, in its order.)
+    PERFORM @extschema@._channel_place(v_visits[k.i], v_now)
+    FROM pg_catalog.generate_subscripts(v_visits, 1) AS k (i)
+    ORDER BY (v_visits[k.i]).num_taken, k.i;
+
+    RETURN QUERY
+    SELECT d.id, ((v_visits[d.visit]).channel).name, d.content, d.state, d.num_attempts, d.dequeue_at, d.is_recovered
+    FROM pg_catalog.unnest(v_out) AS d
+    ORDER BY pg_catalog.row_number() OVER (PARTITION BY d.visit ORDER BY d.dequeue_at, d.id), d.visit;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@.message_complete_dequeue(bigint[], integer[], bigint, integer, text) IS
+'Complete the deliveries p_ids[k] with fencing tokens p_num_attempts[k] (each one refused raises a NOTICE, SQLSTATE 01LQ1), then deliver up to p_limit ready messages (default 1), channels served round-robin within their limits, each locked for p_lock_ms. Expired locks are recovered here (is_recovered). num_attempts is the fencing token for complete, defer and heartbeat. Returns no rows when nothing is ready.';
+
+REVOKE ALL ON FUNCTION @extschema@.message_complete_dequeue(bigint[], integer[], bigint, integer, text) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@.message_dequeue(
+    p_lock_ms bigint,
+    p_limit integer DEFAULT 1,
+    p_channel text DEFAULT NULL
+)
+RETURNS SETOF @extschema@.delivery
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN QUERY
+    SELECT * FROM @extschema@.message_complete_dequeue(NULL, NULL, p_lock_ms, p_limit, p_channel);
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@.message_dequeue(bigint, integer, text) IS
+'Deliver up to p_limit ready messages (default 1), channels served round-robin within their limits, each locked for p_lock_ms. Expired locks are recovered here (is_recovered). num_attempts is the fencing token for complete, defer and heartbeat. Returns no rows when nothing is ready.';
+
+REVOKE ALL ON FUNCTION @extschema@.message_dequeue(bigint, integer, text) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@.message_defer(
+    p_id bigint,
+    p_num_attempts integer,
+    p_dequeue_at bigint DEFAULT NULL,
+    p_state bytea DEFAULT NULL
+)
+RETURNS boolean
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_now bigint;
+    v_dequeue_at bigint;
+    v_channel @extschema@.channel%ROWTYPE;
+BEGIN
+    PERFORM @extschema@._check_token(p_id, p_num_attempts);
+    IF pg_catalog.octet_length(p_state) > @extschema@._max_content_bytes() THEN
+        PERFORM @extschema@._check_size('p_state', pg_catalog.octet_length(p_state), @extschema@._max_content_bytes());
+    END IF;
+    v_now := @extschema@._clock_ms();
+    v_dequeue_at := COALESCE(p_dequeue_at, v_now);
+
+    v_channel := @extschema@._channel_of_message(p_id, TRUE, FALSE, TRUE);
+    IF v_channel.id IS NULL THEN
+        RETURN FALSE;
+    END IF;
+
+    UPDATE @extschema@.message AS m
+    SET
+        is_locked = FALSE,
+        dequeue_at = v_dequeue_at,
+        state = COALESCE(p_state, m.state)
+    WHERE
+        m.id = p_id
+        AND m.num_attempts = p_num_attempts
+        AND m.is_locked
+        AND COALESCE(m.locked_by = @extschema@._caller_role(), TRUE);
+    IF NOT FOUND THEN
+        RETURN FALSE;
+    END IF;
+
+    PERFORM @extschema@._channel_release(ARRAY[v_channel.id], FALSE, v_now);
+    -- Like a producer: the message may now be deliverable before the time a
+    -- waiting channel will next be looked at, or below its floor.
+    PERFORM @extschema@._channel_arrival(v_channel, v_dequeue_at, v_now);
+    RETURN TRUE;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.schedule_set(
+    p_name text,
+    p_channel text,
+    p_content bytea,
+    p_every_ms bigint,
+    p_start_at bigint DEFAULT NULL
+)
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_now bigint;
+    v_start bigint;
+BEGIN
+    IF p_name IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_name must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    IF pg_catalog.length(p_name) NOT BETWEEN 1 AND 255 THEN
+        RAISE EXCEPTION 'lonnymq: a schedule name must be 1 to 255 characters, got %',
+            pg_catalog.length(p_name)
+            USING ERRCODE = '22023';
+    END IF;
+    PERFORM @extschema@._check_channel_name(p_channel);
+    IF p_content IS NULL OR p_every_ms IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_content and p_every_ms must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    PERFORM @extschema@._check_size('p_content', pg_catalog.octet_length(p_content), @extschema@._max_content_bytes());
+    IF p_every_ms NOT BETWEEN 1 AND @extschema@._max_duration_ms() THEN
+        RAISE EXCEPTION 'lonnymq: p_every_ms must be between 1 and % (365 days), got %',
+            @extschema@._max_duration_ms(), p_every_ms
+            USING ERRCODE = '22023';
+    END IF;
+    -- Years 1 to 9999: every period boundary of such a schedule, and its
+    -- distance from any clock reading, fits a bigint.
+    IF p_start_at NOT BETWEEN -62135596800000 AND 253402300799999 THEN
+        RAISE EXCEPTION 'lonnymq: p_start_at must be between -62135596800000 and 253402300799999 (years 1 to 9999), got %',
+            p_start_at
+            USING ERRCODE = '22023';
+    END IF;
+    v_now := @extschema@._clock_ms();
+    v_start := COALESCE(p_start_at, v_now);
+    INSERT INTO @extschema@.schedule AS s (
+        name, channel, content, every_ms, start_at, next_at, created_at
+    )
+    VALUES (p_name, p_channel, p_content, p_every_ms, v_start, v_start, v_now)
+    ON CONFLICT (name) DO UPDATE
+        SET
+            channel = excluded.channel,
+            content = excluded.content,
+            every_ms = excluded.every_ms,
+            start_at = CASE
+                WHEN s.every_ms = excluded.every_ms AND (p_start_at IS NULL OR s.start_at = excluded.start_at)
+                    THEN s.start_at
+                ELSE excluded.start_at
+            END,
+            next_at = CASE
+                WHEN s.every_ms = excluded.every_ms AND (p_start_at IS NULL OR s.start_at = excluded.start_at)
+                    THEN s.next_at
+                ELSE excluded.next_at
+            END;
+END;
+$$;
+
 DO $$
 DECLARE
     v_setting record;

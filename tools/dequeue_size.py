@@ -12,7 +12,9 @@ that issue; a change that needs more lines should retire some).
 The completion that message_complete_dequeue runs first (0.10.0) is not the
 delivery: _message_complete_set, and what only it reaches, is left out (it is
 message_complete's and message_complete_batch's code; `--with-completion`
-counts it too).
+counts it too).  A constant (an IMMUTABLE SQL function that selects a
+literal, such as _max_duration_ms) counts no lines: the planner folds it
+into its callers' plans.
 """
 
 from __future__ import annotations
@@ -30,8 +32,10 @@ def functions() -> dict[str, str]:
     found: dict[str, str] = {}
     for path in sorted(SRC.glob("*/*_function_*.sql")):
         text = path.read_text()
-        for match in re.finditer(r"CREATE FUNCTION @extschema@\.(\w+)\(.*?AS \$\$(.*?)\$\$;", text, re.S):
-            found[match.group(1)] = match.group(2)
+        for match in re.finditer(r"CREATE FUNCTION @extschema@\.(\w+)\((.*?)AS \$\$(.*?)\$\$;", text, re.S):
+            name, header, body = match.groups()
+            constant = re.fullmatch(r"\s*SELECT [-0-9.]+(::\w+)?\s*", body)
+            found[name] = "" if constant and re.search(r"LANGUAGE sql\s+IMMUTABLE", header) else body
     return found
 
 

@@ -1,5 +1,5 @@
 \ir include/setup.psql
-SELECT plan(39);
+SELECT plan(41);
 
 -- The public API of 0.2.0: names and parameter order are a contract.
 SELECT has_function('lonnymq', 'to_epoch', ARRAY['timestamp with time zone'], 'to_epoch(timestamp with time zone)');
@@ -27,8 +27,22 @@ SELECT has_function('lonnymq', 'grant_access', ARRAY['name', 'text'], 'grant_acc
 SELECT has_function('lonnymq', 'revoke_access', ARRAY['name', 'text'], 'revoke_access(name, text)');
 SELECT is(
     (SELECT pg_get_function_result('lonnymq.message_dequeue(bigint, integer, text)'::regprocedure)),
-    'TABLE(id bigint, channel text, content bytea, state bytea, num_attempts integer, dequeue_at bigint, is_recovered boolean)',
-    'message_dequeue returns the documented columns'
+    'SETOF lonnymq.delivery',
+    'message_dequeue returns lonnymq.delivery rows'
+);
+SELECT is(
+    (SELECT pg_get_function_result(
+        'lonnymq.message_complete_dequeue(bigint[], integer[], bigint, integer, text)'::regprocedure
+    )),
+    'SETOF lonnymq.delivery',
+    'message_complete_dequeue returns lonnymq.delivery rows'
+);
+SELECT is(
+    (SELECT array_agg(format('%s %s', a.attname, format_type(a.atttypid, a.atttypmod)) ORDER BY a.attnum)
+     FROM pg_attribute AS a WHERE a.attrelid = 'lonnymq.delivery'::regclass AND a.attnum > 0),
+    ARRAY['id bigint', 'channel text', 'content bytea', 'state bytea', 'num_attempts integer', 'dequeue_at bigint',
+          'is_recovered boolean'],
+    'a delivery has the documented columns'
 );
 
 -- Standards every function meets.

@@ -58,9 +58,9 @@ BEGIN
             p_max_size
             USING ERRCODE = '22023';
     END IF;
-    IF v_interval NOT BETWEEN 0 AND 31536000000 THEN
-        RAISE EXCEPTION 'lonnymq: p_release_interval_ms must be between 0 and 31536000000 (365 days), got %',
-            v_interval
+    IF v_interval NOT BETWEEN 0 AND @extschema@._max_duration_ms() THEN
+        RAISE EXCEPTION 'lonnymq: p_release_interval_ms must be between 0 and % (365 days), got %',
+            @extschema@._max_duration_ms(), v_interval
             USING ERRCODE = '22023';
     END IF;
 
@@ -69,9 +69,9 @@ BEGIN
             p_max_attempts
             USING ERRCODE = '22023';
     END IF;
-    IF v_base NOT BETWEEN 0 AND 31536000000 OR v_max NOT BETWEEN 0 AND 31536000000 THEN
-        RAISE EXCEPTION 'lonnymq: p_backoff_base_ms and p_backoff_max_ms must be between 0 and 31536000000, got % and %',
-            v_base, v_max
+    IF v_base NOT BETWEEN 0 AND @extschema@._max_duration_ms() OR v_max NOT BETWEEN 0 AND @extschema@._max_duration_ms() THEN
+        RAISE EXCEPTION 'lonnymq: p_backoff_base_ms and p_backoff_max_ms must be between 0 and %, got % and %',
+            @extschema@._max_duration_ms(), v_base, v_max
             USING ERRCODE = '22023';
     END IF;
     IF NOT v_factor BETWEEN 1.0 AND 1000.0 THEN
@@ -86,9 +86,9 @@ BEGIN
         RAISE EXCEPTION 'lonnymq: p_backoff_jitter must be between 0 and 1, got %', v_jitter
             USING ERRCODE = '22023';
     END IF;
-    IF v_window NOT BETWEEN 0 AND 31536000000 THEN
-        RAISE EXCEPTION 'lonnymq: p_dedup_window_ms must be between 0 and 31536000000 (365 days), got %',
-            v_window
+    IF v_window NOT BETWEEN 0 AND @extschema@._max_duration_ms() THEN
+        RAISE EXCEPTION 'lonnymq: p_dedup_window_ms must be between 0 and % (365 days), got %',
+            @extschema@._max_duration_ms(), v_window
             USING ERRCODE = '22023';
     END IF;
 

@@ -38,8 +38,8 @@ BEGIN
         RAISE EXCEPTION 'lonnymq: p_content must not be NULL'
             USING ERRCODE = '22004';
     END IF;
-    IF pg_catalog.octet_length(p_content) > 16777216 THEN
-        PERFORM @extschema@._check_size('p_content', pg_catalog.octet_length(p_content), 16777216);
+    IF pg_catalog.octet_length(p_content) > @extschema@._max_content_bytes() THEN
+        PERFORM @extschema@._check_size('p_content', pg_catalog.octet_length(p_content), @extschema@._max_content_bytes());
     END IF;
     IF pg_catalog.length(p_key) NOT BETWEEN 1 AND 1024 THEN
         PERFORM @extschema@._check_key(p_key);

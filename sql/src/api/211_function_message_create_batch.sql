@@ -69,7 +69,7 @@ BEGIN
     END IF;
     SELECT pg_catalog.max(pg_catalog.octet_length(c.content)) INTO v_largest
     FROM pg_catalog.unnest(p_contents) AS c (content);
-    PERFORM @extschema@._check_size('a content', v_largest, 16777216);
+    PERFORM @extschema@._check_size('a content', v_largest, @extschema@._max_content_bytes());
     IF p_keys IS NOT NULL THEN
         SELECT pg_catalog.min(k.key) INTO v_key
         FROM pg_catalog.unnest(p_keys) AS k (key)

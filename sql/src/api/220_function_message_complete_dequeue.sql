@@ -44,21 +44,12 @@ CREATE FUNCTION @extschema@.message_complete_dequeue(
     p_limit integer DEFAULT 1,
     p_channel text DEFAULT NULL
 )
-RETURNS TABLE (
-    id bigint,
-    channel text,
-    content bytea,
-    state bytea,
-    num_attempts integer,
-    dequeue_at bigint,
-    is_recovered boolean
-)
+RETURNS SETOF @extschema@.delivery
 LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-#variable_conflict use_column
 DECLARE
     v_now bigint;
     v_limit integer := COALESCE(p_limit, 1);
@@ -96,9 +87,9 @@ DECLARE
     v_min_at bigint;
     i integer;
     -- The messages taken, returned in rotation order at the end.
-    v_out @extschema@._delivery[] := '{}';
+    v_out @extschema@._taken[] := '{}';
 BEGIN
-    IF p_lock_ms IS NULL OR p_lock_ms NOT BETWEEN 1 AND 31536000000 THEN
+    IF p_lock_ms IS NULL OR p_lock_ms NOT BETWEEN 1 AND @extschema@._max_duration_ms() THEN
         PERFORM @extschema@._check_lock_ms(p_lock_ms);
     END IF;
     IF p_channel IS NOT NULL AND pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 THEN
@@ -334,7 +325,7 @@ BEGIN
                         pg_catalog.count(*) FILTER (WHERE NOT t.old_locked),
                         pg_catalog.min(t.old_at),
                         v_out || pg_catalog.array_agg(
-                            ROW(i, t.id, t.content, t.state, t.num_attempts, t.old_at, t.old_locked)::@extschema@._delivery
+                            ROW(i, t.id, t.content, t.state, t.num_attempts, t.old_at, t.old_locked)::@extschema@._taken
                         ),
                         ARRAY(
                             SELECT h.id

@@ -5,15 +5,7 @@ CREATE FUNCTION @extschema@.message_dequeue(
     p_limit integer DEFAULT 1,
     p_channel text DEFAULT NULL
 )
-RETURNS TABLE (
-    id bigint,
-    channel text,
-    content bytea,
-    state bytea,
-    num_attempts integer,
-    dequeue_at bigint,
-    is_recovered boolean
-)
+RETURNS SETOF @extschema@.delivery
 LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER

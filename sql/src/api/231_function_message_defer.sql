@@ -19,8 +19,8 @@ DECLARE
     v_channel @extschema@.channel%ROWTYPE;
 BEGIN
     PERFORM @extschema@._check_token(p_id, p_num_attempts);
-    IF pg_catalog.octet_length(p_state) > 16777216 THEN
-        PERFORM @extschema@._check_size('p_state', pg_catalog.octet_length(p_state), 16777216);
+    IF pg_catalog.octet_length(p_state) > @extschema@._max_content_bytes() THEN
+        PERFORM @extschema@._check_size('p_state', pg_catalog.octet_length(p_state), @extschema@._max_content_bytes());
     END IF;
     v_now := @extschema@._clock_ms();
     v_dequeue_at := COALESCE(p_dequeue_at, v_now);

@@ -34,10 +34,10 @@ BEGIN
         RAISE EXCEPTION 'lonnymq: p_content and p_every_ms must not be NULL'
             USING ERRCODE = '22004';
     END IF;
-    PERFORM @extschema@._check_size('p_content', pg_catalog.octet_length(p_content), 16777216);
-    IF p_every_ms NOT BETWEEN 1 AND 31536000000 THEN
-        RAISE EXCEPTION 'lonnymq: p_every_ms must be between 1 and 31536000000 (365 days), got %',
-            p_every_ms
+    PERFORM @extschema@._check_size('p_content', pg_catalog.octet_length(p_content), @extschema@._max_content_bytes());
+    IF p_every_ms NOT BETWEEN 1 AND @extschema@._max_duration_ms() THEN
+        RAISE EXCEPTION 'lonnymq: p_every_ms must be between 1 and % (365 days), got %',
+            @extschema@._max_duration_ms(), p_every_ms
             USING ERRCODE = '22023';
     END IF;
     -- Years 1 to 9999: every period boundary of such a schedule, and its

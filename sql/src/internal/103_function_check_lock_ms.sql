@@ -9,15 +9,15 @@ BEGIN
         RAISE EXCEPTION 'lonnymq: p_lock_ms must not be NULL'
             USING ERRCODE = '22004';
     END IF;
-    IF p_lock_ms NOT BETWEEN 1 AND 31536000000 THEN
-        RAISE EXCEPTION 'lonnymq: p_lock_ms must be between 1 and 31536000000 (365 days), got %',
-            p_lock_ms
+    IF p_lock_ms NOT BETWEEN 1 AND @extschema@._max_duration_ms() THEN
+        RAISE EXCEPTION 'lonnymq: p_lock_ms must be between 1 and % (365 days), got %',
+            @extschema@._max_duration_ms(), p_lock_ms
             USING ERRCODE = '22023';
     END IF;
 END;
 $$;
 
 COMMENT ON FUNCTION @extschema@._check_lock_ms(bigint) IS
-'Internal: raises 22004 for a NULL lock duration, 22023 outside 1 .. 31536000000 ms.';
+'Internal: raises 22004 for a NULL lock duration, 22023 outside 1 .. _max_duration_ms().';
 
 REVOKE ALL ON FUNCTION @extschema@._check_lock_ms(bigint) FROM PUBLIC;
