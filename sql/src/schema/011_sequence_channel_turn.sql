@@ -4,3 +4,6 @@
 CREATE SEQUENCE @extschema@.channel_turn_seq AS bigint CACHE 1;
 
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.channel_turn_seq', '');
+
+COMMENT ON SEQUENCE @extschema@.channel_turn_seq IS
+'Rotation tie-breaker (channel.turn) for channels whose turns fall in the same millisecond; CACHE 1 keeps its order global across sessions.';

@@ -83,3 +83,72 @@ CREATE TABLE @extschema@.channel (
 );
 
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.channel', '');
+
+COMMENT ON TABLE @extschema@.channel IS
+'One row per channel: its configuration (limits, retry policy, dedup window, history, notifications), its pause state and its place in the round-robin rotation.';
+
+COMMENT ON COLUMN @extschema@.channel.id IS
+'The channel''s id, from channel_id_seq; message, channel_quota, channel_wake, channel_floor and message_key refer to the channel by it.';
+
+COMMENT ON COLUMN @extschema@.channel.name IS
+'The channel''s name, 1 to 255 characters, unique; dead_letter, message_history and schedule refer to the channel by name.';
+
+COMMENT ON COLUMN @extschema@.channel.max_concurrency IS
+'At most this many of the channel''s messages locked at once, expired locks included (channel_set); NULL: no limit.';
+
+COMMENT ON COLUMN @extschema@.channel.max_size IS
+'At most this many messages held by the channel, ready, scheduled and locked together (channel_set); NULL: no limit.';
+
+COMMENT ON COLUMN @extschema@.channel.release_interval_ms IS
+'Minimum time in milliseconds between two deliveries from the channel (channel_set); 0: none.';
+
+COMMENT ON COLUMN @extschema@.channel.next_at IS
+'Rotation, internal state maintained by the queue functions, not to be written by hand: epoch ms from which the channel is eligible; NULL: out of the rotation (empty, waiting or paused).';
+
+COMMENT ON COLUMN @extschema@.channel.turn IS
+'Rotation, internal state maintained by the queue functions, not to be written by hand: tie-breaker from channel_turn_seq that orders channels with equal next_at.';
+
+COMMENT ON COLUMN @extschema@.channel.wait_at IS
+'Rotation, internal state maintained by the queue functions, not to be written by hand: a consumer found nothing deliverable before this epoch ms; max bigint: empty; NULL: not waiting.';
+
+COMMENT ON COLUMN @extschema@.channel.last_served_at IS
+'Rotation, internal state maintained by the queue functions, not to be written by hand: epoch ms of the last recorded delivery, from which release_interval_ms is measured; NULL: none.';
+
+COMMENT ON COLUMN @extschema@.channel.num_locked IS
+'Counted locks of the channel, internal state maintained by the queue functions, not to be written by hand; kept only when max_concurrency is set.';
+
+COMMENT ON COLUMN @extschema@.channel.num_removed IS
+'Messages removed from the channel, internal state maintained by the queue functions, not to be written by hand; kept only when max_size is set (held = channel_quota.num_created - num_removed).';
+
+COMMENT ON COLUMN @extschema@.channel.created_at IS
+'When the channel was created, in epoch milliseconds.';
+
+COMMENT ON COLUMN @extschema@.channel.is_paused IS
+'TRUE while channel_pause keeps the channel out of the rotation (no deliveries) until channel_resume; not part of the configuration channel_set sets.';
+
+COMMENT ON COLUMN @extschema@.channel.max_attempts IS
+'The most failed deliveries (message_fail calls, expired locks) a message may have; the last one makes it a dead letter (channel_set); NULL: no limit.';
+
+COMMENT ON COLUMN @extschema@.channel.backoff_base_ms IS
+'Retry delay in milliseconds after a message''s first failure (channel_set); the n-th waits min(backoff_max_ms, backoff_base_ms * backoff_factor^(n-1)), less jitter.';
+
+COMMENT ON COLUMN @extschema@.channel.backoff_factor IS
+'Factor by which the retry delay grows with each further failure of a message (channel_set).';
+
+COMMENT ON COLUMN @extschema@.channel.backoff_max_ms IS
+'Cap in milliseconds on the retry delay that message_fail schedules (channel_set).';
+
+COMMENT ON COLUMN @extschema@.channel.backoff_jitter IS
+'Fraction, 0 to 1, of the retry delay that may be taken off at random, to spread the retries of a burst (channel_set).';
+
+COMMENT ON COLUMN @extschema@.channel.dedup_window_ms IS
+'How long in milliseconds a message''s deduplication key stays claimed after it was completed or dead-lettered (channel_set); 0: released with the message.';
+
+COMMENT ON COLUMN @extschema@.channel.retain_history IS
+'Whether completing a message of the channel copies it into message_history (channel_set).';
+
+COMMENT ON COLUMN @extschema@.channel.notify IS
+'Whether calls that make a message of the channel deliverable now send NOTIFY lonnymq (channel_set).';
+
+COMMENT ON COLUMN @extschema@.channel.notify_payload IS
+'What the channel''s notifications carry: its id as text, or an empty string (channel_set''s p_notify_payload id or none); NULL: the channel''s name.';

@@ -14,3 +14,12 @@ CREATE TABLE @extschema@.channel_quota (
 );
 
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.channel_quota', '');
+
+COMMENT ON TABLE @extschema@.channel_quota IS
+'Producer-side counter of a channel with max_size, locked only by its producers; internal state maintained by the queue functions, not to be written by hand.';
+
+COMMENT ON COLUMN @extschema@.channel_quota.channel_id IS
+'The channel (channel.id).';
+
+COMMENT ON COLUMN @extschema@.channel_quota.num_created IS
+'Messages created in the channel, internal state maintained by the queue functions, not to be written by hand; compared with channel.num_removed to enforce max_size.';

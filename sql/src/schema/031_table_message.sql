@@ -51,3 +51,45 @@ CREATE TABLE @extschema@.message (
 );
 
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.message', '');
+
+COMMENT ON TABLE @extschema@.message IS
+'One row per message in the queue, waiting, scheduled or locked; a completed message is deleted, a dead one moves to dead_letter.';
+
+COMMENT ON COLUMN @extschema@.message.id IS
+'The message''s id, from message_id_seq: the handle workers use, and the FIFO tie-breaker within a channel.';
+
+COMMENT ON COLUMN @extschema@.message.channel_id IS
+'The message''s channel (channel.id).';
+
+COMMENT ON COLUMN @extschema@.message.dequeue_at IS
+'Epoch ms from which the message may be delivered: its schedule while it waits, its lock''s expiry while locked; a channel delivers in (dequeue_at, id) order.';
+
+COMMENT ON COLUMN @extschema@.message.is_locked IS
+'TRUE while a worker holds the message: delivered and not yet completed, deferred or failed; an expired lock stays locked until recovered.';
+
+COMMENT ON COLUMN @extschema@.message.num_attempts IS
+'Deliveries so far, recoveries of expired locks included; the fencing token that complete, defer, fail and heartbeat must present.';
+
+COMMENT ON COLUMN @extschema@.message.created_at IS
+'When the message was created, in epoch milliseconds (a redriven dead letter keeps its original time).';
+
+COMMENT ON COLUMN @extschema@.message.content IS
+'The message''s payload, as the producer gave it.';
+
+COMMENT ON COLUMN @extschema@.message.state IS
+'State saved by message_defer (progress, the last error) and returned with its next deliveries; NULL: none saved.';
+
+COMMENT ON COLUMN @extschema@.message.key IS
+'The producer''s deduplication key (message_create''s p_key), whose claim is in message_key; NULL: no key.';
+
+COMMENT ON COLUMN @extschema@.message.attempt_log IS
+'One JSON object per failed attempt (message_fail, an expired lock), {"attempt": n, "at": epoch ms, "error": text}, carried into dead_letter; NULL: none.';
+
+COMMENT ON COLUMN @extschema@.message.is_counted IS
+'The lock counts towards max_concurrency and is in message_locked_ix, internal state maintained by the queue functions, not to be written by hand; meaningless while not locked.';
+
+COMMENT ON COLUMN @extschema@.message.locked_by IS
+'The role that took the lock, the only one whose complete, defer, fail or heartbeat it accepts; NULL on locks taken before 0.9.0; meaningless while not locked.';
+
+COMMENT ON COLUMN @extschema@.message.num_failures IS
+'Failed deliveries (message_fail calls, expired locks) since the message was created or redriven; max_attempts counts these, and a defer is not one.';

@@ -13,3 +13,15 @@ CREATE TABLE @extschema@.channel_wake (
 );
 
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.channel_wake', '');
+
+COMMENT ON TABLE @extschema@.channel_wake IS
+'Wake-ups left by producers and message_defer for channels a consumer found with nothing deliverable before channel.wait_at, internal state maintained by the queue functions, not to be written by hand.';
+
+COMMENT ON COLUMN @extschema@.channel_wake.id IS
+'The wake-up''s id, from channel_wake_id_seq.';
+
+COMMENT ON COLUMN @extschema@.channel_wake.channel_id IS
+'The channel to wake (channel.id).';
+
+COMMENT ON COLUMN @extschema@.channel_wake.wake_at IS
+'Epoch ms when the message that left the wake-up is deliverable (never before it was put in the channel): when the channel may rejoin the rotation.';

@@ -29,3 +29,18 @@ CREATE TABLE @extschema@.channel_floor (
 );
 
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.channel_floor', '');
+
+COMMENT ON TABLE @extschema@.channel_floor IS
+'Insert-only log of writes of each channel''s floor, where a dequeue starts its walk of the channel''s messages; internal state maintained by the queue functions, not to be written by hand.';
+
+COMMENT ON COLUMN @extschema@.channel_floor.id IS
+'The write''s id, from channel_floor_id_seq: their order is the order of the writes.';
+
+COMMENT ON COLUMN @extschema@.channel_floor.channel_id IS
+'The channel (channel.id).';
+
+COMMENT ON COLUMN @extschema@.channel_floor.floor_at IS
+'A floor in dequeue_at terms (epoch ms), internal state maintained by the queue functions, not to be written by hand; the floor is the lowest floor_at among the channel''s rows from its newest raise on.';
+
+COMMENT ON COLUMN @extschema@.channel_floor.is_raise IS
+'TRUE: a consumer''s raise (it deletes the rows it supersedes); FALSE: a producer''s lowering, below the floor; internal state maintained by the queue functions, not to be written by hand.';

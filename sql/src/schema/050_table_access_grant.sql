@@ -13,3 +13,12 @@ CREATE TABLE @extschema@.access_grant (
 );
 
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.access_grant', '');
+
+COMMENT ON TABLE @extschema@.access_grant IS
+'Which access set grant_access gave to which role, so that an upgrade that adds functions to a set extends the grants, and pg_dump carries them.';
+
+COMMENT ON COLUMN @extschema@.access_grant.role_name IS
+'The role given the set.';
+
+COMMENT ON COLUMN @extschema@.access_grant.access IS
+'The access set: producer, consumer or admin.';

@@ -18,3 +18,18 @@ CREATE TABLE @extschema@.message_key (
 );
 
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.message_key', '');
+
+COMMENT ON TABLE @extschema@.message_key IS
+'Claimed deduplication keys: a (channel, key) claimed by one message while it exists and, on a channel with a dedup window, until that window ends.';
+
+COMMENT ON COLUMN @extschema@.message_key.channel_id IS
+'The channel the key is scoped to (channel.id).';
+
+COMMENT ON COLUMN @extschema@.message_key.key IS
+'The deduplication key (message_create''s p_key).';
+
+COMMENT ON COLUMN @extschema@.message_key.message_id IS
+'The id of the message that claims the key, returned to a producer that presents the key again.';
+
+COMMENT ON COLUMN @extschema@.message_key.expires_at IS
+'NULL while the claiming message exists; once it was completed or dead-lettered, the end of the dedup window in epoch ms.';

@@ -17,3 +17,30 @@ CREATE TABLE @extschema@.message_history (
 );
 
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.message_history', '');
+
+COMMENT ON TABLE @extschema@.message_history IS
+'Completed messages of channels with retain_history, copied by the completing transaction; kept by channel name (they outlive channel_drop) until history_prune.';
+
+COMMENT ON COLUMN @extschema@.message_history.id IS
+'The id the message had in the queue.';
+
+COMMENT ON COLUMN @extschema@.message_history.channel IS
+'The name of the message''s channel.';
+
+COMMENT ON COLUMN @extschema@.message_history.key IS
+'The message''s deduplication key; NULL: none.';
+
+COMMENT ON COLUMN @extschema@.message_history.content IS
+'The message''s payload.';
+
+COMMENT ON COLUMN @extschema@.message_history.state IS
+'The state last saved by message_defer; NULL: none.';
+
+COMMENT ON COLUMN @extschema@.message_history.num_attempts IS
+'Deliveries the message had.';
+
+COMMENT ON COLUMN @extschema@.message_history.created_at IS
+'When the message was created, in epoch milliseconds.';
+
+COMMENT ON COLUMN @extschema@.message_history.completed_at IS
+'When the message was completed, in epoch milliseconds.';

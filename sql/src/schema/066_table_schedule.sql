@@ -27,3 +27,36 @@ CREATE TABLE @extschema@.schedule (
 );
 
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.schedule', '');
+
+COMMENT ON TABLE @extschema@.schedule IS
+'Periodic messages (schedule_set): one message per period boundary start_at + k * every_ms, created by message_dequeue or tick(); missed boundaries coalesce.';
+
+COMMENT ON COLUMN @extschema@.schedule.name IS
+'The schedule''s name, 1 to 255 characters (schedule_set, schedule_drop).';
+
+COMMENT ON COLUMN @extschema@.schedule.channel IS
+'The name of the channel its messages are created in.';
+
+COMMENT ON COLUMN @extschema@.schedule.content IS
+'The payload of each message it creates.';
+
+COMMENT ON COLUMN @extschema@.schedule.every_ms IS
+'The period in milliseconds, 1 to 31536000000.';
+
+COMMENT ON COLUMN @extschema@.schedule.start_at IS
+'Epoch ms the period boundaries start_at + k * every_ms are aligned to.';
+
+COMMENT ON COLUMN @extschema@.schedule.next_at IS
+'The next period boundary still to produce, in epoch ms; the schedule is due once it has passed.';
+
+COMMENT ON COLUMN @extschema@.schedule.last_run_at IS
+'The clock, in epoch ms, of the last materialisation; NULL: not materialised yet.';
+
+COMMENT ON COLUMN @extschema@.schedule.num_runs IS
+'Materialisations so far, one per run however many boundaries it coalesced, counting those whose message a full channel refused.';
+
+COMMENT ON COLUMN @extschema@.schedule.num_missed IS
+'Missed period boundaries coalesced into a later boundary''s message (the catch-up rule).';
+
+COMMENT ON COLUMN @extschema@.schedule.created_at IS
+'When the schedule was first created, in epoch milliseconds (replacing it keeps this).';

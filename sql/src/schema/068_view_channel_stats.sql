@@ -75,3 +75,57 @@ LEFT JOIN LATERAL (
 
 COMMENT ON VIEW @extschema@.channel_stats IS
 'Per channel: ready, scheduled, locked and dead messages, the age of the next ready message, the pause state and the configuration. Reads index ranges only.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.channel IS
+'The channel''s name.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.ready IS
+'Messages not locked whose dequeue_at has come; a paused channel, or one at its max_concurrency or inside its release_interval_ms, still counts them.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.scheduled IS
+'Messages not locked whose dequeue_at is in the future: created for later, deferred, or waiting out a retry backoff.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.locked IS
+'Messages held by a worker, expired locks included until a message_dequeue recovers them.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.dead IS
+'Rows of dead_letter filed under the channel''s name.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.oldest_ready_age_ms IS
+'Milliseconds since the channel''s next ready message in (dequeue_at, id) order became deliverable, now - greatest(dequeue_at, created_at); NULL: none ready.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.is_paused IS
+'Paused by channel_pause.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.max_concurrency IS
+'As set by channel_set; NULL: unlimited.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.max_size IS
+'As set by channel_set; NULL: unlimited.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.release_interval_ms IS
+'As set by channel_set, in milliseconds.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.max_attempts IS
+'As set by channel_set; NULL: unlimited.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.backoff_base_ms IS
+'As set by channel_set, in milliseconds.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.backoff_factor IS
+'As set by channel_set.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.backoff_max_ms IS
+'As set by channel_set, in milliseconds.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.backoff_jitter IS
+'As set by channel_set.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.dedup_window_ms IS
+'As set by channel_set, in milliseconds.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.retain_history IS
+'As set by channel_set.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.notify IS
+'As set by channel_set.';
