@@ -993,6 +993,339 @@ BEGIN
 END;
 $$;
 
+COMMENT ON SEQUENCE @extschema@.channel_id_seq IS
+'Channel ids (channel.id); registered with pg_extension_config_dump so that restored ids never collide.';
+
+COMMENT ON SEQUENCE @extschema@.channel_turn_seq IS
+'Rotation tie-breaker (channel.turn) for channels whose turns fall in the same millisecond; CACHE 1 keeps its order global across sessions.';
+
+COMMENT ON TABLE @extschema@.channel IS
+'One row per channel: its configuration (limits, retry policy, dedup window, history, notifications), its pause state and its place in the round-robin rotation.';
+
+COMMENT ON COLUMN @extschema@.channel.id IS
+'The channel''s id, from channel_id_seq; message, channel_quota, channel_wake, channel_floor and message_key refer to the channel by it.';
+
+COMMENT ON COLUMN @extschema@.channel.name IS
+'The channel''s name, 1 to 255 characters, unique; dead_letter, message_history and schedule refer to the channel by name.';
+
+COMMENT ON COLUMN @extschema@.channel.max_concurrency IS
+'At most this many of the channel''s messages locked at once, expired locks included (channel_set); NULL: no limit.';
+
+COMMENT ON COLUMN @extschema@.channel.max_size IS
+'At most this many messages held by the channel, ready, scheduled and locked together (channel_set); NULL: no limit.';
+
+COMMENT ON COLUMN @extschema@.channel.release_interval_ms IS
+'Minimum time in milliseconds between two deliveries from the channel (channel_set); 0: none.';
+
+COMMENT ON COLUMN @extschema@.channel.next_at IS
+'Rotation, internal state maintained by the queue functions, not to be written by hand: epoch ms from which the channel is eligible; NULL: out of the rotation (empty, waiting or paused).';
+
+COMMENT ON COLUMN @extschema@.channel.turn IS
+'Rotation, internal state maintained by the queue functions, not to be written by hand: tie-breaker from channel_turn_seq that orders channels with equal next_at.';
+
+COMMENT ON COLUMN @extschema@.channel.wait_at IS
+'Rotation, internal state maintained by the queue functions, not to be written by hand: a consumer found nothing deliverable before this epoch ms; max bigint: empty; NULL: not waiting.';
+
+COMMENT ON COLUMN @extschema@.channel.last_served_at IS
+'Rotation, internal state maintained by the queue functions, not to be written by hand: epoch ms of the last recorded delivery, from which release_interval_ms is measured; NULL: none.';
+
+COMMENT ON COLUMN @extschema@.channel.num_locked IS
+'Counted locks of the channel, internal state maintained by the queue functions, not to be written by hand; kept only when max_concurrency is set.';
+
+COMMENT ON COLUMN @extschema@.channel.num_removed IS
+'Messages removed from the channel, internal state maintained by the queue functions, not to be written by hand; kept only when max_size is set (held = channel_quota.num_created - num_removed).';
+
+COMMENT ON COLUMN @extschema@.channel.created_at IS
+'When the channel was created, in epoch milliseconds.';
+
+COMMENT ON COLUMN @extschema@.channel.is_paused IS
+'TRUE while channel_pause keeps the channel out of the rotation (no deliveries) until channel_resume; not part of the configuration channel_set sets.';
+
+COMMENT ON COLUMN @extschema@.channel.max_attempts IS
+'The most failed deliveries (message_fail calls, expired locks) a message may have; the last one makes it a dead letter (channel_set); NULL: no limit.';
+
+COMMENT ON COLUMN @extschema@.channel.backoff_base_ms IS
+'Retry delay in milliseconds after a message''s first failure (channel_set); the n-th waits min(backoff_max_ms, backoff_base_ms * backoff_factor^(n-1)), less jitter.';
+
+COMMENT ON COLUMN @extschema@.channel.backoff_factor IS
+'Factor by which the retry delay grows with each further failure of a message (channel_set).';
+
+COMMENT ON COLUMN @extschema@.channel.backoff_max_ms IS
+'Cap in milliseconds on the retry delay that message_fail schedules (channel_set).';
+
+COMMENT ON COLUMN @extschema@.channel.backoff_jitter IS
+'Fraction, 0 to 1, of the retry delay that may be taken off at random, to spread the retries of a burst (channel_set).';
+
+COMMENT ON COLUMN @extschema@.channel.dedup_window_ms IS
+'How long in milliseconds a message''s deduplication key stays claimed after it was completed or dead-lettered (channel_set); 0: released with the message.';
+
+COMMENT ON COLUMN @extschema@.channel.retain_history IS
+'Whether completing a message of the channel copies it into message_history (channel_set).';
+
+COMMENT ON COLUMN @extschema@.channel.notify IS
+'Whether calls that make a message of the channel deliverable now send NOTIFY lonnymq (channel_set).';
+
+COMMENT ON COLUMN @extschema@.channel.notify_payload IS
+'What the channel''s notifications carry: its id as text, or an empty string (channel_set''s p_notify_payload id or none); NULL: the channel''s name.';
+
+COMMENT ON TABLE @extschema@.channel_quota IS
+'Producer-side counter of a channel with max_size, locked only by its producers; internal state maintained by the queue functions, not to be written by hand.';
+
+COMMENT ON COLUMN @extschema@.channel_quota.channel_id IS
+'The channel (channel.id).';
+
+COMMENT ON COLUMN @extschema@.channel_quota.num_created IS
+'Messages created in the channel, internal state maintained by the queue functions, not to be written by hand; compared with channel.num_removed to enforce max_size.';
+
+COMMENT ON SEQUENCE @extschema@.message_id_seq IS
+'Message ids (message.id): the FIFO tie-breaker within a channel, and the handle workers use.';
+
+COMMENT ON TABLE @extschema@.message IS
+'One row per message in the queue, waiting, scheduled or locked; a completed message is deleted, a dead one moves to dead_letter.';
+
+COMMENT ON COLUMN @extschema@.message.id IS
+'The message''s id, from message_id_seq: the handle workers use, and the FIFO tie-breaker within a channel.';
+
+COMMENT ON COLUMN @extschema@.message.channel_id IS
+'The message''s channel (channel.id).';
+
+COMMENT ON COLUMN @extschema@.message.dequeue_at IS
+'Epoch ms from which the message may be delivered: its schedule while it waits, its lock''s expiry while locked; a channel delivers in (dequeue_at, id) order.';
+
+COMMENT ON COLUMN @extschema@.message.is_locked IS
+'TRUE while a worker holds the message: delivered and not yet completed, deferred or failed; an expired lock stays locked until recovered.';
+
+COMMENT ON COLUMN @extschema@.message.num_attempts IS
+'Deliveries so far, recoveries of expired locks included; the fencing token that complete, defer, fail and heartbeat must present.';
+
+COMMENT ON COLUMN @extschema@.message.created_at IS
+'When the message was created, in epoch milliseconds (a redriven dead letter keeps its original time).';
+
+COMMENT ON COLUMN @extschema@.message.content IS
+'The message''s payload, as the producer gave it.';
+
+COMMENT ON COLUMN @extschema@.message.state IS
+'State saved by message_defer (progress, the last error) and returned with its next deliveries; NULL: none saved.';
+
+COMMENT ON COLUMN @extschema@.message.key IS
+'The producer''s deduplication key (message_create''s p_key), whose claim is in message_key; NULL: no key.';
+
+COMMENT ON COLUMN @extschema@.message.attempt_log IS
+'One JSON object per failed attempt (message_fail, an expired lock), {"attempt": n, "at": epoch ms, "error": text}, carried into dead_letter; NULL: none.';
+
+COMMENT ON COLUMN @extschema@.message.is_counted IS
+'The lock counts towards max_concurrency and is in message_locked_ix, internal state maintained by the queue functions, not to be written by hand; meaningless while not locked.';
+
+COMMENT ON COLUMN @extschema@.message.locked_by IS
+'The role that took the lock, the only one whose complete, defer, fail or heartbeat it accepts; NULL on locks taken before 0.9.0; meaningless while not locked.';
+
+COMMENT ON COLUMN @extschema@.message.num_failures IS
+'Failed deliveries (message_fail calls, expired locks) since the message was created or redriven; max_attempts counts these, and a defer is not one.';
+
+COMMENT ON SEQUENCE @extschema@.channel_wake_id_seq IS
+'Ids of channel wake-ups (channel_wake.id).';
+
+COMMENT ON TABLE @extschema@.channel_wake IS
+'Wake-ups left by producers and message_defer for channels a consumer found with nothing deliverable before channel.wait_at, internal state maintained by the queue functions, not to be written by hand.';
+
+COMMENT ON COLUMN @extschema@.channel_wake.id IS
+'The wake-up''s id, from channel_wake_id_seq.';
+
+COMMENT ON COLUMN @extschema@.channel_wake.channel_id IS
+'The channel to wake (channel.id).';
+
+COMMENT ON COLUMN @extschema@.channel_wake.wake_at IS
+'Epoch ms when the message that left the wake-up is deliverable (never before it was put in the channel): when the channel may rejoin the rotation.';
+
+COMMENT ON SEQUENCE @extschema@.channel_floor_id_seq IS
+'Ids of channel floor rows (channel_floor.id): their order is the order of the writes.';
+
+COMMENT ON TABLE @extschema@.channel_floor IS
+'Insert-only log of writes of each channel''s floor, where a dequeue starts its walk of the channel''s messages; internal state maintained by the queue functions, not to be written by hand.';
+
+COMMENT ON COLUMN @extschema@.channel_floor.id IS
+'The write''s id, from channel_floor_id_seq: their order is the order of the writes.';
+
+COMMENT ON COLUMN @extschema@.channel_floor.channel_id IS
+'The channel (channel.id).';
+
+COMMENT ON COLUMN @extschema@.channel_floor.floor_at IS
+'A floor in dequeue_at terms (epoch ms), internal state maintained by the queue functions, not to be written by hand; the floor is the lowest floor_at among the channel''s rows from its newest raise on.';
+
+COMMENT ON COLUMN @extschema@.channel_floor.is_raise IS
+'TRUE: a consumer''s raise (it deletes the rows it supersedes); FALSE: a producer''s lowering, below the floor; internal state maintained by the queue functions, not to be written by hand.';
+
+COMMENT ON TABLE @extschema@.access_grant IS
+'Which access set grant_access gave to which role, so that an upgrade that adds functions to a set extends the grants, and pg_dump carries them.';
+
+COMMENT ON COLUMN @extschema@.access_grant.role_name IS
+'The role given the set.';
+
+COMMENT ON COLUMN @extschema@.access_grant.access IS
+'The access set: producer, consumer or admin.';
+
+COMMENT ON TABLE @extschema@.message_key IS
+'Claimed deduplication keys: a (channel, key) claimed by one message while it exists and, on a channel with a dedup window, until that window ends.';
+
+COMMENT ON COLUMN @extschema@.message_key.channel_id IS
+'The channel the key is scoped to (channel.id).';
+
+COMMENT ON COLUMN @extschema@.message_key.key IS
+'The deduplication key (message_create''s p_key).';
+
+COMMENT ON COLUMN @extschema@.message_key.message_id IS
+'The id of the message that claims the key, returned to a producer that presents the key again.';
+
+COMMENT ON COLUMN @extschema@.message_key.expires_at IS
+'NULL while the claiming message exists; once it was completed or dead-lettered, the end of the dedup window in epoch ms.';
+
+COMMENT ON TABLE @extschema@.dead_letter IS
+'Dead letters: messages that used up their channel''s max_attempts, kept by channel name (they outlive channel_drop) until dead_letter_redrive or dead_letter_delete.';
+
+COMMENT ON COLUMN @extschema@.dead_letter.id IS
+'The id the message had in the queue.';
+
+COMMENT ON COLUMN @extschema@.dead_letter.channel IS
+'The name of the message''s channel.';
+
+COMMENT ON COLUMN @extschema@.dead_letter.key IS
+'The message''s deduplication key; NULL: none.';
+
+COMMENT ON COLUMN @extschema@.dead_letter.content IS
+'The message''s payload.';
+
+COMMENT ON COLUMN @extschema@.dead_letter.state IS
+'The state last saved by message_defer; NULL: none.';
+
+COMMENT ON COLUMN @extschema@.dead_letter.num_attempts IS
+'Deliveries the message had; may exceed max_attempts, which counts failures only.';
+
+COMMENT ON COLUMN @extschema@.dead_letter.created_at IS
+'When the message was created, in epoch milliseconds.';
+
+COMMENT ON COLUMN @extschema@.dead_letter.dead_at IS
+'When the message became a dead letter, in epoch milliseconds.';
+
+COMMENT ON COLUMN @extschema@.dead_letter.last_error IS
+'The last failure''s error: message_fail''s p_error, or lock expired; NULL when message_fail was given none.';
+
+COMMENT ON COLUMN @extschema@.dead_letter.attempt_log IS
+'One JSON object per failed attempt, {"attempt": n, "at": epoch ms, "error": text}.';
+
+COMMENT ON TABLE @extschema@.message_history IS
+'Completed messages of channels with retain_history, copied by the completing transaction; kept by channel name (they outlive channel_drop) until history_prune.';
+
+COMMENT ON COLUMN @extschema@.message_history.id IS
+'The id the message had in the queue.';
+
+COMMENT ON COLUMN @extschema@.message_history.channel IS
+'The name of the message''s channel.';
+
+COMMENT ON COLUMN @extschema@.message_history.key IS
+'The message''s deduplication key; NULL: none.';
+
+COMMENT ON COLUMN @extschema@.message_history.content IS
+'The message''s payload.';
+
+COMMENT ON COLUMN @extschema@.message_history.state IS
+'The state last saved by message_defer; NULL: none.';
+
+COMMENT ON COLUMN @extschema@.message_history.num_attempts IS
+'Deliveries the message had.';
+
+COMMENT ON COLUMN @extschema@.message_history.created_at IS
+'When the message was created, in epoch milliseconds.';
+
+COMMENT ON COLUMN @extschema@.message_history.completed_at IS
+'When the message was completed, in epoch milliseconds.';
+
+COMMENT ON TABLE @extschema@.schedule IS
+'Periodic messages (schedule_set): one message per period boundary start_at + k * every_ms, created by message_dequeue or tick(); missed boundaries coalesce.';
+
+COMMENT ON COLUMN @extschema@.schedule.name IS
+'The schedule''s name, 1 to 255 characters (schedule_set, schedule_drop).';
+
+COMMENT ON COLUMN @extschema@.schedule.channel IS
+'The name of the channel its messages are created in.';
+
+COMMENT ON COLUMN @extschema@.schedule.content IS
+'The payload of each message it creates.';
+
+COMMENT ON COLUMN @extschema@.schedule.every_ms IS
+'The period in milliseconds, 1 to 31536000000.';
+
+COMMENT ON COLUMN @extschema@.schedule.start_at IS
+'Epoch ms the period boundaries start_at + k * every_ms are aligned to.';
+
+COMMENT ON COLUMN @extschema@.schedule.next_at IS
+'The next period boundary still to produce, in epoch ms; the schedule is due once it has passed.';
+
+COMMENT ON COLUMN @extschema@.schedule.last_run_at IS
+'The clock, in epoch ms, of the last materialisation; NULL: not materialised yet.';
+
+COMMENT ON COLUMN @extschema@.schedule.num_runs IS
+'Materialisations so far, one per run however many boundaries it coalesced, counting those whose message a full channel refused.';
+
+COMMENT ON COLUMN @extschema@.schedule.num_missed IS
+'Missed period boundaries coalesced into a later boundary''s message (the catch-up rule).';
+
+COMMENT ON COLUMN @extschema@.schedule.created_at IS
+'When the schedule was first created, in epoch milliseconds (replacing it keeps this).';
+
+COMMENT ON COLUMN @extschema@.channel_stats.channel IS
+'The channel''s name.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.ready IS
+'Messages not locked whose dequeue_at has come; a paused channel, or one at its max_concurrency or inside its release_interval_ms, still counts them.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.scheduled IS
+'Messages not locked whose dequeue_at is in the future: created for later, deferred, or waiting out a retry backoff.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.locked IS
+'Messages held by a worker, expired locks included until a message_dequeue recovers them.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.dead IS
+'Rows of dead_letter filed under the channel''s name.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.oldest_ready_age_ms IS
+'Milliseconds since the channel''s next ready message in (dequeue_at, id) order became deliverable, now - greatest(dequeue_at, created_at); NULL: none ready.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.is_paused IS
+'Paused by channel_pause.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.max_concurrency IS
+'As set by channel_set; NULL: unlimited.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.max_size IS
+'As set by channel_set; NULL: unlimited.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.release_interval_ms IS
+'As set by channel_set, in milliseconds.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.max_attempts IS
+'As set by channel_set; NULL: unlimited.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.backoff_base_ms IS
+'As set by channel_set, in milliseconds.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.backoff_factor IS
+'As set by channel_set.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.backoff_max_ms IS
+'As set by channel_set, in milliseconds.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.backoff_jitter IS
+'As set by channel_set.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.dedup_window_ms IS
+'As set by channel_set, in milliseconds.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.retain_history IS
+'As set by channel_set.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.notify IS
+'As set by channel_set.';
+
 DO $$
 DECLARE
     v_setting record;
