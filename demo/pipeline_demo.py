@@ -23,19 +23,14 @@ Run alone: ``.venv/bin/python demo/pipeline_demo.py`` (starts its own throwaway 
 from __future__ import annotations
 
 import json
-import sys
 import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+import psycopg
+from pyspark.sql import functions as F
 
-import psycopg  # noqa: E402
-from pyspark.sql import functions as F  # noqa: E402
-
-from pipeline import EnqueueSpec, enqueue, export, get_spark, read_input, write_sample  # noqa: E402
+from pipeline import EnqueueSpec, enqueue, export, get_spark, read_input, write_sample
 
 # The dataset's channels orders / emails / webhooks, prefixed so as not to meet
 # the channels of demo/demo.py when both run in one database.
@@ -163,10 +158,9 @@ def run_pipeline_demo(dsn: str, workdir: Path) -> None:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(ROOT / "test" / "python"))
     import tempfile
 
-    from pgcluster import Cluster
+    from lonnymq_dev.pgcluster import Cluster
 
     out = Path(tempfile.mkdtemp(prefix="lonnymq-pipeline-demo-"))  # kept: the charts are there
     with Cluster() as cluster:

@@ -32,7 +32,7 @@ import psycopg
 import pytest
 
 from conftest import collect_refused
-from pgcluster import Cluster
+from lonnymq_dev.pgcluster import Cluster
 
 NOW_MS = "SELECT lonnymq.to_epoch(clock_timestamp())"
 

@@ -17,11 +17,7 @@ from collections import Counter
 import pytest
 
 from conftest import REPO_ROOT
-
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
-
-from pipeline import (  # noqa: E402
+from pipeline import (
     EnqueueSpec,
     LoadgenConfig,
     PipelineError,
@@ -30,7 +26,7 @@ from pipeline import (  # noqa: E402
     get_spark,
     run_loadgen,
 )
-from pipeline.export import _ranges  # noqa: E402
+from pipeline.export import _ranges
 
 MASTER = "local[2,4]"
 
