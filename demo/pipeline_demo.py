@@ -31,6 +31,7 @@ import psycopg
 from pyspark.sql import functions as F
 
 from pipeline import EnqueueSpec, enqueue, export, get_spark, read_input, write_sample
+from lonnymq_dev.calls import dequeue, complete
 
 # The dataset's channels orders / emails / webhooks, prefixed so as not to meet
 # the channels of demo/demo.py when both run in one database.
@@ -77,8 +78,7 @@ def _work(dsn: str, n: int, stop: threading.Event, counts: dict[str, int], lock:
         while not stop.is_set():
             channel = CHANNELS[turn % len(CHANNELS)]
             turn += 1
-            rows = conn.execute("SELECT id, num_attempts, content FROM lonnymq.message_dequeue(%s, 10, %s)",
-                                (LOCK_MS, channel)).fetchall()
+            rows = dequeue(conn, LOCK_MS, limit=10, channel=channel, columns="id, num_attempts, content")
             if not rows:
                 time.sleep(0.01)
                 continue
@@ -89,7 +89,7 @@ def _work(dsn: str, n: int, stop: threading.Event, counts: dict[str, int], lock:
                                            (mid, attempt, f"simulated failure on attempt {attempt}")).fetchone()[0]
                 else:
                     time.sleep(0.002)  # the "work"
-                    done = conn.execute("SELECT lonnymq.message_complete(%s, %s)", (mid, attempt)).fetchone()[0]
+                    done = complete(conn, mid, attempt)
                     outcome = "completed" if done else "stale"
                 with lock:
                     counts[str(outcome)] = counts.get(str(outcome), 0) + 1

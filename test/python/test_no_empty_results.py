@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+from lonnymq_dev.calls import dequeue
 
 CONSUMERS = 8
 BACKLOG = 100_000
@@ -41,9 +42,7 @@ def test_no_empty_results_on_a_standing_backlog(db, channels, limit):
             with db.connect() as conn:
                 start.wait()
                 for _ in range(CALLS):
-                    rows = conn.execute(
-                        "SELECT id, num_attempts FROM lonnymq.message_dequeue(60000, %s)", (limit,)
-                    ).fetchall()
+                    rows = dequeue(conn, limit=limit)
                     if not rows:
                         with lock:
                             empties.append(

@@ -27,6 +27,7 @@ from pipeline import (
     run_loadgen,
 )
 from pipeline.export import _ranges
+from lonnymq_dev.calls import dequeue, complete
 
 MASTER = "local[2,4]"
 
@@ -187,14 +188,14 @@ PLAN = {
 
 def _process(conn) -> None:
     """Deliver until nothing is ready: fail while attempt <= the message's 'fail', else complete."""
-    while rows := conn.execute("SELECT id, num_attempts, content FROM lonnymq.message_dequeue(60000, 100)").fetchall():
+    while rows := dequeue(conn, limit=100, columns="id, num_attempts, content"):
         for mid, attempt, content in rows:
             if attempt <= json.loads(content)["fail"]:
                 outcome = conn.execute("SELECT lonnymq.message_fail(%s, %s, %s)",
                                        (mid, attempt, f"error {attempt}")).fetchone()[0]
                 assert outcome in ("retry", "dead")
             else:
-                assert conn.execute("SELECT lonnymq.message_complete(%s, %s)", (mid, attempt)).fetchone()[0]
+                assert complete(conn, mid, attempt)
 
 
 def _percentile(values: list[int], q: float) -> float:
