@@ -31,6 +31,7 @@ import psycopg
 from pyspark.sql import functions as F
 
 from pipeline import EnqueueSpec, enqueue, export, get_spark, read_input, write_sample
+
 from lonnymq_dev.calls import dequeue, complete
 
 # The dataset's channels orders / emails / webhooks, prefixed so as not to meet

@@ -13,6 +13,7 @@ import time
 
 import psycopg
 import pytest
+
 from lonnymq_dev.calls import dequeue, complete
 
 CONSUMERS = 8

@@ -29,6 +29,7 @@ import time
 
 import psycopg
 import pytest
+
 from lonnymq_dev.calls import dequeue
 
 WORKERS = 4

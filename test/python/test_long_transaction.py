@@ -31,6 +31,7 @@ import threading
 import time
 
 import psycopg
+
 from lonnymq_dev.calls import dequeue, dequeue_one, complete
 from lonnymq_dev.threads import guarded
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+
 from lonnymq_dev.calls import dequeue
 
 CONSUMERS = 8

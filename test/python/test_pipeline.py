@@ -27,6 +27,7 @@ from pipeline import (
     run_loadgen,
 )
 from pipeline.export import _ranges
+
 from lonnymq_dev.calls import dequeue, complete
 
 MASTER = "local[2,4]"

@@ -7,6 +7,7 @@ import threading
 import time
 
 import psycopg
+
 from lonnymq_dev.calls import complete
 
 

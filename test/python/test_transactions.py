@@ -21,6 +21,7 @@ import time
 
 import psycopg
 import pytest
+
 from lonnymq_dev.calls import dequeue, dequeue_one, complete
 
 LOCK_TIMEOUT = "2s"
