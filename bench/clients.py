@@ -518,7 +518,11 @@ def _loop_worker(cur, conn, index, wl: Workload, window, end, stats, progress,
         progress[index] = total
 
 
-def _loop_amo(cur, conn, index, wl: Workload, window, end, stats, progress):
+def _loop_base(cur, conn, index, wl: Workload, window, end, stats, progress, at_most_once=True):
+    """The plain-table baselines: an INSERT, then at most once one DELETE ...
+    SKIP LOCKED RETURNING (dequeue and complete in one statement), or at least
+    once, in a transaction, SELECT ... FOR UPDATE SKIP LOCKED and a DELETE of
+    what it locked."""
     clock = time.perf_counter
     total = 0
     for measuring in _iterations(stats, window, end):
@@ -526,40 +530,18 @@ def _loop_amo(cur, conn, index, wl: Workload, window, end, stats, progress):
             t0 = clock()
             cur.execute(SQL_BASE_INSERT)
             t1 = clock()
-            cur.execute(SQL_BASE_AMO)
-            rows = cur.fetchall()
-            t2 = clock()
-        except psycopg.Error as exc:
-            if measuring:
-                _error(stats, conn, exc)
-            continue
-        total += len(rows)
-        if measuring and time.monotonic() < end:
-            stats.call("create", t1 - t0)
-            stats.call("dequeue", t2 - t1)  # dequeue and complete in one statement
-            if rows:
-                stats.consumed += len(rows)
-                _consumed(stats, rows, 1, 2, False)
-            else:
-                stats.empty += 1
-        progress[index] = total
-
-
-def _loop_alo(cur, conn, index, wl: Workload, window, end, stats, progress):
-    clock = time.perf_counter
-    total = 0
-    for measuring in _iterations(stats, window, end):
-        try:
-            t0 = clock()
-            cur.execute(SQL_BASE_INSERT)
-            t1 = clock()
-            with conn.transaction():
-                cur.execute(SQL_BASE_LOCK)
+            if at_most_once:
+                cur.execute(SQL_BASE_AMO)
                 rows = cur.fetchall()
-                t2 = clock()
-                if rows:
-                    cur.execute(SQL_BASE_DELETE, (rows[0][0],))
-            t3 = clock()
+                t2 = t3 = clock()
+            else:
+                with conn.transaction():
+                    cur.execute(SQL_BASE_LOCK)
+                    rows = cur.fetchall()
+                    t2 = clock()
+                    if rows:
+                        cur.execute(SQL_BASE_DELETE, (rows[0][0],))
+                t3 = clock()
         except psycopg.Error as exc:
             if measuring:
                 _error(stats, conn, exc)
@@ -569,7 +551,8 @@ def _loop_alo(cur, conn, index, wl: Workload, window, end, stats, progress):
             stats.call("create", t1 - t0)
             stats.call("dequeue", t2 - t1)
             if rows:
-                stats.call("complete", t3 - t2)
+                if not at_most_once:
+                    stats.call("complete", t3 - t2)
                 stats.consumed += len(rows)
                 _consumed(stats, rows, 1, 2, False)
             else:
@@ -583,6 +566,6 @@ _LOOPS = {
     "batch": _loop_batch,
     "worker": _loop_worker,
     "floor_worker": functools.partial(_loop_worker, calls=(floor_create, floor_complete_dequeue)),
-    "amo": _loop_amo,
-    "alo": _loop_alo,
+    "amo": _loop_base,
+    "alo": functools.partial(_loop_base, at_most_once=False),
 }

@@ -36,7 +36,7 @@ from typing import Callable
 import psycopg
 
 from bench.clients import SQL_BASE_AMO
-from bench.profile import table_stats
+from bench.backend_profile import table_stats
 
 HELD_CLIENTS = 8  # fixed: the figures are for 8 clients, and a run is minutes long
 PROBE_EVERY_S = 10.0

@@ -1,6 +1,6 @@
 """lonnymq benchmark: `make bench`, `.venv/bin/python bench/run.py` or `python -m bench`.
 
-Starts a private PostgreSQL cluster (test/python/pgcluster.py) with
+Starts a private PostgreSQL cluster (lonnymq_dev/pgcluster.py) with
 pg_stat_statements, or uses the server named by PGHOST / PGPORT (database
 `lonnymq_bench`, created when missing; lonnymq must be installed there), then
 runs every scenario and the two plain-table baselines at each client count,
@@ -56,22 +56,13 @@ from datetime import datetime, timezone
 from itertools import product
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-# Run as a script, bench/ itself is sys.path[0]: its profile.py would then
-# shadow the standard library's (which pyspark imports). Import as a package.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-if str(ROOT / "test" / "python") not in sys.path:
-    sys.path.insert(0, str(ROOT / "test" / "python"))
+import psycopg
 
-import psycopg  # noqa: E402
-
-from bench import held  # noqa: E402
-from bench import profile as prof  # noqa: E402
-from bench import report  # noqa: E402
-from bench.clients import Workload, client_main  # noqa: E402
-from bench.scenarios import (  # noqa: E402
+from bench import backend_profile as prof
+from bench import held
+from bench import report
+from bench.clients import Workload, client_main
+from bench.scenarios import (
     GROUPS,
     HELD_GROUP,
     Variant,
@@ -83,6 +74,7 @@ from bench.scenarios import (  # noqa: E402
     wait_stats_flush,
 )
 
+ROOT = Path(__file__).resolve().parent.parent
 DBNAME = "lonnymq_bench"
 
 # The private cluster's settings: pg_stat_statements for the per-call server
@@ -175,13 +167,13 @@ class Target:
             self.where = (f"server at PGHOST={os.environ.get('PGHOST', '(default)')} "
                           f"PGPORT={os.environ.get('PGPORT', '(default)')}, database {DBNAME}")
         else:
-            from pgcluster import Cluster
+            from lonnymq_dev.pgcluster import Cluster
 
             self.cluster = Cluster(settings=self.settings)
             self.cluster.start()
             self.cluster.create_database(DBNAME, with_extension=False)
             self.dsn = self.cluster.dsn(DBNAME)
-            self.where = "private throwaway cluster (test/python/pgcluster.py)"
+            self.where = "private throwaway cluster (lonnymq_dev/pgcluster.py)"
 
     def connect(self):
         return psycopg.connect(self.dsn, autocommit=True)

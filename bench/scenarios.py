@@ -17,10 +17,11 @@ from typing import Callable
 
 from psycopg import sql
 
+from lonnymq_dev.limits import DAY_MS
+
 from bench.clients import BASELINE_DDL, BASELINE_TABLE, FLOOR_DDL, FLOOR_SCHEMA, NOW_US, Workload
 
 READY_CHANNEL = "bench"
-DAY_MS = 86_400_000
 
 
 @dataclass

@@ -16,12 +16,10 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "test" / "python"))
+import psycopg
 
-import psycopg  # noqa: E402
-from pgcluster import Cluster  # noqa: E402
+from lonnymq_dev.pgcluster import Cluster
 
 SCHEMA = """
 CREATE TABLE q (id bigserial PRIMARY KEY, channel_id bigint NOT NULL,

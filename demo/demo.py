@@ -4,7 +4,7 @@ Run with `make demo` (which installs the extension first) or, once lonnymq is
 installed in the system PostgreSQL, `.venv/bin/python demo/demo.py`.
 
 What it does:
-  1. starts a private PostgreSQL cluster (test/python/pgcluster.py), creates a
+  1. starts a private PostgreSQL cluster (lonnymq_dev/pgcluster.py), creates a
      database and runs CREATE EXTENSION lonnymq;
   2. sets up four channels: emails (max_concurrency 2), webhooks
      (release_interval_ms 200), reports (max_size 5) and orders (no limits,
@@ -37,13 +37,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import psycopg
+
+from lonnymq_dev.pgcluster import Cluster
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "test" / "python"))
-
-import psycopg  # noqa: E402
-
-from pgcluster import Cluster  # noqa: E402
-
 WORKERS = 4
 LOCK_MS = 1000  # the workers' lock duration
 CRASH_LOCK_MS = 800  # the crashed worker's (short) lock

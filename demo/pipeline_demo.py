@@ -23,19 +23,16 @@ Run alone: ``.venv/bin/python demo/pipeline_demo.py`` (starts its own throwaway 
 from __future__ import annotations
 
 import json
-import sys
 import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+import psycopg
+from pyspark.sql import functions as F
 
-import psycopg  # noqa: E402
-from pyspark.sql import functions as F  # noqa: E402
+from pipeline import EnqueueSpec, enqueue, export, get_spark, read_input, write_sample
 
-from pipeline import EnqueueSpec, enqueue, export, get_spark, read_input, write_sample  # noqa: E402
+from lonnymq_dev.calls import dequeue, complete
 
 # The dataset's channels orders / emails / webhooks, prefixed so as not to meet
 # the channels of demo/demo.py when both run in one database.
@@ -82,8 +79,7 @@ def _work(dsn: str, n: int, stop: threading.Event, counts: dict[str, int], lock:
         while not stop.is_set():
             channel = CHANNELS[turn % len(CHANNELS)]
             turn += 1
-            rows = conn.execute("SELECT id, num_attempts, content FROM lonnymq.message_dequeue(%s, 10, %s)",
-                                (LOCK_MS, channel)).fetchall()
+            rows = dequeue(conn, LOCK_MS, limit=10, channel=channel, columns="id, num_attempts, content")
             if not rows:
                 time.sleep(0.01)
                 continue
@@ -94,7 +90,7 @@ def _work(dsn: str, n: int, stop: threading.Event, counts: dict[str, int], lock:
                                            (mid, attempt, f"simulated failure on attempt {attempt}")).fetchone()[0]
                 else:
                     time.sleep(0.002)  # the "work"
-                    done = conn.execute("SELECT lonnymq.message_complete(%s, %s)", (mid, attempt)).fetchone()[0]
+                    done = complete(conn, mid, attempt)
                     outcome = "completed" if done else "stale"
                 with lock:
                     counts[str(outcome)] = counts.get(str(outcome), 0) + 1
@@ -163,10 +159,9 @@ def run_pipeline_demo(dsn: str, workdir: Path) -> None:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(ROOT / "test" / "python"))
     import tempfile
 
-    from pgcluster import Cluster
+    from lonnymq_dev.pgcluster import Cluster
 
     out = Path(tempfile.mkdtemp(prefix="lonnymq-pipeline-demo-"))  # kept: the charts are there
     with Cluster() as cluster:

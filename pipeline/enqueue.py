@@ -52,13 +52,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from lonnymq_dev.limits import MAX_BATCH, MAX_CHANNEL_CHARS, MAX_CONTENT_BYTES, MAX_KEY_CHARS
+
 from .common import APPLICATION_NAME, PipelineError, Progress, check_connection
 
-MAX_CONTENT_BYTES = 16 * 1024 * 1024  # message_create's limit
-MAX_CHANNEL_CHARS = 255
-MAX_KEY_CHARS = 1024
 SAMPLE_SIZE = 5
-MAX_BATCH = 10_000  # message_create_batch's limit
 SAMPLE_ROW_CHARS = 300
 FAIL_AFTER_COMMIT_ENV = "LONNYMQ_PIPELINE_FAIL_AFTER_COMMIT"
 

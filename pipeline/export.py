@@ -31,7 +31,8 @@ from .common import APPLICATION_NAME, PipelineError, Progress, check_connection
 FETCH_ROWS = 5000
 ROWS_PER_PARTITION = 100_000
 
-HISTORY_SCHEMA = T.StructType([
+# The columns message_history and dead_letter share: the message as it was.
+_MESSAGE_FIELDS = [
     T.StructField("id", T.LongType(), False),
     T.StructField("channel", T.StringType(), False),
     T.StructField("key", T.StringType(), True),
@@ -39,17 +40,15 @@ HISTORY_SCHEMA = T.StructType([
     T.StructField("state", T.BinaryType(), True),
     T.StructField("num_attempts", T.IntegerType(), False),
     T.StructField("created_at", T.LongType(), False),
+]
+
+HISTORY_SCHEMA = T.StructType([
+    *_MESSAGE_FIELDS,
     T.StructField("completed_at", T.LongType(), False),
 ])
 
 DEAD_LETTER_SCHEMA = T.StructType([
-    T.StructField("id", T.LongType(), False),
-    T.StructField("channel", T.StringType(), False),
-    T.StructField("key", T.StringType(), True),
-    T.StructField("content", T.BinaryType(), False),
-    T.StructField("state", T.BinaryType(), True),
-    T.StructField("num_attempts", T.IntegerType(), False),
-    T.StructField("created_at", T.LongType(), False),
+    *_MESSAGE_FIELDS,
     T.StructField("dead_at", T.LongType(), False),
     T.StructField("last_error", T.StringType(), True),
     T.StructField("attempt_log", T.StringType(), True),  # jsonb as JSON text

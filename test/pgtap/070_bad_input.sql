@@ -1,24 +1,8 @@
 \ir include/setup.psql
-
--- Runs a call; returns 'error <SQLSTATE>' or 'returned <value>', followed by
--- whether lonnymq's stored state changed.
-CREATE FUNCTION pg_temp.lmq_outcome(p_sql text)
-RETURNS text
-LANGUAGE plpgsql
-AS $$
-DECLARE
-    v_before text := pg_temp.lmq_snapshot();
-    v_result text;
-BEGIN
-    BEGIN
-        EXECUTE p_sql INTO v_result;
-        v_result := 'returned ' || coalesce(v_result, 'NULL');
-    EXCEPTION WHEN OTHERS THEN
-        v_result := 'error ' || SQLSTATE;
-    END;
-    RETURN v_result || CASE WHEN pg_temp.lmq_snapshot() = v_before THEN ', nothing changed' ELSE ', STATE CHANGED' END;
-END;
-$$;
+-- Bad input to the core calls (create, dequeue, complete, defer, heartbeat,
+-- channel_set, channel_drop): each is refused with its SQLSTATE (or returns
+-- its "nothing done" value) and changes nothing.
+\ir include/outcome.psql
 
 -- A queue with something in every state.
 SELECT lonnymq.channel_set('lim', 1, 3, 0);

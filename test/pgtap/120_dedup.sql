@@ -2,14 +2,6 @@
 -- Deduplication keys (message_create's p_key) and the channel's dedup_window_ms.
 SELECT plan(41);
 
--- How many messages a channel holds.
-CREATE FUNCTION pg_temp.n(p_channel text)
-RETURNS bigint
-LANGUAGE sql
-AS $$
-    SELECT count(*) FROM lonnymq.message AS m INNER JOIN lonnymq.channel AS c ON c.id = m.channel_id WHERE c.name = p_channel
-$$;
-
 -- The claim of a key: "message_id expires_at" ('held' while the message exists), or NULL.
 CREATE FUNCTION pg_temp.claim(p_channel text, p_key text)
 RETURNS text
@@ -23,14 +15,14 @@ $$;
 -- ---------------------------------------------------------------- while the message exists
 SELECT lonnymq.message_create('d', 'one', NULL, 'k') AS k_id \gset
 SELECT is(lonnymq.message_create('d', 'two', NULL, 'k'), :k_id::bigint, 'the same key returns the existing id');
-SELECT is(pg_temp.n('d'), 1::bigint, 'and stores nothing');
+SELECT is(pg_temp.lmq_count('d'), 1::bigint, 'and stores nothing');
 SELECT is((SELECT content FROM lonnymq.message WHERE id = :k_id), 'one'::bytea, 'the existing message is unchanged');
 SELECT is(pg_temp.claim('d', 'k'), :k_id || ' held', 'the key is claimed by the message');
 SELECT isnt(lonnymq.message_create('d', 'other', NULL, 'k2'), :k_id::bigint, 'another key is another message');
 SELECT isnt(lonnymq.message_create('e', 'one', NULL, 'k'), :k_id::bigint, 'another channel does not share keys');
-SELECT is(pg_temp.n('e'), 1::bigint, 'and stores its own message');
+SELECT is(pg_temp.lmq_count('e'), 1::bigint, 'and stores its own message');
 SELECT lonnymq.message_create('d', 'plain'), lonnymq.message_create('d', 'plain');
-SELECT is(pg_temp.n('d'), 4::bigint, 'messages without a key are never deduplicated');
+SELECT is(pg_temp.lmq_count('d'), 4::bigint, 'messages without a key are never deduplicated');
 
 -- Locked and deferred messages still hold their keys.
 SELECT d.id AS k_got, d.num_attempts AS k_tok FROM lonnymq.message_dequeue(60000, 1, 'd') AS d \gset
@@ -38,7 +30,7 @@ SELECT is(:k_got::bigint, :k_id::bigint, '(the keyed message is delivered first)
 SELECT is(lonnymq.message_create('d', 'again', NULL, 'k'), :k_id::bigint, 'while the message is locked');
 SELECT lonnymq.message_defer(:k_id, :k_tok, pg_temp.lmq_now() + 3600000);
 SELECT is(lonnymq.message_create('d', 'again', NULL, 'k'), :k_id::bigint, 'while it is deferred');
-SELECT is(pg_temp.n('d'), 4::bigint, 'still nothing stored');
+SELECT is(pg_temp.lmq_count('d'), 4::bigint, 'still nothing stored');
 
 -- ---------------------------------------------------------------- after completion, no window
 SELECT lonnymq.message_create('w0', 'first', NULL, 'k') AS w0_id \gset
@@ -46,7 +38,7 @@ SELECT lonnymq.message_complete(d.id, d.num_attempts) FROM lonnymq.message_deque
 SELECT is(pg_temp.claim('w0', 'k'), NULL, 'dedup_window_ms 0: the claim goes with the complete');
 SELECT lonnymq.message_create('w0', 'second', NULL, 'k') AS w0_second \gset
 SELECT ok(:w0_second > :w0_id, 'the key is free at once: a new message');
-SELECT is(pg_temp.n('w0'), 1::bigint, 'which is stored');
+SELECT is(pg_temp.lmq_count('w0'), 1::bigint, 'which is stored');
 
 -- ---------------------------------------------------------------- after completion, with a window
 SELECT lonnymq.channel_set('win', p_dedup_window_ms => 300);
@@ -60,7 +52,7 @@ SELECT ok(
     'the claim expires dedup_window_ms after the complete'
 );
 SELECT is(lonnymq.message_create('win', 'dup', NULL, 'k'), :win_id::bigint, 'within the window the completed message''s id is returned');
-SELECT is(pg_temp.n('win'), 0::bigint, 'and nothing is stored');
+SELECT is(pg_temp.lmq_count('win'), 0::bigint, 'and nothing is stored');
 SELECT pg_sleep(greatest(0, :after_complete + 310 - pg_temp.lmq_now()) / 1000.0);
 SELECT lonnymq.message_create('win', 'after', NULL, 'k') AS win_after \gset
 SELECT ok(:win_after > :win_id, 'after the window: a new message');
@@ -92,7 +84,7 @@ SELECT t.id, t.ord FROM lonnymq.message_create_batch('bw', ARRAY['a2', 'b2']::by
 SELECT is((SELECT id FROM bwb WHERE ord = 1), :bw_a::bigint, 'batch: a key within its window gives the completed message''s id');
 SELECT ok((SELECT id FROM bwb WHERE ord = 2) > :bw_b, 'batch: an expired claim is taken over by a new message');
 SELECT is(pg_temp.claim('bw', 'kb'), (SELECT id FROM bwb WHERE ord = 2) || ' held', 'which holds the key now');
-SELECT is(pg_temp.n('bw'), 1::bigint, 'only that one is stored');
+SELECT is(pg_temp.lmq_count('bw'), 1::bigint, 'only that one is stored');
 
 -- ---------------------------------------------------------------- after dead-lettering
 SELECT lonnymq.channel_set('dead0', p_max_attempts => 1);
@@ -103,7 +95,7 @@ SELECT lonnymq.message_fail(d.id, d.num_attempts, 'no') FROM lonnymq.message_deq
 SELECT is((SELECT count(*) FROM lonnymq.dead_letter WHERE id IN (:dead0_id, :deadw_id)), 2::bigint, 'both are dead letters');
 SELECT ok(lonnymq.message_create('dead0', 'y', NULL, 'k') > :deadw_id, 'no window: a dead message''s key is free at once');
 SELECT is(lonnymq.message_create('deadw', 'y', NULL, 'k'), :deadw_id::bigint, 'with a window: the dead message''s id is returned');
-SELECT is(pg_temp.n('deadw'), 0::bigint, 'and nothing is stored');
+SELECT is(pg_temp.lmq_count('deadw'), 0::bigint, 'and nothing is stored');
 
 -- ---------------------------------------------------------------- after cancel
 SELECT lonnymq.channel_set('canc', p_dedup_window_ms => 3600000);

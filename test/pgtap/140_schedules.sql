@@ -12,13 +12,6 @@ AS $$
     WHERE c.name = p_channel
 $$;
 
-CREATE FUNCTION pg_temp.n(p_channel text)
-RETURNS bigint
-LANGUAGE sql
-AS $$
-    SELECT count(*) FROM lonnymq.message AS m INNER JOIN lonnymq.channel AS c ON c.id = m.channel_id WHERE c.name = p_channel
-$$;
-
 -- A schedule's row: "next_at-start_at num_runs num_missed aligned".
 CREATE FUNCTION pg_temp.sched(p_name text)
 RETURNS text
@@ -38,11 +31,11 @@ SELECT is(
     'h tick 3600000 t t 0 t',
     'schedule_set stores the schedule, its first period at start_at'
 );
-SELECT is(pg_temp.n('h'), 0::bigint, 'schedule_set itself creates no message');
+SELECT is(pg_temp.lmq_count('h'), 0::bigint, 'schedule_set itself creates no message');
 SELECT is(lonnymq.tick(), 1, 'tick() materialises the due period: 1');
 SELECT is(pg_temp.msgs('h'), 'tick@' || :h_start, 'one message, due at the period boundary');
 SELECT is(lonnymq.tick(), 0, 'a second tick() in the same period: 0');
-SELECT is(pg_temp.n('h'), 1::bigint, 'still one message');
+SELECT is(pg_temp.lmq_count('h'), 1::bigint, 'still one message');
 SELECT is(pg_temp.sched('hourly'), '3600000 1 0 aligned', 'next_at moved one period on');
 SELECT ok((SELECT last_run_at BETWEEN lonnymq.to_epoch(now()) AND pg_temp.lmq_now() FROM lonnymq.schedule WHERE name = 'hourly'),
     'last_run_at is the time of the run');
@@ -53,7 +46,7 @@ SELECT lonnymq.schedule_set('deq', 'dq', 'from-dequeue', 3600000, pg_temp.lmq_no
 CREATE TEMP TABLE deq_got AS SELECT * FROM lonnymq.message_dequeue(60000, 10);
 INSERT INTO deq_got SELECT * FROM lonnymq.message_dequeue(60000, 10);
 INSERT INTO deq_got SELECT * FROM lonnymq.message_dequeue(60000, 10);
-SELECT is(pg_temp.n('dq'), 1::bigint, 'message_dequeue materialises a due schedule, once');
+SELECT is(pg_temp.lmq_count('dq'), 1::bigint, 'message_dequeue materialises a due schedule, once');
 SELECT is((SELECT string_agg(channel || ':' || convert_from(content, 'UTF8'), ',') FROM deq_got), 'dq:from-dequeue',
     'and it is delivered');
 SELECT is(lonnymq.tick(), 0, 'tick() then finds nothing due');
@@ -62,7 +55,7 @@ SELECT is(lonnymq.tick(), 0, 'tick() then finds nothing due');
 -- that channel exists.
 SELECT lonnymq.schedule_set('deq2', 'dq2', 'for-worker', 3600000, pg_temp.lmq_now() - 10);
 CREATE TEMP TABLE deq2_got AS SELECT * FROM lonnymq.message_dequeue(60000, 10, 'dq2');
-SELECT is(pg_temp.n('dq2'), 1::bigint, 'dequeue with p_channel materialises the schedule feeding it, even into a new channel');
+SELECT is(pg_temp.lmq_count('dq2'), 1::bigint, 'dequeue with p_channel materialises the schedule feeding it, even into a new channel');
 INSERT INTO deq2_got SELECT * FROM lonnymq.message_dequeue(60000, 10, 'dq2');
 SELECT is((SELECT string_agg(channel || ':' || convert_from(content, 'UTF8'), ',') FROM deq2_got), 'dq2:for-worker',
     'and that worker gets the message');
@@ -81,7 +74,7 @@ SELECT is(pg_temp.sched('fast'), '600 2 0 aligned', 'two runs, nothing missed');
 -- A start in the future: nothing before it.
 SELECT lonnymq.schedule_set('later', 'lt', 'x', 1000, pg_temp.lmq_now() + 3600000);
 SELECT is(lonnymq.tick(), 0, 'a schedule starting in an hour is not due');
-SELECT is(pg_temp.n('lt'), 0::bigint, 'and has created nothing');
+SELECT is(pg_temp.lmq_count('lt'), 0::bigint, 'and has created nothing');
 
 -- ---------------------------------------------------------------- catch-up
 -- Started 10.5 periods ago: 11 boundaries are due, one message is created
@@ -125,14 +118,14 @@ SELECT lonnymq.channel_set('full', p_max_size => 1);
 SELECT lonnymq.message_create('full', 'held');
 SELECT lonnymq.schedule_set('into-full', 'full', 'x', 3600000, pg_temp.lmq_now() - 10);
 SELECT is(lonnymq.tick(), 0, 'a full channel misses the period: nothing created');
-SELECT is(pg_temp.n('full'), 1::bigint, 'the channel still holds one');
+SELECT is(pg_temp.lmq_count('full'), 1::bigint, 'the channel still holds one');
 SELECT is(pg_temp.sched('into-full'), '3600000 1 0 aligned', 'and the schedule moved on to the next period');
 
 -- ---------------------------------------------------------------- drop
 SELECT is(lonnymq.schedule_drop('hourly'), TRUE, 'schedule_drop: true');
 SELECT is(lonnymq.schedule_drop('hourly'), FALSE, 'again: false');
 SELECT is(lonnymq.schedule_drop('never-was'), FALSE, 'an unknown schedule: false');
-SELECT is(pg_temp.n('h'), 2::bigint, 'the messages it created stay');
+SELECT is(pg_temp.lmq_count('h'), 2::bigint, 'the messages it created stay');
 
 -- ---------------------------------------------------------------- bad input
 CREATE TEMP TABLE sched_before AS SELECT s::text AS r FROM lonnymq.schedule AS s;

@@ -1,7 +1,7 @@
 """pytest fixtures for lonnymq.
 
 Fixtures:
-    cluster      (session)  one throwaway PostgreSQL cluster for the whole run (pgcluster.Cluster)
+    cluster      (session)  one throwaway PostgreSQL cluster for the whole run (lonnymq_dev.pgcluster.Cluster)
     template_db  (session)  name of the database `lonnymq_template`, which has
                             CREATE EXTENSION pgtap; CREATE EXTENSION lonnymq;
     db           (function) a fresh Database cloned from the template for each test
@@ -24,13 +24,9 @@ from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
+from lonnymq_dev.pgcluster import Cluster, ClusterError
 
-from pgcluster import Cluster, ClusterError  # noqa: E402
-
-REPO_ROOT = HERE.parent.parent
+REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 
 # Functions documented on another function's page.
 DOC_PAGES = {"channel_resume": "channel_pause", "schedule_drop": "schedule_set"}

@@ -47,9 +47,8 @@ def test_server_times_are_classified_for_every_variant():
     """The report's per-call server times come from pg_stat_statements, matched to
     create / dequeue / complete by their SQL: the floor's calls must match too
     (before, its columns silently fell back to the client's round trips)."""
-    sys.path.insert(0, str(REPO_ROOT))
     from bench import clients as c
-    from bench.profile import classify
+    from bench.backend_profile import classify
 
     def norm(sql):  # as pg_stat_statements shows it: parameters as $n
         return sql.replace("%s", "$1")

@@ -11,9 +11,9 @@ import threading
 import psycopg
 
 from conftest import REFUSED_COMPLETE, collect_refused
+from lonnymq_dev.calls import complete_dequeue
 
-CALL = ("SELECT d.id, d.num_attempts, d.channel "
-        "FROM lonnymq.message_complete_dequeue(%s::bigint[], %s::integer[], %s, %s) AS d")
+COLUMNS = "id, num_attempts, channel"
 
 
 def _notices(conn) -> list:
@@ -28,10 +28,10 @@ def test_each_refused_complete_is_a_notice_naming_it(db):
     with db.connect(autocommit=True) as conn:
         notices = _notices(conn)
         conn.execute("SELECT lonnymq.message_create('n', convert_to('m' || g, 'UTF8')) FROM generate_series(1, 3) AS g")
-        (a, ta, _), (b, tb, _) = conn.execute(CALL, (None, None, 60000, 2)).fetchall()
+        (a, ta, _), (b, tb, _) = complete_dequeue(conn, None, limit=2, columns=COLUMNS)
         assert notices == []
 
-        rows = conn.execute(CALL, ([a, b, 424242], [ta, tb + 1, 1], 60000, 1)).fetchall()
+        rows = complete_dequeue(conn, [(a, ta), (b, tb + 1), (424242, 1)], columns=COLUMNS)
         assert len(rows) == 1, "the call still delivers"
         refused = [n for n in notices if n[1] == REFUSED_COMPLETE]
         assert [n[3] for n in refused] == [f"id={b} num_attempts={tb + 1}", "id=424242 num_attempts=1"]
@@ -42,7 +42,7 @@ def test_each_refused_complete_is_a_notice_naming_it(db):
 
         # Nothing refused: no notice.
         notices.clear()
-        conn.execute(CALL, ([b], [tb], 60000, 1)).fetchall()
+        complete_dequeue(conn, [(b, tb)], columns=COLUMNS)
         assert notices == []
 
 
@@ -87,8 +87,7 @@ def test_concurrent_workers_complete_every_message_exactly_once(db):
                 held: list[tuple] = []
                 idle = 0
                 while idle < 3:
-                    rows = conn.execute(
-                        CALL, ([r[0] for r in held], [r[1] for r in held], 60000, 1 + n % 3)).fetchall()
+                    rows = complete_dequeue(conn, held, limit=1 + n % 3, columns=COLUMNS)
                     with lock:
                         refusals.extend(refused)
                         refused.clear()

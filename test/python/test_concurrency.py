@@ -14,6 +14,8 @@ import time
 import psycopg
 import pytest
 
+from lonnymq_dev.calls import dequeue, complete
+
 CONSUMERS = 8
 BACKLOG = 4000
 
@@ -49,8 +51,7 @@ def test_eight_consumers_of_one_channel_never_see_it_empty(db):
                             with lock:
                                 wrong_empties.append(unlocked)
                         continue
-                    cur.execute("SELECT lonnymq.message_complete(%s, %s)", row)
-                    assert cur.fetchone()[0] is True
+                    assert complete(cur, *row) is True
                     with lock:
                         completed.append(row[0])
         except BaseException as exc:  # noqa: BLE001
@@ -165,7 +166,7 @@ def test_a_message_another_consumer_holds_keeps_its_channel_in_the_rotation(db, 
     holder = db.connect(autocommit=False)
     if holder_call == "dequeue":
         # The only eligible channel: its fast path locks x1, uncommitted.
-        held = holder.execute("SELECT convert_from(content, 'UTF8') FROM lonnymq.message_dequeue(60000)").fetchall()
+        held = dequeue(holder, columns="convert_from(content, 'UTF8')")
         assert held == [("x1",)]
     else:
         x1 = setup.execute("SELECT id FROM lonnymq.message WHERE content = 'x1'").fetchone()[0]
@@ -173,14 +174,14 @@ def test_a_message_another_consumer_holds_keeps_its_channel_in_the_rotation(db, 
     setup.execute("SELECT lonnymq.message_create('y', 'y1')")
     # Two eligible channels: x is served first (x1 skipped: held).
     other = db.connect()
-    got = other.execute("SELECT convert_from(content, 'UTF8') FROM lonnymq.message_dequeue(60000)").fetchall()
+    got = dequeue(other, columns="convert_from(content, 'UTF8')")
     assert got == [("x2",)]
     state = setup.execute("SELECT wait_at, next_at <= lonnymq.to_epoch(clock_timestamp()) FROM lonnymq.channel WHERE name = 'x'").fetchone()
     assert state == (None, True), "x must stay in the rotation while x1 may come back"
     holder.rollback()
     delivered = set()
     for _ in range(3):
-        rows = other.execute("SELECT convert_from(content, 'UTF8') FROM lonnymq.message_dequeue(60000)").fetchall()
+        rows = dequeue(other, columns="convert_from(content, 'UTF8')")
         delivered.update(r[0] for r in rows)
     assert delivered == {"x1", "y1"}, "the rolled-back x1 is delivered at once, with y1"
 
@@ -198,7 +199,7 @@ def test_consumers_holding_the_front_block_no_one(db):
     for _ in range(2):
         setup.execute("SELECT lonnymq.message_complete(d.id, d.num_attempts) FROM lonnymq.message_dequeue(60000) AS d")
     holders = [db.connect(autocommit=False) for _ in range(2)]
-    held = [h.execute("SELECT convert_from(content, 'UTF8') FROM lonnymq.message_dequeue(60000)").fetchall()
+    held = [dequeue(h, columns="convert_from(content, 'UTF8')")
             for h in holders]
     assert sorted(held) == [[("f2",)], [("g2",)]]
     setup.execute("SELECT lonnymq.message_create('w', 'w1')")

@@ -10,6 +10,9 @@ import uuid
 
 import psycopg
 
+from lonnymq_dev.calls import complete, dequeue, dequeue_one
+from lonnymq_dev.limits import HOUR_MS
+
 TABLES = ("channel", "channel_quota", "message", "channel_wake", "access_grant")
 
 
@@ -28,17 +31,17 @@ def test_dump_and_restore_keep_every_message_state_limit_and_sequence(db):
         conn.execute("SELECT lonnymq.message_create('slow', 's1'), lonnymq.message_create('slow', 's2')")
         conn.execute("SELECT lonnymq.message_create('scheduled', 'later', lonnymq.to_epoch(now()) + 3600000)")
         # locked: two from the limited channel (saturating it), one plain
-        locked = conn.execute("SELECT id, num_attempts FROM lonnymq.message_dequeue(3600000, 2, 'limited')").fetchall()
-        locked += conn.execute("SELECT id, num_attempts FROM lonnymq.message_dequeue(3600000, 1, 'plain')").fetchall()
+        locked = dequeue(conn, HOUR_MS, limit=2, channel="limited")
+        locked += dequeue(conn, HOUR_MS, channel="plain")
         conn.execute("SELECT * FROM lonnymq.message_dequeue(3600000, 1, 'slow')")
         # deferred with state
-        d = conn.execute("SELECT id, num_attempts FROM lonnymq.message_dequeue(3600000, 1, 'plain')").fetchone()
+        d = dequeue_one(conn, HOUR_MS, channel="plain")
         assert conn.execute("SELECT lonnymq.message_defer(%s, %s, lonnymq.to_epoch(now()) + 3600000, 'st')",
                             d).fetchone()[0]
         # an idle channel woken by a future message leaves a wake-up row
         conn.execute("SELECT lonnymq.message_create('idle', 'x')")
-        got = conn.execute("SELECT id, num_attempts FROM lonnymq.message_dequeue(60000, 1, 'idle')").fetchone()
-        conn.execute("SELECT lonnymq.message_complete(%s, %s)", got)
+        got = dequeue_one(conn, channel="idle")
+        complete(conn, *got)
         conn.execute("SELECT * FROM lonnymq.message_dequeue(60000, 1, 'idle')")
         conn.execute("SELECT lonnymq.message_create('idle', 'tomorrow', lonnymq.to_epoch(now()) + 86400000)")
         before = snapshot(conn)
@@ -62,15 +65,15 @@ def test_dump_and_restore_keep_every_message_state_limit_and_sequence(db):
             new_id = conn.execute("SELECT lonnymq.message_create('plain', 'after restore')").fetchone()[0]
             assert new_id > max_id
             # locked messages are still locked, their tokens still valid
-            assert conn.execute("SELECT lonnymq.message_complete(%s, %s)", locked[0]).fetchone()[0] is True
+            assert complete(conn, *locked[0]) is True
             assert conn.execute("SELECT lonnymq.message_heartbeat(%s, %s, 1000)", locked[2]).fetchone()[0] is True
             # the limited channel had 2 locked; one completed: exactly one slot
             got = conn.execute("SELECT channel, convert_from(content, 'UTF8') FROM "
                                "lonnymq.message_dequeue(60000, 10, 'limited')").fetchall()
             assert got == [("limited", "l2")]
             # the rate-limited channel waits its hour; the scheduled message waits
-            assert conn.execute("SELECT * FROM lonnymq.message_dequeue(60000, 10, 'slow')").fetchall() == []
-            assert conn.execute("SELECT * FROM lonnymq.message_dequeue(60000, 10, 'scheduled')").fetchall() == []
+            assert dequeue(conn, limit=10, channel="slow", columns="*") == []
+            assert dequeue(conn, limit=10, channel="scheduled", columns="*") == []
             # everything ready is delivered as before: the rest of plain, then the new one
             rest = [r[0] for r in conn.execute("SELECT convert_from(content, 'UTF8') FROM "
                                                "lonnymq.message_dequeue(60000, 100)").fetchall()]

@@ -17,9 +17,10 @@ import pytest
 from psycopg import sql
 
 from conftest import documented_sqlstates
+from lonnymq_dev.limits import BIGINT_MAX, BIGINT_MIN, INTEGER_MAX, INTEGER_MIN
 
-BIGINT = (-9223372036854775808, -1, 0, 1, 9223372036854775807)
-INTEGER = (-2147483648, -1, 0, 1, 2147483647)
+BIGINT = (BIGINT_MIN, -1, 0, 1, BIGINT_MAX)
+INTEGER = (INTEGER_MIN, -1, 0, 1, INTEGER_MAX)
 
 # Each function: a valid call with one {x} slot per integer or bigint
 # parameter, named after it ({id} and {tok}: the locked message's id and token).

@@ -32,7 +32,8 @@ import psycopg
 import pytest
 
 from conftest import collect_refused
-from pgcluster import Cluster
+from lonnymq_dev.pgcluster import Cluster
+from lonnymq_dev.calls import scalar, dequeue, dequeue_one, complete, complete_dequeue
 
 NOW_MS = "SELECT lonnymq.to_epoch(clock_timestamp())"
 
@@ -48,15 +49,11 @@ KINDS = {
 # ---------------------------------------------------------------- helpers
 
 
-def _scalar(conn, sql, params=()):
-    return conn.execute(sql, params).fetchone()[0]
-
-
 def _setup_channel(conn, channel: str, kind: str) -> int:
     """Create the channel with the kind's limits and one message; its id."""
     if KINDS[kind]:
         conn.execute(f"SELECT lonnymq.channel_set(%s, {KINDS[kind]})", (channel,))
-    mid = _scalar(conn, "SELECT lonnymq.message_create(%s, %s)", (channel, b"job"))
+    mid = scalar(conn, "SELECT lonnymq.message_create(%s, %s)", (channel, b"job"))
     assert mid is not None
     return mid
 
@@ -99,13 +96,13 @@ def _poll_dequeue(conn, channel: str | None, lock_ms: int) -> tuple[list, int, i
     readings.  Returns (rows, clock before, clock after, {id: the call's own
     clock reading}), the last derived from the lock the call stored."""
     with conn.transaction():
-        before = _scalar(conn, NOW_MS)
+        before = scalar(conn, NOW_MS)
         rows = conn.execute(
             "SELECT id, channel, num_attempts, dequeue_at, is_recovered "
             "FROM lonnymq.message_dequeue(%s, 100, %s)",
             (lock_ms, channel),
         ).fetchall()
-        after = _scalar(conn, NOW_MS)
+        after = scalar(conn, NOW_MS)
         called_at = {
             mid: expiry - lock_ms
             for mid, expiry in conn.execute(
@@ -117,7 +114,7 @@ def _poll_dequeue(conn, channel: str | None, lock_ms: int) -> tuple[list, int, i
 
 def _wait_backend_gone(conn, pid: int, timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
-    while _scalar(conn, "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (pid,)):
+    while scalar(conn, "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (pid,)):
         if time.monotonic() > deadline:
             raise AssertionError(f"backend {pid} is still alive")
         time.sleep(0.02)
@@ -128,7 +125,7 @@ def _check_redelivery_after_expiry(conn, channel: str, mid: int, old_token: int,
     lock expired.  Returns the new token."""
     lock_ms = 30_000
     empty_before_expiry = 0
-    deadline = time.monotonic() + (expiry - _scalar(conn, NOW_MS)) / 1000 + 10
+    deadline = time.monotonic() + (expiry - scalar(conn, NOW_MS)) / 1000 + 10
     while True:
         rows, before, after, called_at = _poll_dequeue(conn, channel, lock_ms)
         if rows:
@@ -152,16 +149,16 @@ def _check_redelivery_after_expiry(conn, channel: str, mid: int, old_token: int,
 
 
 def _finish_after_recovery(conn, channel: str, mid: int, old_token: int, new_token: int) -> None:
-    assert _scalar(conn, "SELECT lonnymq.message_complete(%s, %s)", (mid, old_token)) is False, (
+    assert complete(conn, mid, old_token) is False, (
         "the dead worker's stale token was accepted"
     )
-    assert _scalar(conn, "SELECT lonnymq.message_heartbeat(%s, %s, 1000)", (mid, old_token)) is False
-    assert _scalar(conn, "SELECT lonnymq.message_complete(%s, %s)", (mid, new_token)) is True
+    assert scalar(conn, "SELECT lonnymq.message_heartbeat(%s, %s, 1000)", (mid, old_token)) is False
+    assert complete(conn, mid, new_token) is True
     assert _message(conn, mid) is None
     c = _assert_counters_consistent(conn, channel)
     assert c["locked"] == 0 and c["held"] == 0
     # the channel is usable again, its limits intact
-    assert _scalar(conn, "SELECT lonnymq.message_create(%s, 'next')", (channel,)) is not None
+    assert scalar(conn, "SELECT lonnymq.message_create(%s, 'next')", (channel,)) is not None
 
 
 def _check_available_at_once(conn, channel: str, mid: int) -> None:
@@ -173,7 +170,7 @@ def _check_available_at_once(conn, channel: str, mid: int) -> None:
     assert [(r[0], r[2], r[4]) for r in rows] == [(mid, 1, False)], (
         "the message must be deliverable at once, as a first attempt"
     )
-    assert _scalar(conn, "SELECT lonnymq.message_complete(%s, 1)", (mid,)) is True
+    assert scalar(conn, "SELECT lonnymq.message_complete(%s, 1)", (mid,)) is True
     _assert_counters_consistent(conn, channel)
 
 
@@ -189,9 +186,7 @@ def test_terminated_worker_after_dequeue_commit_is_recovered_after_lock_expiry(d
 
     worker = db.connect()
     pid = worker.info.backend_pid
-    row = worker.execute(
-        "SELECT id, num_attempts FROM lonnymq.message_dequeue(%s, 1, %s)", (lock_ms, channel)
-    ).fetchone()  # autocommit: the lock and the attempt are committed
+    row = dequeue_one(worker, lock_ms, channel=channel)  # autocommit: the lock and the attempt are committed
     assert row == (mid, 1)
     is_locked, attempts, expiry = _message(admin, mid)
     assert (is_locked, attempts) == (True, 1)
@@ -208,11 +203,11 @@ def test_terminated_worker_after_dequeue_commit_is_recovered_after_lock_expiry(d
     t = threading.Thread(target=job)
     t.start()
     deadline = time.monotonic() + 10
-    while not _scalar(admin, "SELECT count(*) FROM pg_stat_activity WHERE pid = %s AND state = 'active' "
+    while not scalar(admin, "SELECT count(*) FROM pg_stat_activity WHERE pid = %s AND state = 'active' "
                              "AND query LIKE '%%fault-job%%'", (pid,)):
         assert time.monotonic() < deadline, "the job never started"
         time.sleep(0.02)
-    assert _scalar(admin, "SELECT pg_terminate_backend(%s, 5000)", (pid,)) is True
+    assert scalar(admin, "SELECT pg_terminate_backend(%s, 5000)", (pid,)) is True
     t.join(10)
     assert not t.is_alive() and errors and isinstance(errors[0], psycopg.OperationalError), errors
     _wait_backend_gone(admin, pid)
@@ -235,12 +230,10 @@ def test_terminated_worker_inside_the_dequeue_transaction_rolls_the_delivery_bac
 
     worker = db.connect(autocommit=False)
     pid = worker.info.backend_pid
-    row = worker.execute(
-        "SELECT id, num_attempts FROM lonnymq.message_dequeue(60000, 1, %s)", (channel,)
-    ).fetchone()
+    row = dequeue_one(worker, channel=channel)
     assert row == (mid, 1)
     # killed before it commits (idle in transaction)
-    assert _scalar(admin, "SELECT pg_terminate_backend(%s, 5000)", (pid,)) is True
+    assert scalar(admin, "SELECT pg_terminate_backend(%s, 5000)", (pid,)) is True
     _wait_backend_gone(admin, pid)
     with pytest.raises(psycopg.OperationalError):
         worker.commit()
@@ -357,7 +350,7 @@ def _producer(dsn: str, n: int, ledger: Ledger, stop: threading.Event, crashing:
                     r = rng.random()
                     # mostly now; some scheduled a little later; some urgent
                     dequeue_at = None if r < 0.8 else ("future" if r < 0.92 else "urgent")
-                    mid = _scalar(
+                    mid = scalar(
                         conn,
                         "SELECT lonnymq.message_create(%s, %s, CASE %s::text "
                         "WHEN 'future' THEN lonnymq.to_epoch(clock_timestamp()) + %s "
@@ -418,16 +411,10 @@ def _consumer(dsn: str, n: int, ledger: Ledger, stop: threading.Event, crashing:
             refused.clear()
             try:
                 if worker:
-                    rows = conn.execute(
-                        "SELECT id, num_attempts, is_recovered "
-                        "FROM lonnymq.message_complete_dequeue(%s::bigint[], %s::integer[], %s, %s)",
-                        ([p[0] for p in pending], [p[1] for p in pending], LOAD_LOCK_MS, rng.randint(1, 3)),
-                    ).fetchall()
+                    rows = complete_dequeue(conn, pending, LOAD_LOCK_MS, rng.randint(1, 3),
+                                            columns="id, num_attempts, is_recovered")
                 else:
-                    rows = conn.execute(
-                        "SELECT id, num_attempts, is_recovered FROM lonnymq.message_dequeue(%s, %s)",
-                        (LOAD_LOCK_MS, rng.randint(1, 3)),
-                    ).fetchall()
+                    rows = dequeue(conn, LOAD_LOCK_MS, rng.randint(1, 3), columns="id, num_attempts, is_recovered")
             except psycopg.Error as exc:
                 if failed("dequeue", exc):
                     return
@@ -470,7 +457,7 @@ def _consumer(dsn: str, n: int, ledger: Ledger, stop: threading.Event, crashing:
                     if worker:
                         pending.append((mid, token))
                         continue
-                    ok = _scalar(conn, "SELECT lonnymq.message_complete(%s, %s)", (mid, token))
+                    ok = complete(conn, mid, token)
                 except psycopg.Error as exc:
                     if failed("complete", exc):
                         return
@@ -493,7 +480,7 @@ def _observer(dsn: str, ledger: Ledger, stop: threading.Event) -> None:
     try:
         with psycopg.connect(dsn, autocommit=True) as conn:
             while not stop.is_set():
-                ids = _scalar(conn, "SELECT coalesce(array_agg(id), '{}') FROM lonnymq.message")
+                ids = scalar(conn, "SELECT coalesce(array_agg(id), '{}') FROM lonnymq.message")
                 with ledger.lock:
                     ledger.snapshot = set(ids)
                     ledger.snapshots += 1
@@ -525,10 +512,10 @@ def _drain(conn, lock_ms: int, locked_at_crash: dict, attempts_before: dict, dea
                 if mid in attempts_before:
                     assert token == attempts_before[mid] + 1
             delivered[mid] = (token, recovered)
-            assert _scalar(conn, "SELECT lonnymq.message_complete(%s, %s)", (mid, token)) is True
+            assert complete(conn, mid, token) is True
         assert per_channel.get("conc", 0) <= CONC_LIMIT, f"max_concurrency broken after the crash: {per_channel}"
         if not rows:
-            if _scalar(conn, "SELECT count(*) FROM lonnymq.message") == 0:
+            if scalar(conn, "SELECT count(*) FROM lonnymq.message") == 0:
                 return delivered
             assert time.monotonic() < deadline, (
                 "messages are stuck after the crash: "
@@ -633,14 +620,14 @@ def _crash_scenario(cluster: Cluster, dsn: str) -> None:
 
         locked_at_crash = {r[0]: (r[3], r[4]) for r in rows if r[2]}
         attempts_before = {r[0]: r[3] for r in rows}
-        crash_now = _scalar(conn, NOW_MS)
+        crash_now = scalar(conn, NOW_MS)
         unexpired = sum(1 for _, expiry in locked_at_crash.values() if expiry > crash_now)
 
         # the queue works without repair: new messages in every channel
         new_ids = []
         for ch in CHANNELS:
             held = _counters(conn, ch)["held"]
-            mid = _scalar(conn, "SELECT lonnymq.message_create(%s, 'after the crash')", (ch,))
+            mid = scalar(conn, "SELECT lonnymq.message_create(%s, 'after the crash')", (ch,))
             if ch == "size" and held >= SIZE_LIMIT:
                 assert mid is None, "max_size not enforced after the crash"
             else:
@@ -666,7 +653,7 @@ def _crash_scenario(cluster: Cluster, dsn: str) -> None:
         ).fetchone()[0]
         assert accepted == SIZE_LIMIT, f"max_size channel accepted {accepted} of {SIZE_LIMIT + 1} after draining"
         conn.execute("SELECT lonnymq.message_create('conc', 'c') FROM generate_series(1, 5)")
-        got = conn.execute("SELECT channel FROM lonnymq.message_dequeue(30000, 10, 'conc')").fetchall()
+        got = dequeue(conn, 30000, limit=10, channel="conc", columns="channel")
         assert len(got) == CONC_LIMIT
 
     print(

@@ -30,6 +30,8 @@ import time
 import psycopg
 import pytest
 
+from lonnymq_dev.calls import dequeue
+
 WORKERS = 4
 BACKLOG = 5_000
 WARMUP_S = 3.0
@@ -75,9 +77,7 @@ def test_a_held_snapshot_does_not_grow_what_a_dequeue_reads(db, limit):
                         "SELECT count(*) FROM lonnymq.message_create_batch('held', array_fill('m'::bytea, ARRAY[%s]))",
                         (limit,),
                     )
-                    rows = conn.execute(
-                        "SELECT id, num_attempts FROM lonnymq.message_dequeue(30000, %s)", (limit,)
-                    ).fetchall()
+                    rows = dequeue(conn, 30000, limit=limit)
                     if rows:
                         conn.execute(
                             "SELECT lonnymq.message_complete_batch(%s::bigint[], %s::integer[])",

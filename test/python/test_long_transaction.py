@@ -32,6 +32,9 @@ import time
 
 import psycopg
 
+from lonnymq_dev.calls import dequeue, dequeue_one, complete
+from lonnymq_dev.threads import guarded
+
 TOTAL = 4_000           # messages churned per run
 WINDOW = 800            # throughput measured per this many completions
 WORKERS = 4
@@ -76,12 +79,7 @@ class Churn:
         self.done = threading.Event()
 
     def _guard(self, fn, *args):
-        try:
-            fn(*args)
-        except BaseException as exc:  # noqa: BLE001
-            with self.lock:
-                self.errors.append(f"{fn.__name__}{args}: {exc!r}")
-            self.done.set()
+        guarded(fn, args, self.errors, self.lock, self.done)
 
     def producer(self) -> None:
         with _connect(self.dsn) as conn:
@@ -116,18 +114,14 @@ class Churn:
                     # difference inside one transaction is exactly this call's reads
                     with conn.transaction():
                         before = dict(conn.execute(STATS_SQL).fetchall())
-                        row = conn.execute(
-                            "SELECT id, num_attempts, is_recovered FROM lonnymq.message_dequeue(60000, 1, NULL)"
-                        ).fetchone()
+                        row = dequeue_one(conn, columns="id, num_attempts, is_recovered")
                         after = dict(conn.execute(STATS_SQL).fetchall())
                     per_index = {k: v - before.get(k, 0) for k, v in after.items()}
                     if row is not None:
                         with self.lock:
                             self.probes.append((len(self.completed), sum(per_index.values()), per_index))
                 else:
-                    row = conn.execute(
-                        "SELECT id, num_attempts, is_recovered FROM lonnymq.message_dequeue(60000, 1, NULL)"
-                    ).fetchone()
+                    row = dequeue_one(conn, columns="id, num_attempts, is_recovered")
                 if row is None:
                     # how many ready messages nobody held when it came back empty
                     ready = conn.execute(
@@ -139,7 +133,7 @@ class Churn:
                         self.empty_ready.append((len(self.completed), ready))
                     time.sleep(0.001)
                     continue
-                ok = conn.execute("SELECT lonnymq.message_complete(%s, %s)", row[:2]).fetchone()[0]
+                ok = complete(conn, *row[:2])
                 spent = time.perf_counter() - began
                 with self.lock:
                     self.calls += 1
@@ -193,16 +187,14 @@ class Churn:
         with _connect(self.dsn) as conn:
             t0 = time.perf_counter()
             for i in range(DRAIN):
-                row = conn.execute(
-                    "SELECT id, num_attempts, is_recovered FROM lonnymq.message_dequeue(60000, 1, NULL)"
-                ).fetchone()
+                row = dequeue_one(conn, columns="id, num_attempts, is_recovered")
                 if row is None:
                     single_empty.append(i)
                     continue
                 drained.append(row)
-                assert conn.execute("SELECT lonnymq.message_complete(%s, %s)", row[:2]).fetchone()[0] is True
+                assert complete(conn, *row[:2]) is True
             single_s = time.perf_counter() - t0
-            after = conn.execute("SELECT * FROM lonnymq.message_dequeue(60000, 1, NULL)").fetchall()
+            after = dequeue(conn, columns="*")
         # the closed connections flush their statistics as they exit
         for _ in range(50):
             monitor.execute("SELECT pg_stat_clear_snapshot()")

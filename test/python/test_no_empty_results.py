@@ -10,6 +10,8 @@ import threading
 
 import pytest
 
+from lonnymq_dev.calls import dequeue
+
 CONSUMERS = 8
 BACKLOG = 100_000
 CALLS = 150  # per consumer: the backlog stays far above what they take
@@ -41,9 +43,7 @@ def test_no_empty_results_on_a_standing_backlog(db, channels, limit):
             with db.connect() as conn:
                 start.wait()
                 for _ in range(CALLS):
-                    rows = conn.execute(
-                        "SELECT id, num_attempts FROM lonnymq.message_dequeue(60000, %s)", (limit,)
-                    ).fetchall()
+                    rows = dequeue(conn, limit=limit)
                     if not rows:
                         with lock:
                             empties.append(

@@ -17,11 +17,7 @@ from collections import Counter
 import pytest
 
 from conftest import REPO_ROOT
-
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
-
-from pipeline import (  # noqa: E402
+from pipeline import (
     EnqueueSpec,
     LoadgenConfig,
     PipelineError,
@@ -30,7 +26,9 @@ from pipeline import (  # noqa: E402
     get_spark,
     run_loadgen,
 )
-from pipeline.export import _ranges  # noqa: E402
+from pipeline.export import _ranges
+
+from lonnymq_dev.calls import dequeue, complete
 
 MASTER = "local[2,4]"
 
@@ -191,14 +189,14 @@ PLAN = {
 
 def _process(conn) -> None:
     """Deliver until nothing is ready: fail while attempt <= the message's 'fail', else complete."""
-    while rows := conn.execute("SELECT id, num_attempts, content FROM lonnymq.message_dequeue(60000, 100)").fetchall():
+    while rows := dequeue(conn, limit=100, columns="id, num_attempts, content"):
         for mid, attempt, content in rows:
             if attempt <= json.loads(content)["fail"]:
                 outcome = conn.execute("SELECT lonnymq.message_fail(%s, %s, %s)",
                                        (mid, attempt, f"error {attempt}")).fetchone()[0]
                 assert outcome in ("retry", "dead")
             else:
-                assert conn.execute("SELECT lonnymq.message_complete(%s, %s)", (mid, attempt)).fetchone()[0]
+                assert complete(conn, mid, attempt)
 
 
 def _percentile(values: list[int], q: float) -> float:

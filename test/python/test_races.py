@@ -8,6 +8,8 @@ import time
 
 import psycopg
 
+from lonnymq_dev.calls import complete
+
 
 def _one(db, sql, params=()):
     return db.call(sql, params, lock_timeout="10s")
@@ -89,7 +91,7 @@ def test_channel_set_does_not_count_a_lock_completed_in_flight(db):
     held = _one(db, "SELECT id, num_attempts FROM lonnymq.message_dequeue(60000, 2, 'x')")
 
     completer = db.connect(autocommit=False)
-    assert completer.execute("SELECT lonnymq.message_complete(%s, %s)", held[0]).fetchone()[0] is True
+    assert complete(completer, *held[0]) is True
     t, result = _in_thread(lambda: _one(db, "SELECT lonnymq.channel_set('x', 2, 10) /* set-limit */"))
     _wait_until_blocked(db, "set-limit")
     completer.commit()
@@ -115,7 +117,7 @@ def test_channel_drop_and_complete_do_not_deadlock(db):
         held = _one(db, "SELECT id, num_attempts FROM lonnymq.message_dequeue(60000, 2, 'x')")
         first = db.connect(autocommit=False)
         if order == "complete-first":
-            first.execute("SELECT lonnymq.message_complete(%s, %s)", held[0])
+            complete(first, *held[0])
             t, result = _in_thread(lambda: _one(db, "SELECT lonnymq.channel_drop('x', true) /* drop-it */"))
             _wait_until_blocked(db, "drop-it")
         else:

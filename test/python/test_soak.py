@@ -58,6 +58,7 @@ import psycopg
 import pytest
 
 from conftest import collect_refused
+from lonnymq_dev.threads import guarded
 
 PRODUCERS = 4
 CONSUMERS = 8
@@ -201,13 +202,7 @@ class Soak:
     # ----------------------------------------------------------- threads
 
     def _guard(self, fn, *args):
-        try:
-            fn(*args)
-        except BaseException as exc:  # noqa: BLE001
-            with self.lock:
-                self.errors.append(f"{fn.__name__}{args}: {exc!r}")
-            self.stop_producing.set()
-            self.stop_all.set()
+        guarded(fn, args, self.errors, self.lock, self.stop_producing, self.stop_all)
 
     def _pick_channel(self, rng: random.Random) -> Channel:
         with self.lock:

@@ -22,6 +22,8 @@ import time
 import psycopg
 import pytest
 
+from lonnymq_dev.calls import dequeue, dequeue_one, complete
+
 LOCK_TIMEOUT = "2s"
 
 KINDS = {
@@ -221,8 +223,7 @@ def test_a_rolled_back_dequeue_makes_the_message_available_at_once(db, kind, lim
     before = _channel_state(db, "a")
 
     worker = db.connect(autocommit=False)
-    got = worker.execute("SELECT id, num_attempts, is_recovered FROM lonnymq.message_dequeue(600000, %s, 'a')",
-                         (limit,)).fetchall()
+    got = dequeue(worker, 600000, limit=limit, channel="a", columns="id, num_attempts, is_recovered")
     expected = 1 if kind in ("max_concurrency", "release_interval") else limit
     assert [r[0] for r in got] == ids[:expected]
     assert all(r[1] == 1 and not r[2] for r in got)
@@ -290,9 +291,9 @@ def _worker_that_found_a_empty(db):
     """A worker transaction that dequeued a channel's only message and then, in a second call,
     found the channel with nothing ready (so it marked the channel waiting). Still open."""
     worker = db.connect(autocommit=False)
-    got = worker.execute("SELECT id, channel FROM lonnymq.message_dequeue(60000, 1, 'a')").fetchall()
+    got = dequeue(worker, channel="a", columns="id, channel")
     assert [r[1] for r in got] == ["a"]
-    assert worker.execute("SELECT * FROM lonnymq.message_dequeue(60000, 1, 'a')").fetchall() == []
+    assert dequeue(worker, channel="a", columns="*") == []
     return worker
 
 
@@ -338,7 +339,7 @@ def test_a_dequeue_and_a_complete_do_not_deadlock(db):
     time.sleep(0.5)
     try:
         worker.execute("SET lock_timeout = '20s'")
-        assert worker.execute("SELECT lonnymq.message_complete(%s, %s)", b1).fetchone()[0] is True
+        assert complete(worker, *b1) is True
         worker.commit()
     except psycopg.errors.DeadlockDetected as exc:
         worker.rollback()
@@ -383,9 +384,9 @@ def test_serializable_producers_beside_read_committed_consumers_rarely_fail(db):
     def consumer():
         conn = db.connect()
         while not done.is_set():
-            row = conn.execute("SELECT id, num_attempts FROM lonnymq.message_dequeue(30000, 1)").fetchone()
+            row = dequeue_one(conn, 30000)
             if row:
-                conn.execute("SELECT lonnymq.message_complete(%s, %s)", row)
+                complete(conn, *row)
 
     producers = [threading.Thread(target=producer) for _ in range(4)]
     consumers = [threading.Thread(target=consumer) for _ in range(4)]

@@ -42,9 +42,11 @@ from dataclasses import dataclass, field
 import psycopg
 from psycopg import sql
 
-HOUR = 3_600_000
+from lonnymq_dev.limits import BIGINT_MAX, HOUR_MS
+
+HOUR = HOUR_MS
 FAR = 600_000  # "far in the future / past" threshold for the checks: 10 minutes
-MAX_BIGINT = 9223372036854775807
+MAX_BIGINT = BIGINT_MAX
 
 # (operation, role, access set), applied in this order with grant_access /
 # revoke_access, before the upgrade and on the fresh install it is compared with.

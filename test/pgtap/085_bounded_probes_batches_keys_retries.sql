@@ -1,8 +1,10 @@
 \ir include/setup.psql
--- The 0.2.0 calls keep the rule: on the pathological queue (400,000+
--- messages, 100,000 dead letters, 100,000 history rows, 100,000 key claims
--- half of them expired, 10,000 schedules) each call reads a bounded number of
--- index entries and scans no table sequentially (see 080 for the method).
+-- The calls of batches, keys, retries and dead letters, history and
+-- schedules (the calls 0.2.0 added) keep the rule: on the pathological queue
+-- (400,000+ messages, 100,000 dead letters, 100,000 history rows, 100,000 key
+-- claims half of them expired, 10,000 schedules) each call reads a bounded
+-- number of index entries and scans no table sequentially (see 080 for the
+-- method).
 
 \ir include/probes.psql
 \ir include/pathological.psql
@@ -82,9 +84,18 @@ INSERT INTO costs SELECT 'channel_stats of one channel', * FROM pg_temp.lmq_cost
        FROM lonnymq.channel_stats AS s WHERE s.channel = 'target' $$);
 INSERT INTO costs SELECT 'history_prune, nothing old enough', * FROM pg_temp.lmq_cost(
     $$ SELECT lonnymq.history_prune(86400000)::text $$);
-INSERT INTO costs SELECT 'redrive 10 by id', * FROM pg_temp.lmq_cost(
-    $$ SELECT lonnymq.dead_letter_redrive(NULL, ARRAY(
-        SELECT d.id FROM lonnymq.dead_letter AS d WHERE d.channel = 'future5' ORDER BY d.id LIMIT 10))::text $$);
+-- The ten ids are chosen before the call is measured: `make installcheck`
+-- runs every file in one database, and 080 loads the same pathological
+-- queue just before this file and rolls it back.  Until a vacuum removes
+-- them, the index entries of its dead letters stand in dead_letter_channel_ix
+-- under the same channel names, ahead of this file's (smaller ids), and a
+-- choice by channel measured with the call read them or not (238 entries or
+-- 138) as autovacuum had come by or not.  The call itself reads by id, and
+-- no leftover has these ids.
+SELECT array_agg(d.id ORDER BY d.id) AS redrive_ids
+FROM (SELECT d.id FROM lonnymq.dead_letter AS d WHERE d.channel = 'future5' ORDER BY d.id LIMIT 10) AS d \gset
+INSERT INTO costs SELECT 'redrive 10 by id', * FROM pg_temp.lmq_cost(format(
+    $$ SELECT lonnymq.dead_letter_redrive(NULL, %L::bigint[])::text $$, :'redrive_ids'));
 
 SELECT is((SELECT result FROM costs WHERE what = 'create: new key'), 'true', 'a new key stores a message');
 SELECT is((SELECT result FROM costs WHERE what = 'create: duplicate key'), 'true', 'a held key returns the holder''s id');
@@ -107,7 +118,7 @@ SELECT is((SELECT result FROM costs WHERE what = 'redrive 10 by id'), '10', 'ten
 SELECT is(
     (SELECT string_agg(what || ' seq=' || seq, ', ') FROM costs WHERE seq <> 0),
     NULL,
-    'no 0.2.0 call scans a table sequentially'
+    'none of these calls scans a table sequentially'
 );
 SELECT is(
     (SELECT string_agg(what || ' idx=' || idx, ', ') FROM costs

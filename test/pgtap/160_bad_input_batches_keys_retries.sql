@@ -1,39 +1,10 @@
 \ir include/setup.psql
--- Bad input to the calls of 0.2.0: each is refused with its SQLSTATE (or
--- returns its "nothing done" value) and changes nothing.
+-- Bad input to the calls of batches, keys, retries and dead letters, history,
+-- schedules and pausing (the calls 0.2.0 added; 070 has the core calls): each
+-- is refused with its SQLSTATE (or returns its "nothing done" value) and
+-- changes nothing.
 
--- Everything lonnymq stores: lmq_snapshot() plus the tables of 0.2.0.
-CREATE FUNCTION pg_temp.lmq_snapshot_all()
-RETURNS text
-LANGUAGE sql
-AS $$
-    SELECT pg_temp.lmq_snapshot() || md5(
-        coalesce((SELECT string_agg(k::text, ',' ORDER BY k.channel_id, k.key) FROM lonnymq.message_key AS k), '')
-        || '|' || coalesce((SELECT string_agg(d::text, ',' ORDER BY d.id) FROM lonnymq.dead_letter AS d), '')
-        || '|' || coalesce((SELECT string_agg(h::text, ',' ORDER BY h.id) FROM lonnymq.message_history AS h), '')
-        || '|' || coalesce((SELECT string_agg(s::text, ',' ORDER BY s.name) FROM lonnymq.schedule AS s), '')
-    )
-$$;
-
--- Runs a call; returns 'error <SQLSTATE>' or 'returned <value>', followed by
--- whether lonnymq's stored state changed.
-CREATE FUNCTION pg_temp.lmq_outcome(p_sql text)
-RETURNS text
-LANGUAGE plpgsql
-AS $$
-DECLARE
-    v_before text := pg_temp.lmq_snapshot_all();
-    v_result text;
-BEGIN
-    BEGIN
-        EXECUTE p_sql INTO v_result;
-        v_result := 'returned ' || coalesce(v_result, 'NULL');
-    EXCEPTION WHEN OTHERS THEN
-        v_result := 'error ' || SQLSTATE;
-    END;
-    RETURN v_result || CASE WHEN pg_temp.lmq_snapshot_all() = v_before THEN ', nothing changed' ELSE ', STATE CHANGED' END;
-END;
-$$;
+\ir include/outcome.psql
 
 -- A queue with something in every state: a full channel with limits, a
 -- locked message, a held key, history, a dead letter, a schedule, a paused channel.

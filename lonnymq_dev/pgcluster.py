@@ -1,6 +1,6 @@
 """Throwaway PostgreSQL clusters for lonnymq's tests, demo and benchmarks.
 
-    from pgcluster import Cluster
+    from lonnymq_dev.pgcluster import Cluster
 
     with Cluster() as cluster:              # initdb + start
         cluster.create_database("demo")     # CREATE DATABASE + CREATE EXTENSION lonnymq

@@ -1,0 +1,10 @@
+"""lonnymq's development tooling, shared by the tests (test/python), the
+benchmarks (bench/) and the demos (demo/):
+
+    lonnymq_dev.pgcluster   throwaway PostgreSQL clusters (Cluster)
+    lonnymq_dev.calls       the queue calls made again and again (dequeue, complete, ...)
+    lonnymq_dev.limits      lonnymq's limits and the lock durations, defined once
+
+Installed (editable) with the rest of the Python side: `make venv`, i.e.
+`pip install -e '.[dev]'`.
+"""

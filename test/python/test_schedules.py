@@ -1,0 +1,125 @@
+"""Periodic messages (schedule_set, tick) with real connections: many workers
+dequeuing at once and no background process, each period yields exactly one
+message; missed periods coalesce; a due schedule never makes a dequeue or
+tick() wait for a busy channel.  (The calls' contract: test/pgtap/140_schedules.sql.)
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import psycopg
+
+from lonnymq_dev.calls import scalar, now_ms, dequeue, complete
+
+
+def test_each_period_yields_exactly_one_message_with_many_workers(db):
+    admin = db.connect()
+    every = 200
+    start = now_ms(admin) + 100
+    admin.execute("SELECT lonnymq.schedule_set('beat', 'beats', 'tick', %s, %s)", (every, start))
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    delivered: list[int] = []
+    lock = threading.Lock()
+
+    def worker():
+        try:
+            with psycopg.connect(db.dsn, autocommit=True) as conn:
+                while not stop.is_set():
+                    rows = dequeue(conn, channel="beats", columns="id, num_attempts, dequeue_at")
+                    for mid, token, _ in rows:
+                        assert complete(conn, mid, token) is True
+                        with lock:
+                            delivered.append(mid)
+                    if not rows:
+                        time.sleep(0.005)
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    time.sleep(3.0)
+    stop.set()
+    for t in threads:
+        t.join(30)
+    assert not errors, errors
+    end = now_ms(admin)
+    sched = admin.execute(
+        "SELECT num_runs, num_missed, next_at FROM lonnymq.schedule WHERE name = 'beat'").fetchone()
+    num_runs, num_missed, next_at = sched
+    # Boundaries start + k*every that are <= the last materialisation: one
+    # message each (workers poll every few ms, far more often than 200 ms).
+    assert (next_at - start) % every == 0, "next_at stays aligned to start_at"
+    periods = (next_at - start) // every
+    assert num_runs + num_missed == periods
+    assert num_missed == 0, "workers polled all the time: no period was missed"
+    assert len(delivered) == num_runs == len(set(delivered))
+    assert periods >= (end - start) // every - 1
+    created = admin.execute(
+        "SELECT count(*), count(DISTINCT h.dequeue_at) FROM (SELECT unnest(%s::bigint[]) AS id) AS d "
+        "LEFT JOIN lonnymq.message AS h ON h.id = d.id", (delivered,)).fetchone()
+    assert created[0] == len(delivered)
+
+
+def test_missed_periods_coalesce_into_one_message(db):
+    admin = db.connect()
+    now = now_ms(admin)
+    start = now - 10_500  # 10 full periods of 1 s missed, the 11th boundary is now-500
+    admin.execute("SELECT lonnymq.schedule_set('late', 'late', 'x', 1000, %s)", (start,))
+    assert scalar(admin, "SELECT lonnymq.tick()") == 1
+    rows = admin.execute(
+        "SELECT dequeue_at FROM lonnymq.message AS m JOIN lonnymq.channel AS c ON c.id = m.channel_id "
+        "WHERE c.name = 'late'").fetchall()
+    assert len(rows) == 1
+    assert rows[0][0] == start + 10 * 1000, "the message is for the latest missed boundary"
+    runs, missed, next_at = admin.execute(
+        "SELECT num_runs, num_missed, next_at FROM lonnymq.schedule WHERE name = 'late'").fetchone()
+    assert (runs, missed, next_at) == (1, 10, start + 11 * 1000)
+    assert scalar(admin, "SELECT lonnymq.tick()") == 0, "nothing more until the next boundary"
+
+
+
+def test_a_due_schedule_into_a_busy_sized_channel_does_not_make_dequeue_wait(db):
+    admin = db.connect()
+    admin.execute("SELECT lonnymq.channel_set('sizedsched', p_max_size => 10)")
+    producer = db.connect(autocommit=False)
+    producer.execute("SELECT lonnymq.message_create('sizedsched', 'p')")  # holds the quota row
+    admin.execute("SELECT lonnymq.schedule_set('s1', 'sizedsched', 'tick', 3600000, %s)", (now_ms(admin) - 10,))
+    assert db.call("SELECT count(*) FROM lonnymq.message_dequeue(60000, 1, 'other')", lock_timeout="500ms") == [(0,)]
+    assert scalar(admin, "SELECT num_runs FROM lonnymq.schedule WHERE name = 's1'") == 0, "left for later"
+    producer.commit()
+    assert db.call("SELECT count(*) FROM lonnymq.message_dequeue(60000, 1, 'other')", lock_timeout="500ms") == [(0,)]
+    assert scalar(admin, "SELECT num_runs FROM lonnymq.schedule WHERE name = 's1'") == 1
+
+
+def test_tick_advances_every_due_schedule_even_into_full_channels(db):
+    admin = db.connect()
+    admin.execute("SELECT lonnymq.channel_set('full', p_max_size => 1)")
+    admin.execute("SELECT lonnymq.message_create('full', 'x')")
+    past = now_ms(admin) - 10
+    admin.execute("SELECT lonnymq.schedule_set('f' || g, 'full', 'x', 3600000, %s) FROM generate_series(1, 150) AS g",
+                  (past,))
+    # Due after the 150 (so in the second round of 100).
+    admin.execute("SELECT lonnymq.schedule_set('zz-healthy', 'healthy', 'x', 3600000, %s)", (past + 5,))
+    assert scalar(admin, "SELECT lonnymq.tick()") == 1, "only the healthy channel had room"
+    assert scalar(admin, "SELECT count(*) FROM lonnymq.schedule WHERE next_at <= lonnymq.to_epoch(clock_timestamp())") == 0
+
+
+def test_tick_skips_a_busy_channel_and_advances_every_other_schedule(db):
+    admin = db.connect()
+    past = now_ms(admin) - 10
+    admin.execute("SELECT lonnymq.channel_set('busy')")
+    # The first schedule in due order feeds a channel that channel_set holds
+    # (its guard, exclusively) in an open transaction.
+    admin.execute("SELECT lonnymq.schedule_set('a-busy', 'busy', 'x', 3600000, %s)", (past - 5,))
+    admin.execute("SELECT lonnymq.schedule_set('s' || g, 'free' || g, 'x', 3600000, %s) "
+                  "FROM generate_series(1, 250) AS g", (past,))
+    holder = db.connect(autocommit=False)
+    holder.execute("SELECT lonnymq.channel_set('busy', p_max_size => 5)")
+    assert db.call("SELECT lonnymq.tick()", lock_timeout="2s") == [(250,)]
+    holder.commit()
+    assert scalar(admin, "SELECT lonnymq.tick()") == 1
+    assert scalar(admin, "SELECT count(*) FROM lonnymq.schedule WHERE next_at <= lonnymq.to_epoch(clock_timestamp())") == 0
