@@ -1,0 +1,221 @@
+"""Every SQL example in README.md and doc/*.md runs, so the documentation cannot go stale.
+
+One test per page. The rules the pages follow:
+
+- A fenced block whose info string starts with ``sql`` is executed. A page's blocks run in
+  page order in ONE psql session (``psql -X -v ON_ERROR_STOP=1``), so psql meta-commands
+  and variables (``\\gset``, ``:id``) carry from one block to the next. Each page gets a
+  fresh database: cloned from the template (lonnymq installed), or, when the page runs
+  ``CREATE EXTENSION lonnymq`` itself (README.md does), an empty one.
+- ```` ```sql error ````: the block shows errors. psql goes on after an error inside it,
+  and the ``ERROR:`` lines it prints must be, in order, those of the output block (an
+  untagged ```` ``` ```` fence) right after it; with no output block, at least one error.
+  Any other block stops the page at its first error.
+- ```` ```sql signature ````: a function's signature, not executed but compared with the
+  catalog (``pg_get_function_arguments`` and ``pg_get_function_result``).
+- ``cron.schedule(job, schedule, command)``: pg_cron is not on the test cluster; a
+  stand-in with pg_cron's signature runs ``command`` once, so the command is checked.
+- Roles a page creates are dropped after it (roles belong to the cluster).
+- ```` ```python ```` blocks of README.md run after its SQL blocks, against the page's
+  database, which is named ``shop`` as in the examples (``PGHOST``, ``PGPORT`` and
+  ``PGUSER`` point at the test cluster). A block with ``while True:`` is a worker: it runs
+  until the channel ``orders`` holds no message, then is stopped. Other blocks must end
+  with status 0. Blocks tagged otherwise (``sh``, ``text``, untagged output) are not run.
+
+Failures name the page, the block number (1 = the page's first sql block) and psql's error.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+PAGES = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "doc").glob("*.md"))]
+PSQL_TIMEOUT_S = 300
+WORKER_TIMEOUT_S = 60
+
+FENCE = re.compile(r"^(?P<indent> *)```(?P<info>[^`\n]*)\n(?P<body>.*?)^(?P=indent)```[ \t]*$",
+                   re.M | re.S)
+MARK = "@@lonnymq-doc-block"
+
+# pg_cron's cron.schedule(job_name, schedule, command), standing in: runs the command once.
+CRON_STAND_IN = """
+CREATE SCHEMA cron;
+CREATE FUNCTION cron.schedule(job_name text, schedule text, command text) RETURNS bigint
+LANGUAGE plpgsql AS $$ BEGIN EXECUTE command; RETURN 1; END $$;
+"""
+
+
+class Block:
+    def __init__(self, page: Path, number: int, lang: str, tags: list[str], body: str,
+                 output: str | None) -> None:
+        self.page, self.number, self.lang, self.tags, self.body = page, number, lang, tags, body
+        self.output = output  # the untagged block right after this one, if any
+
+    def where(self) -> str:
+        return f"{self.page.relative_to(REPO_ROOT)}, {self.lang} block {self.number}"
+
+
+def blocks(page: Path) -> list[Block]:
+    """The page's fenced blocks, numbered per language (sql blocks 1, 2, ...)."""
+    text = page.read_text()
+    fences = list(FENCE.finditer(text))
+    found: list[Block] = []
+    counts: dict[str, int] = {}
+    for i, m in enumerate(fences):
+        words = m["info"].split()
+        if not words:
+            continue
+        lang = words[0]
+        counts[lang] = counts.get(lang, 0) + 1
+        output = None
+        if i + 1 < len(fences):
+            nxt = fences[i + 1]
+            if not nxt["info"].strip() and not text[m.end():nxt.start()].strip():
+                output = nxt["body"]
+        found.append(Block(page, counts[lang], lang, words[1:], m["body"], output))
+    return found
+
+
+def page_id(page: Path) -> str:
+    return str(page.relative_to(REPO_ROOT))
+
+
+def error_lines(text: str) -> list[str]:
+    """The messages of psql's ERROR lines ("psql:<stdin>:12: ERROR:  x" -> "x")."""
+    return [m.group(1).strip() for m in re.finditer(r"^(?:psql:[^\n]*?: )?ERROR:\s+(.*)$", text, re.M)]
+
+
+def normalise_signature(text: str) -> str:
+    text = re.sub(r"\s+", " ", text.lower()).strip()
+    text = re.sub(r"::[a-z ]+?(\[\])?(?=,|$| returns )", "", text)  # DEFAULT NULL::integer -> DEFAULT NULL
+    text = re.sub(r"\btimestamptz\b", "timestamp with time zone", text)
+    return re.sub(r"\s*([(),])\s*", r"\1", text)
+
+
+def check_signatures(cluster, dbname: str, block: Block) -> None:
+    sigs = re.findall(r"lonnymq\.(\w+)\((.*?)\)\s+RETURNS\s+(.+?)\s*(?=lonnymq\.|\Z)", block.body, re.S)
+    assert sigs, f"{block.where()}: no signature found in a 'sql signature' block"
+    for name, args, result in sigs:
+        rows = cluster.psql(
+            "SELECT pg_get_function_arguments(p.oid) || ' RETURNS ' || pg_get_function_result(p.oid)"
+            " FROM pg_proc AS p WHERE p.pronamespace = 'lonnymq'::regnamespace"
+            f" AND p.proname = '{name}'", dbname=dbname)
+        actual = {normalise_signature(r) for r in rows.splitlines()}
+        documented = normalise_signature(f"{args} RETURNS {result}")
+        assert documented in actual, (
+            f"{block.where()}: lonnymq.{name} is documented as\n  {documented}\n"
+            f"but the catalog has\n  " + "\n  ".join(sorted(actual) or ["(no such function)"]))
+
+
+def run_sql_blocks(cluster, dbname: str, sql_blocks: list[Block]) -> None:
+    script = []
+    for b in sql_blocks:
+        script.append(f"\\echo {MARK} {b.number}\n\\warn {MARK} {b.number}\n")
+        if "error" in b.tags:
+            script.append(f"\\set ON_ERROR_STOP 0\n{b.body}\n\\set ON_ERROR_STOP 1\n")
+        else:
+            script.append(b.body + "\n")
+    script.append(f"\\echo {MARK} end\n\\warn {MARK} end\n")
+    proc = subprocess.run(
+        [str(cluster.bindir / "psql"), "-X", "-v", "ON_ERROR_STOP=1", *cluster.client_args(dbname),
+         "-f", "-"],
+        input="".join(script), capture_output=True, text=True, env=cluster.client_env(),
+        timeout=PSQL_TIMEOUT_S, cwd=REPO_ROOT,
+    )
+    # stderr, cut at the block markers: per block, what psql printed on stderr.
+    parts = re.split(rf"^{MARK} (\S+)\n", proc.stderr, flags=re.M)
+    per_block = dict(zip(parts[1::2], parts[2::2]))
+    by_number = {str(b.number): b for b in sql_blocks}
+    if proc.returncode != 0:
+        last = parts[-2] if len(parts) > 1 else None
+        failed = by_number.get(last)
+        where = failed.where() if failed else f"{page_id(sql_blocks[0].page)} (before any block)"
+        pytest.fail(
+            f"{where} failed (psql exit {proc.returncode}):\n{parts[-1] if last else proc.stderr}\n"
+            f"----- the block -----\n{failed.body if failed else ''}"
+            f"----- psql output of the block -----\n{proc.stdout.split(f'{MARK} {last}')[-1][-3000:]}",
+            pytrace=False)
+    for b in sql_blocks:
+        if "error" not in b.tags:
+            continue
+        got = error_lines(per_block.get(str(b.number), ""))
+        if b.output is not None:
+            want = error_lines(b.output)
+            assert got == want, (
+                f"{b.where()} ('sql error'): psql printed the errors\n  " + "\n  ".join(got or ["(none)"])
+                + "\nbut the output block after it shows\n  " + "\n  ".join(want or ["(none)"]))
+        else:
+            assert got, f"{b.where()} is tagged 'sql error' but raised no error"
+
+
+def orders_left(cluster, dbname: str) -> int:
+    out = cluster.psql("SELECT count(*) FROM lonnymq.message AS m"
+                       " JOIN lonnymq.channel AS c ON c.id = m.channel_id WHERE c.name = 'orders'",
+                       dbname=dbname)
+    return int(out)
+
+
+def run_python_blocks(cluster, dbname: str, py_blocks: list[Block]) -> None:
+    env = cluster.client_env()
+    env["PYTHONUNBUFFERED"] = "1"
+    for b in py_blocks:
+        if "while True:" not in b.body:
+            proc = subprocess.run([sys.executable, "-c", b.body], capture_output=True, text=True,
+                                  env=env, timeout=WORKER_TIMEOUT_S, cwd=REPO_ROOT)
+            assert proc.returncode == 0, f"{b.where()} failed (exit {proc.returncode}):\n{proc.stderr}"
+            continue
+        # A worker: runs until the channel orders is empty, then is stopped.
+        proc = subprocess.Popen([sys.executable, "-c", b.body], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=env, cwd=REPO_ROOT)
+        try:
+            deadline = time.monotonic() + WORKER_TIMEOUT_S
+            while orders_left(cluster, dbname) and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.1)
+            exited = proc.poll()
+        finally:
+            if proc.poll() is None:
+                proc.terminate()
+            out, err = proc.communicate(timeout=30)
+        assert exited is None, f"{b.where()}: the worker exited (status {exited}):\n{err}"
+        left = orders_left(cluster, dbname)
+        assert left == 0, (f"{b.where()}: {left} message(s) of channel orders left after "
+                           f"{WORKER_TIMEOUT_S} s\n----- stdout -----\n{out}\n----- stderr -----\n{err}")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_id)
+def test_doc_examples(page, cluster, template_db):
+    page_blocks = blocks(page)
+    sql_blocks = [b for b in page_blocks if b.lang == "sql" and "signature" not in b.tags]
+    signatures = [b for b in page_blocks if b.lang == "sql" and "signature" in b.tags]
+    py_blocks = [b for b in page_blocks if b.lang == "python"] if page.name == "README.md" \
+        and page.parent == REPO_ROOT else []
+    if not (sql_blocks or signatures or py_blocks):
+        return  # nothing to run (doc/dequeue-design.md: design notes, no examples)
+    creates_extension = any(re.search(r"CREATE\s+EXTENSION\s+(IF\s+NOT\s+EXISTS\s+)?lonnymq\b", b.body, re.I)
+                            for b in sql_blocks)
+    dbname = "shop" if py_blocks else "doc_" + re.sub(r"[^a-z0-9]+", "_", page_id(page).lower())[:50]
+    roles_before = set(cluster.psql("SELECT rolname FROM pg_roles").splitlines())
+    if creates_extension:
+        cluster.create_database(dbname, with_extension=False)
+    else:
+        cluster.create_database(dbname, template=template_db)
+    try:
+        cluster.psql(CRON_STAND_IN, dbname=dbname)
+        if sql_blocks:
+            run_sql_blocks(cluster, dbname, sql_blocks)
+        for b in signatures:
+            check_signatures(cluster, dbname, b)
+        if py_blocks:
+            run_python_blocks(cluster, dbname, py_blocks)
+    finally:
+        cluster.drop_database(dbname)
+        for role in set(cluster.psql("SELECT rolname FROM pg_roles").splitlines()) - roles_before:
+            cluster.psql(f'DROP ROLE "{role}"')
