@@ -22,7 +22,8 @@ One test per page. The rules the pages follow:
   until the channel ``orders`` holds no message, then is stopped. Other blocks must end
   with status 0. Blocks tagged otherwise (``sh``, ``text``, untagged output) are not run.
 
-Failures name the page, the block number (1 = the page's first sql block) and psql's error.
+Failures name the page, the block (1 = the page's first sql block, and the line of its
+opening fence) and psql's error.
 """
 
 from __future__ import annotations
@@ -55,12 +56,13 @@ LANGUAGE plpgsql AS $$ BEGIN EXECUTE command; RETURN 1; END $$;
 
 class Block:
     def __init__(self, page: Path, number: int, lang: str, tags: list[str], body: str,
-                 output: str | None) -> None:
+                 output: str | None, line: int) -> None:
         self.page, self.number, self.lang, self.tags, self.body = page, number, lang, tags, body
         self.output = output  # the untagged block right after this one, if any
+        self.line = line  # of its opening fence
 
     def where(self) -> str:
-        return f"{self.page.relative_to(REPO_ROOT)}, {self.lang} block {self.number}"
+        return f"{self.page.relative_to(REPO_ROOT)}, {self.lang} block {self.number} (line {self.line})"
 
 
 def blocks(page: Path) -> list[Block]:
@@ -80,7 +82,8 @@ def blocks(page: Path) -> list[Block]:
             nxt = fences[i + 1]
             if not nxt["info"].strip() and not text[m.end():nxt.start()].strip():
                 output = nxt["body"]
-        found.append(Block(page, counts[lang], lang, words[1:], m["body"], output))
+        found.append(Block(page, counts[lang], lang, words[1:], m["body"], output,
+                           text.count("\n", 0, m.start()) + 1))
     return found
 
 
