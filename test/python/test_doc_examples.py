@@ -28,7 +28,6 @@ opening fence) and psql's error.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
