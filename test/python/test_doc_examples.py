@@ -9,7 +9,8 @@ One test per page. The rules the pages follow:
   ``CREATE EXTENSION lonnymq`` itself (README.md does), an empty one.
 - ```` ```sql error ````: the block shows errors. psql goes on after an error inside it,
   and the ``ERROR:`` lines it prints must be, in order, those of the output block (an
-  untagged ```` ``` ```` fence) right after it; with no output block, at least one error.
+  untagged ```` ``` ```` fence) right after it, and so must the SQLSTATEs that
+  ``\\echo :LAST_ERROR_SQLSTATE`` prints; with no output block, at least one error.
   Any other block stops the page at its first error.
 - ```` ```sql signature ````: a function's signature, not executed but compared with the
   catalog (``pg_get_function_arguments`` and ``pg_get_function_result``).
@@ -95,6 +96,10 @@ def error_lines(text: str) -> list[str]:
     return [m.group(1).strip() for m in re.finditer(r"^(?:psql:[^\n]*?: )?ERROR:\s+(.*)$", text, re.M)]
 
 
+def sqlstate_lines(text: str) -> list[str]:
+    return re.findall(r"^([0-9A-Z]{5})$", text, re.M)
+
+
 def normalise_signature(text: str) -> str:
     text = re.sub(r"\s+", " ", text.lower()).strip()
     text = re.sub(r"::[a-z ]+?(\[\])?(?=,|$| returns )", "", text)  # DEFAULT NULL::integer -> DEFAULT NULL
@@ -135,6 +140,8 @@ def run_sql_blocks(cluster, dbname: str, sql_blocks: list[Block]) -> None:
     # stderr, cut at the block markers: per block, what psql printed on stderr.
     parts = re.split(rf"^{MARK} (\S+)\n", proc.stderr, flags=re.M)
     per_block = dict(zip(parts[1::2], parts[2::2]))
+    out_parts = re.split(rf"^{MARK} (\S+)\n", proc.stdout, flags=re.M)
+    out_per_block = dict(zip(out_parts[1::2], out_parts[2::2]))
     by_number = {str(b.number): b for b in sql_blocks}
     if proc.returncode != 0:
         last = parts[-2] if len(parts) > 1 else None
@@ -154,6 +161,12 @@ def run_sql_blocks(cluster, dbname: str, sql_blocks: list[Block]) -> None:
             assert got == want, (
                 f"{b.where()} ('sql error'): psql printed the errors\n  " + "\n  ".join(got or ["(none)"])
                 + "\nbut the output block after it shows\n  " + "\n  ".join(want or ["(none)"]))
+            # \echo :LAST_ERROR_SQLSTATE prints a bare SQLSTATE line; query results are indented.
+            got_states = sqlstate_lines(out_per_block.get(str(b.number), ""))
+            want_states = sqlstate_lines(b.output)
+            assert got_states == want_states, (
+                f"{b.where()} ('sql error'): psql echoed the SQLSTATEs {got_states}, "
+                f"the output block after it shows {want_states}")
         else:
             assert got, f"{b.where()} is tagged 'sql error' but raised no error"
 
