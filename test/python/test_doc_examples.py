@@ -97,7 +97,7 @@ def error_lines(text: str) -> list[str]:
 
 
 def sqlstate_lines(text: str) -> list[str]:
-    return re.findall(r"^([0-9A-Z]{5})$", text, re.M)
+    return re.findall(r"^(?=.*[0-9])([0-9A-Z]{5})$", text, re.M)  # not a command tag (RESET)
 
 
 def normalise_signature(text: str) -> str:
