@@ -17,11 +17,13 @@ One test per page. The rules the pages follow:
 - ``cron.schedule(job, schedule, command)``: pg_cron is not on the test cluster; a
   stand-in with pg_cron's signature runs ``command`` once, so the command is checked.
 - Roles a page creates are dropped after it (roles belong to the cluster).
-- ```` ```python ```` blocks of README.md run after its SQL blocks, against the page's
-  database, which is named ``shop`` as in the examples (``PGHOST``, ``PGPORT`` and
-  ``PGUSER`` point at the test cluster). A block with ``while True:`` is a worker: it runs
-  until the channel ``orders`` holds no message, then is stopped. Other blocks must end
-  with status 0. Blocks tagged otherwise (``sh``, ``text``, untagged output) are not run.
+- ```` ```python ```` blocks run after the page's SQL blocks, against its database
+  (README.md's is named ``shop``, as in its examples; ``PGHOST``, ``PGPORT`` and ``PGUSER``
+  point at the test cluster). A block that defines ``run(dsn)`` without calling it is
+  called with the database's DSN. A block with ``while True:`` is a worker: it runs until
+  no message is ready, locked or failed, then gets one more message, which it must
+  complete too, and is stopped. Other blocks must exit with status 0. Blocks tagged
+  otherwise (``sh``, ``text``, untagged output) are not run.
 
 Failures name the page, the block (1 = the page's first sql block, and the line of its
 opening fence) and psql's error.
@@ -171,38 +173,49 @@ def run_sql_blocks(cluster, dbname: str, sql_blocks: list[Block]) -> None:
             assert got, f"{b.where()} is tagged 'sql error' but raised no error"
 
 
-def orders_left(cluster, dbname: str) -> int:
-    out = cluster.psql("SELECT count(*) FROM lonnymq.message AS m"
-                       " JOIN lonnymq.channel AS c ON c.id = m.channel_id WHERE c.name = 'orders'",
-                       dbname=dbname)
-    return int(out)
+def work_left(cluster, dbname: str) -> int:
+    """Messages a worker still owes: ready, locked, or failed at least once."""
+    return int(cluster.psql(
+        "SELECT count(*) FROM lonnymq.message WHERE is_locked OR num_failures > 0"
+        " OR dequeue_at <= lonnymq.to_epoch(clock_timestamp())", dbname=dbname))
+
+
+def run_worker(cluster, dbname: str, b: Block, code: str, env: dict[str, str]) -> None:
+    """Start the worker, wait until it has done the page's work, give it one more message
+    (it must still be running and take new work), then stop it."""
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=REPO_ROOT)
+    deadline = time.monotonic() + WORKER_TIMEOUT_S
+    try:
+        for extra in (None, "SELECT lonnymq.message_create('doc-test', 'one more')"):
+            if extra:
+                cluster.psql(extra, dbname=dbname)
+            while work_left(cluster, dbname) and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.1)
+        exited = proc.poll()
+        left = work_left(cluster, dbname)
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+        out, err = proc.communicate(timeout=30)
+    assert exited is None, f"{b.where()}: the worker exited (status {exited}):\n{err}"
+    assert left == 0, (f"{b.where()}: {left} message(s) ready, locked or failed after "
+                       f"{WORKER_TIMEOUT_S} s\n----- stdout -----\n{out}\n----- stderr -----\n{err}")
 
 
 def run_python_blocks(cluster, dbname: str, py_blocks: list[Block]) -> None:
     env = cluster.client_env()
     env["PYTHONUNBUFFERED"] = "1"
     for b in py_blocks:
-        if "while True:" not in b.body:
-            proc = subprocess.run([sys.executable, "-c", b.body], capture_output=True, text=True,
-                                  env=env, timeout=WORKER_TIMEOUT_S, cwd=REPO_ROOT)
-            assert proc.returncode == 0, f"{b.where()} failed (exit {proc.returncode}):\n{proc.stderr}"
+        code = b.body
+        if re.search(r"^def run\(dsn\):", code, re.M) and not re.search(r"^run\(", code, re.M):
+            code += f"\n\nrun({cluster.dsn(dbname)!r})\n"
+        if "while True:" in code:
+            run_worker(cluster, dbname, b, code, env)
             continue
-        # A worker: runs until the channel orders is empty, then is stopped.
-        proc = subprocess.Popen([sys.executable, "-c", b.body], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, env=env, cwd=REPO_ROOT)
-        try:
-            deadline = time.monotonic() + WORKER_TIMEOUT_S
-            while orders_left(cluster, dbname) and proc.poll() is None and time.monotonic() < deadline:
-                time.sleep(0.1)
-            exited = proc.poll()
-        finally:
-            if proc.poll() is None:
-                proc.terminate()
-            out, err = proc.communicate(timeout=30)
-        assert exited is None, f"{b.where()}: the worker exited (status {exited}):\n{err}"
-        left = orders_left(cluster, dbname)
-        assert left == 0, (f"{b.where()}: {left} message(s) of channel orders left after "
-                           f"{WORKER_TIMEOUT_S} s\n----- stdout -----\n{out}\n----- stderr -----\n{err}")
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env=env, timeout=WORKER_TIMEOUT_S, cwd=REPO_ROOT)
+        assert proc.returncode == 0, f"{b.where()} failed (exit {proc.returncode}):\n{proc.stderr}"
 
 
 @pytest.mark.parametrize("page", PAGES, ids=page_id)
@@ -210,13 +223,14 @@ def test_doc_examples(page, cluster, template_db):
     page_blocks = blocks(page)
     sql_blocks = [b for b in page_blocks if b.lang == "sql" and "signature" not in b.tags]
     signatures = [b for b in page_blocks if b.lang == "sql" and "signature" in b.tags]
-    py_blocks = [b for b in page_blocks if b.lang == "python"] if page.name == "README.md" \
-        and page.parent == REPO_ROOT else []
+    py_blocks = [b for b in page_blocks if b.lang == "python"]
     if not (sql_blocks or signatures or py_blocks):
         return  # nothing to run (doc/dequeue-design.md: design notes, no examples)
     creates_extension = any(re.search(r"CREATE\s+EXTENSION\s+(IF\s+NOT\s+EXISTS\s+)?lonnymq\b", b.body, re.I)
                             for b in sql_blocks)
-    dbname = "shop" if py_blocks else "doc_" + re.sub(r"[^a-z0-9]+", "_", page_id(page).lower())[:50]
+    # README's Python examples connect to "dbname=shop".
+    dbname = "shop" if page == REPO_ROOT / "README.md" else \
+        "doc_" + re.sub(r"[^a-z0-9]+", "_", page_id(page).lower())[:50]
     roles_before = set(cluster.psql("SELECT rolname FROM pg_roles").splitlines())
     if creates_extension:
         cluster.create_database(dbname, with_extension=False)
