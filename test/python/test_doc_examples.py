@@ -110,20 +110,14 @@ def normalise_signature(text: str) -> str:
 
 
 def check_signatures(cluster, dbname: str, block: Block) -> None:
-    sigs = re.findall(r"lonnymq\.(\w+)\((.*?)\)\s+RETURNS\s+(.+?)\s*(?=lonnymq\.|\Z)", block.body, re.S)
+    # Each signature starts a line; a result may name a type of the schema.
+    sigs = re.findall(r"^lonnymq\.(\w+)\((.*?)\)\s+RETURNS\s+(.+?)\s*(?=^lonnymq\.\w+\(|\Z)", block.body,
+                      re.S | re.M)
     assert sigs, f"{block.where()}: no signature found in a 'sql signature' block"
     for name, args, result in sigs:
-        # The declared result, and for SETOF a composite type (lonnymq.delivery) the
-        # TABLE (...) a caller sees, which is what the pages show.
         rows = cluster.psql(
-            "SELECT pg_get_function_arguments(p.oid) || ' RETURNS ' || r.result"
-            " FROM pg_proc AS p CROSS JOIN LATERAL (SELECT pg_get_function_result(p.oid)"
-            "  UNION ALL SELECT 'TABLE (' || string_agg(a.attname || ' '"
-            "   || format_type(a.atttypid, a.atttypmod), ', ' ORDER BY a.attnum) || ')'"
-            "  FROM pg_type AS t JOIN pg_attribute AS a ON a.attrelid = t.typrelid"
-            "  WHERE p.proretset AND t.oid = p.prorettype AND t.typtype = 'c'"
-            "   AND a.attnum > 0 AND NOT a.attisdropped HAVING count(*) > 0) AS r (result)"
-            " WHERE p.pronamespace = 'lonnymq'::regnamespace"
+            "SELECT pg_get_function_arguments(p.oid) || ' RETURNS ' || pg_get_function_result(p.oid)"
+            " FROM pg_proc AS p WHERE p.pronamespace = 'lonnymq'::regnamespace"
             f" AND p.proname = '{name}'", dbname=dbname)
         actual = {normalise_signature(r) for r in rows.splitlines()}
         documented = normalise_signature(f"{args} RETURNS {result}")
