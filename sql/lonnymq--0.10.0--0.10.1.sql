@@ -59,9 +59,7 @@ COMMENT ON COLUMN @extschema@.delivery.is_recovered IS
 
 CREATE OR REPLACE FUNCTION @extschema@._max_content_bytes()
 RETURNS integer
-LANGUAGE sql
-IMMUTABLE
-PARALLEL SAFE
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
     SELECT 16777216
 $$;
@@ -73,9 +71,7 @@ REVOKE ALL ON FUNCTION @extschema@._max_content_bytes() FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION @extschema@._max_duration_ms()
 RETURNS bigint
-LANGUAGE sql
-IMMUTABLE
-PARALLEL SAFE
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
     SELECT 31536000000::bigint
 $$;
@@ -87,8 +83,7 @@ REVOKE ALL ON FUNCTION @extschema@._max_duration_ms() FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION @extschema@._check_lock_ms(p_lock_ms bigint)
 RETURNS void
-LANGUAGE plpgsql
-IMMUTABLE
+LANGUAGE plpgsql IMMUTABLE
 AS $$
 BEGIN
     IF p_lock_ms IS NULL THEN
@@ -106,6 +101,22 @@ $$;
 COMMENT ON FUNCTION @extschema@._check_lock_ms(bigint) IS
 'Internal: raises 22004 for a NULL lock duration, 22023 outside 1 .. _max_duration_ms().';
 
+CREATE OR REPLACE FUNCTION @extschema@._channel_turn(p_next_at_before bigint, p_next_at bigint, p_turn bigint)
+RETURNS bigint
+LANGUAGE sql VOLATILE
+AS $$
+    SELECT CASE
+        WHEN p_next_at IS DISTINCT FROM p_next_at_before
+            THEN pg_catalog.nextval('@extschema@.channel_turn_seq')
+        ELSE p_turn
+    END
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_turn(bigint, bigint, bigint) IS
+'Internal: a channel''s turn after its next_at moved from p_next_at_before to p_next_at: a new one when it moved.';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_turn(bigint, bigint, bigint) FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION @extschema@.channel_set(
     p_channel text,
     p_max_concurrency integer DEFAULT NULL,
@@ -122,9 +133,7 @@ CREATE OR REPLACE FUNCTION @extschema@.channel_set(
     p_notify_payload text DEFAULT 'name'
 )
 RETURNS void
-LANGUAGE plpgsql
-VOLATILE
-SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -259,11 +268,7 @@ BEGIN
         notify_payload = CASE p_notify_payload WHEN 'id' THEN c.id::text WHEN 'none' THEN '' END,
         num_locked = v_locked,
         next_at = v_next,
-        turn = CASE
-            WHEN v_next IS DISTINCT FROM c.next_at
-                THEN pg_catalog.nextval('@extschema@.channel_turn_seq')
-            ELSE c.turn
-        END
+        turn = @extschema@._channel_turn(c.next_at, v_next, c.turn)
     WHERE c.id = v_channel.id;
 END;
 $$;
@@ -275,9 +280,7 @@ CREATE OR REPLACE FUNCTION @extschema@.message_create(
     p_key text DEFAULT NULL
 )
 RETURNS bigint
-LANGUAGE plpgsql
-VOLATILE
-SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -337,9 +340,7 @@ CREATE OR REPLACE FUNCTION @extschema@.message_create_batch(
     p_keys text[] DEFAULT NULL
 )
 RETURNS SETOF bigint
-LANGUAGE plpgsql
-VOLATILE
-SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -513,9 +514,7 @@ CREATE OR REPLACE FUNCTION @extschema@.message_complete_dequeue(
     p_channel text DEFAULT NULL
 )
 RETURNS SETOF @extschema@.delivery
-LANGUAGE plpgsql
-VOLATILE
-SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -651,11 +650,7 @@ BEGIN
                     SET
                         wait_at = NULL,
                         next_at = v_next,
-                        turn = CASE
-                            WHEN v_next IS DISTINCT FROM c.next_at
-                                THEN pg_catalog.nextval('@extschema@.channel_turn_seq')
-                            ELSE c.turn
-                        END
+                        turn = @extschema@._channel_turn(c.next_at, v_next, c.turn)
                     WHERE c.id = v_wake.id;
                     v_reread := v_reread OR v_wake.name = p_channel;
                 END IF;
@@ -858,9 +853,7 @@ CREATE OR REPLACE FUNCTION @extschema@.message_dequeue(
     p_channel text DEFAULT NULL
 )
 RETURNS SETOF @extschema@.delivery
-LANGUAGE plpgsql
-VOLATILE
-SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
@@ -881,9 +874,7 @@ CREATE OR REPLACE FUNCTION @extschema@.message_defer(
     p_state bytea DEFAULT NULL
 )
 RETURNS boolean
-LANGUAGE plpgsql
-VOLATILE
-SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -933,9 +924,7 @@ CREATE OR REPLACE FUNCTION @extschema@.schedule_set(
     p_start_at bigint DEFAULT NULL
 )
 RETURNS void
-LANGUAGE plpgsql
-VOLATILE
-SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -1183,25 +1172,25 @@ COMMENT ON TABLE @extschema@.dead_letter IS
 'Dead letters: messages that used up their channel''s max_attempts, kept by channel name (they outlive channel_drop) until dead_letter_redrive or dead_letter_delete.';
 
 COMMENT ON COLUMN @extschema@.dead_letter.id IS
-'The id the message had in the queue.';
+'The id the dead message had in the queue.';
 
 COMMENT ON COLUMN @extschema@.dead_letter.channel IS
-'The name of the message''s channel.';
+'The name of the dead message''s channel.';
 
 COMMENT ON COLUMN @extschema@.dead_letter.key IS
-'The message''s deduplication key; NULL: none.';
+'The dead message''s deduplication key; NULL: none.';
 
 COMMENT ON COLUMN @extschema@.dead_letter.content IS
-'The message''s payload.';
+'The dead message''s payload.';
 
 COMMENT ON COLUMN @extschema@.dead_letter.state IS
-'The state last saved by message_defer; NULL: none.';
+'The state message_defer last saved for the dead message; NULL: none.';
 
 COMMENT ON COLUMN @extschema@.dead_letter.num_attempts IS
 'Deliveries the message had; may exceed max_attempts, which counts failures only.';
 
 COMMENT ON COLUMN @extschema@.dead_letter.created_at IS
-'When the message was created, in epoch milliseconds.';
+'When the dead message was created, in epoch milliseconds.';
 
 COMMENT ON COLUMN @extschema@.dead_letter.dead_at IS
 'When the message became a dead letter, in epoch milliseconds.';
@@ -1216,25 +1205,25 @@ COMMENT ON TABLE @extschema@.message_history IS
 'Completed messages of channels with retain_history, copied by the completing transaction; kept by channel name (they outlive channel_drop) until history_prune.';
 
 COMMENT ON COLUMN @extschema@.message_history.id IS
-'The id the message had in the queue.';
+'The id the completed message had in the queue.';
 
 COMMENT ON COLUMN @extschema@.message_history.channel IS
-'The name of the message''s channel.';
+'The name of the completed message''s channel.';
 
 COMMENT ON COLUMN @extschema@.message_history.key IS
-'The message''s deduplication key; NULL: none.';
+'The completed message''s deduplication key; NULL: none.';
 
 COMMENT ON COLUMN @extschema@.message_history.content IS
-'The message''s payload.';
+'The completed message''s payload.';
 
 COMMENT ON COLUMN @extschema@.message_history.state IS
-'The state last saved by message_defer; NULL: none.';
+'The state message_defer last saved for the completed message; NULL: none.';
 
 COMMENT ON COLUMN @extschema@.message_history.num_attempts IS
 'Deliveries the message had.';
 
 COMMENT ON COLUMN @extschema@.message_history.created_at IS
-'When the message was created, in epoch milliseconds.';
+'When the completed message was created, in epoch milliseconds.';
 
 COMMENT ON COLUMN @extschema@.message_history.completed_at IS
 'When the message was completed, in epoch milliseconds.';

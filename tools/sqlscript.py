@@ -124,9 +124,14 @@ def _parameters(text: str, open_paren: int) -> str:
 
 
 def _canonical(text: str) -> str:
-    """A function definition as CREATE FUNCTION, trailing blanks removed."""
+    """A function definition as CREATE FUNCTION: its header (up to the body's
+    dollar quote) with white space folded, as the catalog does not keep it;
+    its body as written, trailing blanks removed."""
     text = re.sub(r"^CREATE OR REPLACE FUNCTION", "CREATE FUNCTION", text, flags=re.I)
-    return "\n".join(line.rstrip() for line in text.split("\n")).strip()
+    m = re.search(r"\bAS\s+(\$[A-Za-z_0-9]*\$)", text)
+    head, body = (text[:m.start(1)], text[m.start(1):]) if m else (text, "")
+    body = "\n".join(line.rstrip() for line in body.split("\n")).strip()
+    return " ".join(head.split()) + " " + body
 
 
 def _target(text: str) -> str:

@@ -8,10 +8,7 @@
 -- runs with the caller's search_path.
 CREATE FUNCTION @extschema@.to_epoch(p_at timestamptz)
 RETURNS bigint
-LANGUAGE sql
-IMMUTABLE
-STRICT
-PARALLEL SAFE
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 AS $$
     SELECT pg_catalog.floor(
         EXTRACT(

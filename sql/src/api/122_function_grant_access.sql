@@ -3,8 +3,7 @@
 -- that may grant on lonnymq's objects (their owner, a superuser) can use it.
 CREATE FUNCTION @extschema@.grant_access(p_role name, p_access text)
 RETURNS void
-LANGUAGE plpgsql
-VOLATILE
+LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN

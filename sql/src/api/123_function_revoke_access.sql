@@ -2,8 +2,7 @@
 -- another set it holds are granted again.
 CREATE FUNCTION @extschema@.revoke_access(p_role name, p_access text)
 RETURNS void
-LANGUAGE plpgsql
-VOLATILE
+LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE

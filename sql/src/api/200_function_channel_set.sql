@@ -29,9 +29,7 @@ CREATE FUNCTION @extschema@.channel_set(
     p_notify_payload text DEFAULT 'name'
 )
 RETURNS void
-LANGUAGE plpgsql
-VOLATILE
-SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -166,11 +164,7 @@ BEGIN
         notify_payload = CASE p_notify_payload WHEN 'id' THEN c.id::text WHEN 'none' THEN '' END,
         num_locked = v_locked,
         next_at = v_next,
-        turn = CASE
-            WHEN v_next IS DISTINCT FROM c.next_at
-                THEN pg_catalog.nextval('@extschema@.channel_turn_seq')
-            ELSE c.turn
-        END
+        turn = @extschema@._channel_turn(c.next_at, v_next, c.turn)
     WHERE c.id = v_channel.id;
 END;
 $$;

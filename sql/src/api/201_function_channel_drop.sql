@@ -9,9 +9,7 @@ CREATE FUNCTION @extschema@.channel_drop(
     p_purge boolean DEFAULT FALSE
 )
 RETURNS boolean
-LANGUAGE plpgsql
-VOLATILE
-SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE

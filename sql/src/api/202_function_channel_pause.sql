@@ -9,9 +9,7 @@
 -- Returns false when the channel was already paused.
 CREATE FUNCTION @extschema@.channel_pause(p_channel text)
 RETURNS boolean
-LANGUAGE plpgsql
-VOLATILE
-SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE

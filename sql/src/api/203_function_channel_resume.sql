@@ -4,9 +4,7 @@
 -- not exist or is not paused.  With notify on, a notification is sent.
 CREATE FUNCTION @extschema@.channel_resume(p_channel text)
 RETURNS boolean
-LANGUAGE plpgsql
-VOLATILE
-SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE

@@ -19,9 +19,7 @@ CREATE FUNCTION @extschema@.message_create(
     p_key text DEFAULT NULL
 )
 RETURNS bigint
-LANGUAGE plpgsql
-VOLATILE
-SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE

@@ -14,9 +14,7 @@ CREATE FUNCTION @extschema@.message_create_batch(
     p_keys text[] DEFAULT NULL
 )
 RETURNS SETOF bigint
-LANGUAGE plpgsql
-VOLATILE
-SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE

@@ -8,9 +8,7 @@
 -- and cancel then returns false.
 CREATE FUNCTION @extschema@.message_cancel(p_id bigint)
 RETURNS boolean
-LANGUAGE plpgsql
-VOLATILE
-SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE

@@ -45,9 +45,7 @@ CREATE FUNCTION @extschema@.message_complete_dequeue(
     p_channel text DEFAULT NULL
 )
 RETURNS SETOF @extschema@.delivery
-LANGUAGE plpgsql
-VOLATILE
-SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -183,11 +181,7 @@ BEGIN
                     SET
                         wait_at = NULL,
                         next_at = v_next,
-                        turn = CASE
-                            WHEN v_next IS DISTINCT FROM c.next_at
-                                THEN pg_catalog.nextval('@extschema@.channel_turn_seq')
-                            ELSE c.turn
-                        END
+                        turn = @extschema@._channel_turn(c.next_at, v_next, c.turn)
                     WHERE c.id = v_wake.id;
                     v_reread := v_reread OR v_wake.name = p_channel;
                 END IF;

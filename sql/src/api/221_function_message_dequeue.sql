@@ -6,9 +6,7 @@ CREATE FUNCTION @extschema@.message_dequeue(
     p_channel text DEFAULT NULL
 )
 RETURNS SETOF @extschema@.delivery
-LANGUAGE plpgsql
-VOLATILE
-SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN

@@ -11,9 +11,7 @@ CREATE FUNCTION @extschema@.message_complete(
     p_num_attempts integer
 )
 RETURNS boolean
-LANGUAGE plpgsql
-VOLATILE
-SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN

@@ -8,9 +8,7 @@ CREATE FUNCTION @extschema@.message_defer(
     p_state bytea DEFAULT NULL
 )
 RETURNS boolean
-LANGUAGE plpgsql
-VOLATILE
-SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE

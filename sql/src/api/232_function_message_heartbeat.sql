@@ -6,9 +6,7 @@ CREATE FUNCTION @extschema@.message_heartbeat(
     p_lock_ms bigint
 )
 RETURNS boolean
-LANGUAGE plpgsql
-VOLATILE
-SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN

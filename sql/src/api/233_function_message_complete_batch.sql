@@ -8,9 +8,7 @@ CREATE FUNCTION @extschema@.message_complete_batch(
     p_num_attempts integer[]
 )
 RETURNS integer
-LANGUAGE plpgsql
-VOLATILE
-SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN

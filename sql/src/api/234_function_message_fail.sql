@@ -14,9 +14,7 @@ CREATE FUNCTION @extschema@.message_fail(
     p_error text DEFAULT NULL
 )
 RETURNS text
-LANGUAGE plpgsql
-VOLATILE
-SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE

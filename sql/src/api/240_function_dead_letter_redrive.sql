@@ -13,9 +13,7 @@ CREATE FUNCTION @extschema@.dead_letter_redrive(
     p_ids bigint[] DEFAULT NULL
 )
 RETURNS integer
-LANGUAGE plpgsql
-VOLATILE
-SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE

@@ -3,9 +3,7 @@
 -- message_history_completed_ix from its oldest entry.
 CREATE FUNCTION @extschema@.history_prune(p_older_than_ms bigint)
 RETURNS bigint
-LANGUAGE plpgsql
-VOLATILE
-SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE

@@ -9,9 +9,7 @@ CREATE FUNCTION @extschema@.dead_letter_delete(
     p_all boolean DEFAULT FALSE
 )
 RETURNS integer
-LANGUAGE plpgsql
-VOLATILE
-SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE

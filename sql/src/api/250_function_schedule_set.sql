@@ -11,9 +11,7 @@ CREATE FUNCTION @extschema@.schedule_set(
     p_start_at bigint DEFAULT NULL
 )
 RETURNS void
-LANGUAGE plpgsql
-VOLATILE
-SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE

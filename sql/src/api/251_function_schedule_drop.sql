@@ -2,9 +2,7 @@
 -- false when there is no such schedule.
 CREATE FUNCTION @extschema@.schedule_drop(p_name text)
 RETURNS boolean
-LANGUAGE plpgsql
-VOLATILE
-SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN

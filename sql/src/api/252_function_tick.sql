@@ -7,9 +7,7 @@
 -- it created.  A busy schedule (locked by a worker) is left to that worker.
 CREATE FUNCTION @extschema@.tick()
 RETURNS integer
-LANGUAGE plpgsql
-VOLATILE
-SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE

@@ -3,9 +3,7 @@
 -- the functions that test against it, once per session.
 CREATE FUNCTION @extschema@._max_content_bytes()
 RETURNS integer
-LANGUAGE sql
-IMMUTABLE
-PARALLEL SAFE
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
     SELECT 16777216
 $$;

@@ -7,9 +7,7 @@
 -- those rows.)
 CREATE FUNCTION @extschema@._max_duration_ms()
 RETURNS bigint
-LANGUAGE sql
-IMMUTABLE
-PARALLEL SAFE
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
     SELECT 31536000000::bigint
 $$;

@@ -5,8 +5,7 @@
 -- so that the planner inlines it into the statement that uses it.
 CREATE FUNCTION @extschema@._caller_role()
 RETURNS pg_catalog.regrole
-LANGUAGE sql
-STABLE
+LANGUAGE sql STABLE
 AS $$
     SELECT pg_catalog.quote_ident(
         COALESCE(NULLIF(pg_catalog.current_setting('role'), 'none'), SESSION_USER)

@@ -4,8 +4,7 @@
 -- nor hands out locks that are already partly expired.
 CREATE FUNCTION @extschema@._clock_ms()
 RETURNS bigint
-LANGUAGE sql
-VOLATILE
+LANGUAGE sql VOLATILE
 AS $$
     SELECT @extschema@.to_epoch(pg_catalog.clock_timestamp())
 $$;

@@ -1,8 +1,7 @@
 -- Internal: validates a channel name argument.
 CREATE FUNCTION @extschema@._check_channel_name(p_channel text)
 RETURNS void
-LANGUAGE plpgsql
-IMMUTABLE
+LANGUAGE plpgsql IMMUTABLE
 AS $$
 BEGIN
     IF p_channel IS NULL THEN

@@ -1,8 +1,7 @@
 -- Internal: validates a lock duration argument.
 CREATE FUNCTION @extschema@._check_lock_ms(p_lock_ms bigint)
 RETURNS void
-LANGUAGE plpgsql
-IMMUTABLE
+LANGUAGE plpgsql IMMUTABLE
 AS $$
 BEGIN
     IF p_lock_ms IS NULL THEN

@@ -5,8 +5,7 @@
 -- test of the caller's has found something wrong.
 CREATE FUNCTION @extschema@._check_pairs(p_ids bigint[], p_num_attempts integer[])
 RETURNS void
-LANGUAGE plpgsql
-IMMUTABLE
+LANGUAGE plpgsql IMMUTABLE
 AS $$
 BEGIN
     IF p_ids IS NULL OR p_num_attempts IS NULL THEN

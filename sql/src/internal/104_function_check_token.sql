@@ -1,8 +1,7 @@
 -- Internal: validates the (id, fencing token) pair every worker call takes.
 CREATE FUNCTION @extschema@._check_token(p_id bigint, p_num_attempts integer)
 RETURNS void
-LANGUAGE plpgsql
-IMMUTABLE
+LANGUAGE plpgsql IMMUTABLE
 AS $$
 BEGIN
     IF p_id IS NULL THEN

@@ -17,8 +17,7 @@
 -- consumer ever waits for another one's sleep or floor raise.
 CREATE FUNCTION @extschema@._channel_guard_shared(p_channel text)
 RETURNS void
-LANGUAGE sql
-VOLATILE
+LANGUAGE sql VOLATILE
 AS $$
     SELECT pg_catalog.pg_advisory_xact_lock_shared(1819111681, pg_catalog.hashtext(p_channel))
 $$;
@@ -30,8 +29,7 @@ REVOKE ALL ON FUNCTION @extschema@._channel_guard_shared(text) FROM PUBLIC;
 
 CREATE FUNCTION @extschema@._channel_guard_try_shared(p_channel text)
 RETURNS boolean
-LANGUAGE sql
-VOLATILE
+LANGUAGE sql VOLATILE
 AS $$
     SELECT pg_catalog.pg_try_advisory_xact_lock_shared(1819111681, pg_catalog.hashtext(p_channel))
 $$;
@@ -43,8 +41,7 @@ REVOKE ALL ON FUNCTION @extschema@._channel_guard_try_shared(text) FROM PUBLIC;
 
 CREATE FUNCTION @extschema@._channel_guard_try_exclusive(p_channel text)
 RETURNS boolean
-LANGUAGE sql
-VOLATILE
+LANGUAGE sql VOLATILE
 AS $$
     SELECT pg_catalog.pg_try_advisory_xact_lock(1819111681, pg_catalog.hashtext(p_channel))
 $$;
@@ -56,8 +53,7 @@ REVOKE ALL ON FUNCTION @extschema@._channel_guard_try_exclusive(text) FROM PUBLI
 
 CREATE FUNCTION @extschema@._channel_guard_exclusive(p_channel text)
 RETURNS void
-LANGUAGE sql
-VOLATILE
+LANGUAGE sql VOLATILE
 AS $$
     SELECT
         pg_catalog.pg_advisory_xact_lock(1819111681, pg_catalog.hashtext(p_channel)),
@@ -71,8 +67,7 @@ REVOKE ALL ON FUNCTION @extschema@._channel_guard_exclusive(text) FROM PUBLIC;
 
 CREATE FUNCTION @extschema@._channel_guard_consumer(p_channel text)
 RETURNS void
-LANGUAGE sql
-VOLATILE
+LANGUAGE sql VOLATILE
 AS $$
     SELECT pg_catalog.pg_advisory_xact_lock_shared(1819111682, pg_catalog.hashtext(p_channel))
 $$;

@@ -10,8 +10,7 @@ CREATE FUNCTION @extschema@._attempt_log_append(
     p_error text
 )
 RETURNS jsonb
-LANGUAGE sql
-STABLE
+LANGUAGE sql STABLE
 AS $$
     SELECT COALESCE(p_log, '[]'::jsonb) || pg_catalog.jsonb_build_array(
         pg_catalog.jsonb_build_object('attempt', p_attempt, 'at', p_at, 'error', p_error)

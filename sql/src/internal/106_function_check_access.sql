@@ -1,8 +1,7 @@
 -- Internal: validates the arguments of grant_access and revoke_access.
 CREATE FUNCTION @extschema@._check_access(p_role name, p_access text)
 RETURNS void
-LANGUAGE plpgsql
-STABLE
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN

@@ -1,8 +1,7 @@
 -- Internal: validates a deduplication key (NULL means no key).
 CREATE FUNCTION @extschema@._check_key(p_key text)
 RETURNS void
-LANGUAGE plpgsql
-IMMUTABLE
+LANGUAGE plpgsql IMMUTABLE
 AS $$
 BEGIN
     IF pg_catalog.length(p_key) NOT BETWEEN 1 AND 1024 THEN

@@ -3,8 +3,7 @@
 -- (contents and states 16 MiB, errors 1 MiB).
 CREATE FUNCTION @extschema@._check_size(p_name text, p_bytes bigint, p_limit bigint)
 RETURNS void
-LANGUAGE plpgsql
-IMMUTABLE
+LANGUAGE plpgsql IMMUTABLE
 AS $$
 BEGIN
     IF p_bytes > p_limit THEN

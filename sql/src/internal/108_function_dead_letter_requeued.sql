@@ -7,8 +7,7 @@ CREATE FUNCTION @extschema@._dead_letter_requeued(
     p_now bigint
 )
 RETURNS void
-LANGUAGE plpgsql
-VOLATILE
+LANGUAGE plpgsql VOLATILE
 AS $$
 BEGIN
     IF p_channel.max_size IS NOT NULL THEN

@@ -4,8 +4,7 @@
 -- channel.  Raises 40001 when the channel keeps being dropped under it.
 CREATE FUNCTION @extschema@._channel_lock(p_channel text, p_now bigint)
 RETURNS @extschema@.channel
-LANGUAGE plpgsql
-VOLATILE
+LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
     v_channel @extschema@.channel%ROWTYPE;

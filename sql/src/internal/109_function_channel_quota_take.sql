@@ -9,8 +9,7 @@ CREATE FUNCTION @extschema@._channel_quota_take(
     p_want integer
 )
 RETURNS integer
-LANGUAGE plpgsql
-VOLATILE
+LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
     v_created bigint;

@@ -7,8 +7,7 @@
 -- it shows any such declaration made before.
 CREATE FUNCTION @extschema@._channel_for_producer(p_channel text, p_now bigint)
 RETURNS @extschema@.channel
-LANGUAGE plpgsql
-VOLATILE
+LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
     v_channel @extschema@.channel%ROWTYPE;

@@ -19,8 +19,7 @@ CREATE FUNCTION @extschema@._channel_of_message(
     p_returns boolean
 )
 RETURNS @extschema@.channel
-LANGUAGE plpgsql
-VOLATILE
+LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
     v_channel @extschema@.channel%ROWTYPE;

@@ -31,8 +31,7 @@ CREATE FUNCTION @extschema@._channel_arrival(
     p_now bigint
 )
 RETURNS void
-LANGUAGE plpgsql
-VOLATILE
+LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
     v_ready_at bigint := pg_catalog.int8larger(p_at, p_now);

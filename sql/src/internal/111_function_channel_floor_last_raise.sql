@@ -5,8 +5,7 @@
 -- deleted.
 CREATE FUNCTION @extschema@._channel_floor_last_raise(p_channel_id bigint)
 RETURNS bigint
-LANGUAGE plpgsql
-STABLE
+LANGUAGE plpgsql STABLE
 AS $$
 BEGIN
     RETURN (

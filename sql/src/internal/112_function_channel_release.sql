@@ -18,8 +18,7 @@ CREATE FUNCTION @extschema@._channel_release(
     p_now bigint
 )
 RETURNS void
-LANGUAGE plpgsql
-VOLATILE
+LANGUAGE plpgsql VOLATILE
 AS $$
 BEGIN
     UPDATE @extschema@.channel AS c

@@ -8,8 +8,7 @@
 -- measured); PL/pgSQL keeps the plan for the session.
 CREATE FUNCTION @extschema@._channel_scan_from(p_channel_id bigint)
 RETURNS bigint
-LANGUAGE plpgsql
-STABLE
+LANGUAGE plpgsql STABLE
 AS $$
 DECLARE
     v_floor_at bigint;

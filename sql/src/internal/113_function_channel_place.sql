@@ -30,8 +30,7 @@ CREATE FUNCTION @extschema@._channel_place(
     p_now bigint
 )
 RETURNS void
-LANGUAGE plpgsql
-VOLATILE
+LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
     v_channel @extschema@.channel := p_visit.channel;

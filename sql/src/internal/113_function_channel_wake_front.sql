@@ -13,8 +13,7 @@ CREATE FUNCTION @extschema@._channel_wake_front(
     p_channel text
 )
 RETURNS @extschema@.channel[]
-LANGUAGE sql
-STABLE
+LANGUAGE sql STABLE
 AS $$
     SELECT ARRAY(
         SELECT c

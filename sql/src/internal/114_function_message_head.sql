@@ -15,8 +15,7 @@ CREATE FUNCTION @extschema@._message_head(
     p_expired_only boolean
 )
 RETURNS TABLE (id bigint, dequeue_at bigint, is_locked boolean, num_failures integer)
-LANGUAGE plpgsql
-VOLATILE
+LANGUAGE plpgsql VOLATILE
 AS $$
 #variable_conflict use_column
 BEGIN

@@ -14,8 +14,7 @@ CREATE FUNCTION @extschema@._message_key_claim(
     p_now bigint
 )
 RETURNS bigint
-LANGUAGE plpgsql
-VOLATILE
+LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
     v_claim record;

@@ -22,8 +22,7 @@ CREATE FUNCTION @extschema@._message_complete_set(
     p_report boolean DEFAULT FALSE
 )
 RETURNS bigint[]
-LANGUAGE plpgsql
-VOLATILE
+LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
     v_now bigint;

@@ -10,8 +10,7 @@ CREATE FUNCTION @extschema@._message_key_release(
     p_now bigint
 )
 RETURNS void
-LANGUAGE plpgsql
-VOLATILE
+LANGUAGE plpgsql VOLATILE
 AS $$
 BEGIN
     IF p_window_ms > 0 THEN

@@ -11,8 +11,7 @@ CREATE FUNCTION @extschema@._message_bury(
     p_window_ms bigint
 )
 RETURNS void
-LANGUAGE plpgsql
-VOLATILE
+LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
     v_key text;

@@ -8,8 +8,7 @@ CREATE FUNCTION @extschema@._backoff_ms(
     p_attempt integer
 )
 RETURNS bigint
-LANGUAGE plpgsql
-VOLATILE
+LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
     v_delay double precision;

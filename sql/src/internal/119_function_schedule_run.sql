@@ -16,8 +16,7 @@
 -- full channel misses that period).
 CREATE FUNCTION @extschema@._schedule_run(p_now bigint, p_limit integer)
 RETURNS integer
-LANGUAGE plpgsql
-VOLATILE
+LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
     v_schedule record;

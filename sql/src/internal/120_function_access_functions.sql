@@ -8,8 +8,7 @@
 -- to_epoch is in every set.
 CREATE FUNCTION @extschema@._access_functions(p_access text)
 RETURNS SETOF regprocedure
-LANGUAGE sql
-IMMUTABLE
+LANGUAGE sql IMMUTABLE
 AS $$
     SELECT f.fn::regprocedure
     FROM (

@@ -6,8 +6,7 @@ CREATE FUNCTION @extschema@._access_apply(
     p_access text DEFAULT NULL
 )
 RETURNS void
-LANGUAGE plpgsql
-VOLATILE
+LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE

@@ -26,25 +26,25 @@ COMMENT ON TABLE @extschema@.dead_letter IS
 'Dead letters: messages that used up their channel''s max_attempts, kept by channel name (they outlive channel_drop) until dead_letter_redrive or dead_letter_delete.';
 
 COMMENT ON COLUMN @extschema@.dead_letter.id IS
-'The id the message had in the queue.';
+'The id the dead message had in the queue.';
 
 COMMENT ON COLUMN @extschema@.dead_letter.channel IS
-'The name of the message''s channel.';
+'The name of the dead message''s channel.';
 
 COMMENT ON COLUMN @extschema@.dead_letter.key IS
-'The message''s deduplication key; NULL: none.';
+'The dead message''s deduplication key; NULL: none.';
 
 COMMENT ON COLUMN @extschema@.dead_letter.content IS
-'The message''s payload.';
+'The dead message''s payload.';
 
 COMMENT ON COLUMN @extschema@.dead_letter.state IS
-'The state last saved by message_defer; NULL: none.';
+'The state message_defer last saved for the dead message; NULL: none.';
 
 COMMENT ON COLUMN @extschema@.dead_letter.num_attempts IS
 'Deliveries the message had; may exceed max_attempts, which counts failures only.';
 
 COMMENT ON COLUMN @extschema@.dead_letter.created_at IS
-'When the message was created, in epoch milliseconds.';
+'When the dead message was created, in epoch milliseconds.';
 
 COMMENT ON COLUMN @extschema@.dead_letter.dead_at IS
 'When the message became a dead letter, in epoch milliseconds.';

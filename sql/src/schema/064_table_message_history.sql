@@ -22,25 +22,25 @@ COMMENT ON TABLE @extschema@.message_history IS
 'Completed messages of channels with retain_history, copied by the completing transaction; kept by channel name (they outlive channel_drop) until history_prune.';
 
 COMMENT ON COLUMN @extschema@.message_history.id IS
-'The id the message had in the queue.';
+'The id the completed message had in the queue.';
 
 COMMENT ON COLUMN @extschema@.message_history.channel IS
-'The name of the message''s channel.';
+'The name of the completed message''s channel.';
 
 COMMENT ON COLUMN @extschema@.message_history.key IS
-'The message''s deduplication key; NULL: none.';
+'The completed message''s deduplication key; NULL: none.';
 
 COMMENT ON COLUMN @extschema@.message_history.content IS
-'The message''s payload.';
+'The completed message''s payload.';
 
 COMMENT ON COLUMN @extschema@.message_history.state IS
-'The state last saved by message_defer; NULL: none.';
+'The state message_defer last saved for the completed message; NULL: none.';
 
 COMMENT ON COLUMN @extschema@.message_history.num_attempts IS
 'Deliveries the message had.';
 
 COMMENT ON COLUMN @extschema@.message_history.created_at IS
-'When the message was created, in epoch milliseconds.';
+'When the completed message was created, in epoch milliseconds.';
 
 COMMENT ON COLUMN @extschema@.message_history.completed_at IS
 'When the message was completed, in epoch milliseconds.';
