@@ -132,33 +132,29 @@ def main(head_path: str, out_path: str, extension: str) -> int:
             if not path.is_file():
                 print(f"error: {head_path}: @include {inc.group(1)}: no such file", file=sys.stderr)
                 return 1
-            parts.append(f"\n-- ---- {inc.group(1)} ----\n")
             parts.append(path.read_text().rstrip("\n") + "\n")
         else:
             parts.append(line)
     functions = sorted((ROOT / "sql" / "src").glob("*/*_function_*.sql"), key=lambda p: p.name.encode())
-    parts.append("\n-- ---- every function, as a fresh install defines it ----\n")
     for path in functions:
         text = path.read_text()
         replaced, count = re.subn(r"^CREATE FUNCTION ", "CREATE OR REPLACE FUNCTION ", text, flags=re.M)
         if count == 0:
             print(f"error: {path}: no CREATE FUNCTION", file=sys.stderr)
             return 1
-        parts.append(f"\n-- ---- {path.relative_to(ROOT)} ----\n")
         parts.append(replaced.rstrip("\n") + "\n")
     # The comments on the data model, so that an edited comment reaches
     # upgraded installs (those that A already has are left out below).
-    parts.append("\n-- ---- the comments of sql/src/schema/ ----\n")
     for path in sorted((ROOT / "sql" / "src" / "schema").glob("*.sql"), key=lambda p: p.name.encode()):
         for statement in sqlscript.split(path.read_text()):
             if statement.head.upper().startswith("COMMENT ON "):
                 parts.append(statement.text + "\n")
     # CREATE OR REPLACE FUNCTION clears the settings set apart from the
-    # headers: set them again, as a fresh install does.
+    # headers: set them again, as a fresh install does.  (Comments between
+    # statements are dropped by minimal(): the sources hold them.)
     settings = ROOT / "sql" / "src" / "api" / "900_entry_point_settings.sql"
-    parts.append(f"\n-- ---- {settings.relative_to(ROOT)} ----\n")
     parts.append(settings.read_text().rstrip("\n") + "\n")
-    parts.append("\n-- Grants recorded by grant_access, applied to the new signatures and sets.\n")
+    # The grants recorded by grant_access, applied to new signatures and sets.
     parts.append("SELECT @extschema@._access_apply();\n")
     parts.append(INIT_PRIVS_FIX.format(extension=extension))
     state = replay_to(extension, old)

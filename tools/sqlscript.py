@@ -93,12 +93,9 @@ def _strip_comments(chunk: str) -> tuple[str, str]:
 
 
 def _append(out: list[Statement], chunk: str, meta: str | None = None) -> None:
-    if meta is not None:
-        comments, rest = _strip_comments(chunk)
-        out.append(Statement(meta.strip(), comments.strip("\n")))
-        return
+    """The statement that ends chunk (or the meta-command line that follows it)."""
     comments, rest = _strip_comments(chunk)
-    out.append(Statement(rest.strip(), comments.strip("\n")))
+    out.append(Statement((rest if meta is None else meta).strip(), comments.strip("\n")))
 
 
 _CREATE_FUNCTION = re.compile(r"^CREATE (OR REPLACE )?FUNCTION\s+([^\s(]+)\s*\(", re.I)

@@ -28,6 +28,17 @@ from lonnymq_dev.pgcluster import Cluster, ClusterError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 
+
+def control_default_version() -> str:
+    """default_version of lonnymq.control: the version make builds."""
+    text = (REPO_ROOT / "lonnymq.control").read_text()
+    m = re.search(r"^\s*default_version\s*=\s*'([^']+)'", text, re.M)
+    assert m, "no default_version in lonnymq.control"
+    return m.group(1)
+
+
+DEFAULT_VERSION = control_default_version()
+
 # Functions documented on another function's page.
 DOC_PAGES = {"channel_resume": "channel_pause", "schedule_drop": "schedule_set"}
 

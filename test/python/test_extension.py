@@ -2,14 +2,7 @@
 
 from __future__ import annotations
 
-import re
-
-from conftest import REPO_ROOT
-
-
-def _control_version() -> str:
-    text = (REPO_ROOT / "lonnymq.control").read_text()
-    return re.search(r"^\s*default_version\s*=\s*'([^']+)'", text, re.M).group(1)
+from conftest import DEFAULT_VERSION, REPO_ROOT
 
 
 def test_installed_version_matches_control(db):
@@ -17,7 +10,7 @@ def test_installed_version_matches_control(db):
         "SELECT e.extversion || ' ' || n.nspname FROM pg_extension AS e "
         "JOIN pg_namespace AS n ON n.oid = e.extnamespace WHERE e.extname = 'lonnymq'"
     )
-    assert row == f"{_control_version()} lonnymq"
+    assert row == f"{DEFAULT_VERSION} lonnymq"
 
 
 def test_drop_and_recreate(db):
@@ -32,7 +25,7 @@ def test_drop_and_recreate(db):
 
 def test_script_refuses_to_run_in_psql(cluster, db):
     """The install script starts with the \\echo ... \\quit guard."""
-    script = REPO_ROOT / "sql" / f"lonnymq--{_control_version()}.sql"
+    script = REPO_ROOT / "sql" / f"lonnymq--{DEFAULT_VERSION}.sql"
     before = db.psql("SELECT count(*) FROM pg_proc")
     out = cluster.psql(f"\\i '{script}'", dbname=db.name)
     assert out == 'Use "CREATE EXTENSION lonnymq" to load this file.'

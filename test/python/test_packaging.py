@@ -5,20 +5,12 @@ from __future__ import annotations
 import json
 import subprocess
 import zipfile
-from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-def _control_version() -> str:
-    for line in (REPO_ROOT / "lonnymq.control").read_text().splitlines():
-        if line.strip().startswith("default_version"):
-            return line.split("'")[1]
-    raise AssertionError("no default_version in lonnymq.control")
+from conftest import DEFAULT_VERSION, REPO_ROOT
 
 
 def test_make_dist_holds_every_script_and_no_benchmark_reports(tmp_path):
-    version = _control_version()
+    version = DEFAULT_VERSION
     zip_path = REPO_ROOT / f"lonnymq-{version}.zip"
     subprocess.run(["make", "--no-print-directory", "dist"], cwd=REPO_ROOT, check=True, capture_output=True)
     try:

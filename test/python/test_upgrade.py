@@ -37,21 +37,11 @@ import pytest
 from psycopg import errors
 
 import test_pgtap as pgtap_suite  # a module, not its test function: not collected again
-from conftest import REPO_ROOT, Database
+from conftest import DEFAULT_VERSION, Database
 from upgrade import schema, scenario
 from upgrade.scenario import HOUR
 
 FROM_VERSION = "0.1.0"  # the released version every upgrade test starts from
-
-
-def control_default_version() -> str:
-    text = (REPO_ROOT / "lonnymq.control").read_text()
-    m = re.search(r"^\s*default_version\s*=\s*'([^']+)'", text, re.M)
-    assert m, "no default_version in lonnymq.control"
-    return m.group(1)
-
-
-DEFAULT_VERSION = control_default_version()
 
 
 @dataclass

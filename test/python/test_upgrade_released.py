@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from test_upgrade import DEFAULT_VERSION
+from conftest import DEFAULT_VERSION
 from upgrade import schema, scenario
 
 HERE = Path(__file__).resolve().parent

@@ -69,12 +69,15 @@ def dump_schema(cluster, dbname: str) -> str:
         cluster.drop_database(tmp)
 
 
+def _kept_lines(dump: str) -> list[str]:
+    """The dump's lines but those that differ between dumps of one schema."""
+    return [line for line in dump.splitlines() if not any(p.search(line) for p in _DROP)]
+
+
 def normalise(dump: str) -> list[str]:
     out: list[str] = []
     table: list[str] | None = None
-    for line in dump.splitlines():
-        if any(p.search(line) for p in _DROP):
-            continue
+    for line in _kept_lines(dump):
         if table is not None:
             if line.startswith(")"):
                 out += sorted(table)
@@ -100,8 +103,7 @@ def fingerprint(dump: str, facts: dict[str, list[tuple]]) -> str:
     """sha256 of a dump_schema() output (only the lines that differ between
     dumps of the same schema dropped; columns kept in their order) and of
     extension_facts()."""
-    lines = [line for line in dump.splitlines() if not any(p.search(line) for p in _DROP)]
-    body = "\n".join(lines) + "\n" + json.dumps({k: [list(map(str, r)) for r in v] for k, v in facts.items()},
+    body = "\n".join(_kept_lines(dump)) + "\n" + json.dumps({k: [list(map(str, r)) for r in v] for k, v in facts.items()},
                                                 sort_keys=True)
     return hashlib.sha256(body.encode()).hexdigest()
 
