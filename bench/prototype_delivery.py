@@ -40,6 +40,7 @@ import tempfile
 from pathlib import Path
 
 from bench.clients import BASELINE_TABLE, FLOOR_DDL, FLOOR_SCHEMA
+from bench.pgbench_worker import pgbench
 from bench.run import ROOT, Target, log
 from bench.scenarios import BASELINE_DDL
 
@@ -100,21 +101,6 @@ def reset(conn, kind: str, channels: int, backlog: int) -> None:
                      "FROM generate_series(1, %s) AS g", (channels, backlog))
     conn.execute("VACUUM ANALYZE")
     conn.execute("CHECKPOINT")
-
-
-def pgbench(target: Target, script: Path, seconds: float) -> float:
-    c = target.cluster
-    out = subprocess.run(
-        ["pgbench", "-n", "-M", "prepared", "-c", str(CLIENTS), "-j", "2", "-T", str(int(seconds)),
-         "-D", "id=0", "-D", "num_attempts=0", "-f", str(script),
-         "-h", str(c.socket_dir), "-p", str(c.port), "-U", c.superuser, "lonnymq_bench"],
-        capture_output=True, text=True,
-    )
-    m = re.search(r"^tps = ([0-9.]+)", out.stdout, re.M)
-    failed = re.search(r"number of failed transactions: ([0-9]+)", out.stdout)
-    if out.returncode != 0 or not m or (failed and int(failed.group(1))):
-        raise SystemExit(f"pgbench failed ({script.name}):\n{out.stdout[-1500:]}\n{out.stderr[-1500:]}")
-    return float(m.group(1))
 
 
 def rate(args) -> list[str]:
