@@ -1,0 +1,12 @@
+-- Due wake-ups in time order.
+--
+-- The predicate is true of every row (the column is NOT NULL); it is there
+-- for the planner: the index can serve only a query that constrains its
+-- leading column, never a lookup by id alone.  Without it a generic plan
+-- made while the table looked empty (a drained, vacuumed queue: zero
+-- tuples estimated) could pick this index for "id = $1", on a par with the
+-- primary key, and then scan the whole index on every call once the queue
+-- has grown.
+CREATE INDEX channel_wake_due_ix
+ON @extschema@.channel_wake (wake_at, id)
+WHERE wake_at IS NOT NULL;
