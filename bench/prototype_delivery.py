@@ -40,7 +40,7 @@ import tempfile
 from pathlib import Path
 
 from bench.clients import BASELINE_TABLE, FLOOR_DDL, FLOOR_SCHEMA
-from bench.pgbench_worker import pgbench
+from bench.pgbench_worker import SCRIPTS, pgbench
 from bench.run import ROOT, Target, log
 from bench.scenarios import BASELINE_DDL
 
@@ -63,8 +63,14 @@ def prototype_sql(kind: str) -> str:
     return text.replace("__SCHEMA__", "proto_" + kind.lower())
 
 
-def worker_call(kind: str) -> tuple[str, str]:
-    """(create SQL with :c for the channel number, complete-and-take SQL with :id, :num_attempts)."""
+# The worker call's two arrays, as pgbench variables or as psycopg parameters.
+PGBENCH_ARGS = ("ARRAY[:id]::bigint[]", "ARRAY[:num_attempts]::integer[]")
+PSYCOPG_ARGS = ("%s::bigint[]", "%s::integer[]")
+
+
+def worker_call(kind: str, lock_ms: int = 60_000, args: tuple[str, str] = PGBENCH_ARGS,
+                columns: str = "id, num_attempts") -> tuple[str, str]:
+    """(create SQL with :c for the channel number, complete-and-take SQL with `args`)."""
     if kind == "lonnymq":
         create = "SELECT lonnymq.message_create('c' || :c, '\\x00')"
         take = "lonnymq.message_complete_dequeue"
@@ -74,8 +80,7 @@ def worker_call(kind: str) -> tuple[str, str]:
     else:
         create = f"SELECT proto_{kind.lower()}.create('c' || :c, '\\x00')"
         take = f"proto_{kind.lower()}.complete_dequeue"
-    return create, (f"SELECT id, num_attempts FROM {take}(ARRAY[:id]::bigint[], "
-                    "ARRAY[:num_attempts]::integer[], 60000)")
+    return create, f"SELECT {columns} FROM {take}({args[0]}, {args[1]}, {lock_ms})"
 
 
 def reset(conn, kind: str, channels: int, backlog: int) -> None:
@@ -116,10 +121,7 @@ def rate(args) -> list[str]:
                     n = SHAPES[shape]
                     script = Path(tmp) / f"{kind}-{shape}.sql"
                     if kind == "amo":
-                        script.write_text(
-                            f"INSERT INTO {BASELINE_TABLE} (created_us, payload) VALUES (0, '\\x00');\n"
-                            f"DELETE FROM {BASELINE_TABLE} WHERE id = (SELECT id FROM {BASELINE_TABLE} "
-                            "ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 1) RETURNING id;\n")
+                        script.write_text(SCRIPTS["amo"])
                     else:
                         create, take = worker_call(kind)
                         script.write_text(f"\\set c random(1, {n})\n{create};\n{take} \\gset\n")
@@ -149,9 +151,7 @@ def rate(args) -> list[str]:
 
 
 def call_buffers(conn, kind: str, messages_ids: list[int], tokens: list[int]) -> int:
-    _create, take = worker_call(kind)
-    sql = take.replace("60000)", "1000)").replace("SELECT id, num_attempts FROM", "SELECT * FROM").replace(
-        "ARRAY[:id]::bigint[]", "%s::bigint[]").replace("ARRAY[:num_attempts]::integer[]", "%s::integer[]")
+    _create, sql = worker_call(kind, lock_ms=1000, args=PSYCOPG_ARGS, columns="*")
     plan = conn.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql, (messages_ids, tokens)).fetchone()[0]
     top = plan[0]["Plan"]
     return top["Shared Hit Blocks"] + top["Shared Read Blocks"]
@@ -176,17 +176,15 @@ def held(args) -> list[str]:
                         continue
                     with target.connect() as conn:
                         reset(conn, kind, channels, backlog)
-                        create, take = worker_call(kind)
                         # Locks of 1 s: their expiries fall behind the clock during the
                         # run, so the due probe's range holds the completed ones.
-                        take = take.replace("60000)", "1000)")
+                        create, take = worker_call(kind, lock_ms=1000, args=PSYCOPG_ARGS)
 
                         def loop(n: int) -> None:
                             ids, toks = [], []
                             for i in range(n):
                                 conn.execute(create.replace(":c", str(i % channels + 1)))
-                                row = conn.execute(take.replace("ARRAY[:id]::bigint[]", "%s::bigint[]").replace(
-                                    "ARRAY[:num_attempts]::integer[]", "%s::integer[]"), (ids, toks)).fetchone()
+                                row = conn.execute(take, (ids, toks)).fetchone()
                                 ids, toks = ([row[0]], [row[1]]) if row and row[0] is not None else ([], [])
 
                         loop(2000)
