@@ -1,8 +1,12 @@
 -- Create a message.  Inside the caller's transaction: the message exists if
--- and only if that transaction commits.  For a channel without max_size this
--- writes one message row (and, only when the channel is waiting, one
--- wake-up row); it never writes the channel row, so producers neither block
--- each other nor consumers.
+-- and only if that transaction commits.  In a channel without limits it
+-- reads the channel's configuration (one probe, which finds no row for a
+-- channel without one) and its places, and writes one message row, ready
+-- at its channel's next place in the round order (_message_put): no channel
+-- row is written or locked, so producers neither block each other nor
+-- consumers.  A channel with max_concurrency, release_interval_ms or a
+-- pause admits it (_channel_admit: its producers wait for each other's
+-- admissions); one with max_size counts it (channel_quota).
 --
 -- p_key (optional) deduplicates: while a message with that key exists in the
 -- channel, or was completed or dead-lettered there less than the channel's
@@ -23,6 +27,7 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
+    v_bound bigint;
     v_now bigint;
     v_dequeue_at bigint;
     v_channel @extschema@.channel%ROWTYPE;
@@ -43,11 +48,13 @@ BEGIN
         PERFORM @extschema@._check_key(p_key);
     END IF;
 
+    PERFORM @extschema@._channel_guard_shared(p_channel);
+    v_bound := @extschema@._epoch_enter();
     v_now := @extschema@._clock_ms();
     -- The default is the transaction's start, so that messages created in one
     -- transaction share a dequeue_at and keep their order by id.
     v_dequeue_at := COALESCE(p_dequeue_at, @extschema@.to_epoch(pg_catalog.now()));
-    v_channel := @extschema@._channel_for_producer(p_channel, v_now);
+    v_channel := @extschema@._channel_config(@extschema@._channel_id(p_channel), p_channel);
     v_id := pg_catalog.nextval('@extschema@.message_id_seq');
     IF p_key IS NOT NULL THEN
         v_existing := @extschema@._message_key_claim(v_channel.id, p_key, v_id, v_now);
@@ -64,15 +71,15 @@ BEGIN
         RETURN NULL;
     END IF;
 
-    INSERT INTO @extschema@.message (id, channel_id, dequeue_at, created_at, content, key)
-    VALUES (v_id, v_channel.id, v_dequeue_at, v_now, p_content, p_key);
-
-    PERFORM @extschema@._channel_arrival(v_channel, v_dequeue_at, v_now);
+    PERFORM @extschema@._message_put(
+        v_channel, v_id, v_dequeue_at, v_now, p_content, NULL, p_key, NULL, v_bound, v_now,
+        CASE WHEN p_dequeue_at IS NULL THEN 1000 ELSE 0 END
+    );
     RETURN v_id;
 END;
 $$;
 
 COMMENT ON FUNCTION @extschema@.message_create(text, bytea, bigint, text) IS
-'Create a message in a channel (created with no limits if unknown). p_dequeue_at: epoch ms before which it is not delivered; past or negative values give priority within the channel. p_key: a deduplication key (the existing message''s id is returned while the key is held). Returns the id, or NULL when the channel is at max_size (nothing stored).';
+'Create a message in a channel (a channel needs no creation). p_dequeue_at: epoch ms before which it is not delivered; past or negative values give priority within the channel. p_key: a deduplication key (the existing message''s id is returned while the key is held). Returns the id, or NULL when the channel is at max_size (nothing stored).';
 
 REVOKE ALL ON FUNCTION @extschema@.message_create(text, bytea, bigint, text) FROM PUBLIC;

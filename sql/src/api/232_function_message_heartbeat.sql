@@ -12,8 +12,14 @@ AS $$
 BEGIN
     PERFORM @extschema@._check_token(p_id, p_num_attempts);
     PERFORM @extschema@._check_lock_ms(p_lock_ms);
+    -- A writer of message_due_ix: the epoch first, then the clock.  A lock
+    -- that had expired and was promoted (ready again) is taken back out of
+    -- the round order: its holder keeps it.
+    PERFORM @extschema@._epoch_enter();
     UPDATE @extschema@.message AS m
-    SET dequeue_at = GREATEST(m.dequeue_at, @extschema@._clock_ms() + p_lock_ms)
+    SET
+        dequeue_at = GREATEST(m.dequeue_at, @extschema@._clock_ms() + p_lock_ms),
+        position = NULL
     WHERE
         m.id = p_id
         AND m.num_attempts = p_num_attempts

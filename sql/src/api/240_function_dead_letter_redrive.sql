@@ -23,12 +23,13 @@ DECLARE
     v_id bigint;
     v_key text;
     v_count integer := 0;
-    v_in_channel integer := 0;
+    v_bound bigint;
     v_cursor refcursor;
 BEGIN
     IF p_channel IS NOT NULL THEN
         PERFORM @extschema@._check_channel_name(p_channel);
     END IF;
+    v_bound := @extschema@._epoch_enter();
     v_now := @extschema@._clock_ms();
     -- One query per way of choosing, each walking its own index in order:
     -- the ids (primary key), one channel or all (dead_letter_channel_ix).
@@ -57,11 +58,8 @@ BEGIN
         FETCH v_cursor INTO v_dead;
         EXIT WHEN NOT FOUND;
         IF v_channel.name IS DISTINCT FROM v_dead.channel THEN
-            IF v_in_channel > 0 THEN
-                PERFORM @extschema@._dead_letter_requeued(v_channel, v_in_channel, v_now);
-            END IF;
-            v_channel := @extschema@._channel_for_producer(v_dead.channel, v_now);
-            v_in_channel := 0;
+            PERFORM @extschema@._channel_guard_shared(v_dead.channel);
+            v_channel := @extschema@._channel_config(@extschema@._channel_id(v_dead.channel), v_dead.channel);
         END IF;
         v_id := pg_catalog.nextval('@extschema@.message_id_seq');
         v_key := v_dead.key;
@@ -81,21 +79,19 @@ BEGIN
                 END IF;
             END IF;
         END IF;
-        INSERT INTO @extschema@.message (
-            id, channel_id, dequeue_at, created_at, content, state, key, attempt_log
-        )
-        VALUES (
-            v_id, v_channel.id, v_now, v_dead.created_at, v_dead.content, v_dead.state, v_key,
-            v_dead.attempt_log
+        -- Counted towards max_size, which it may exceed: a redrive never
+        -- drops a message.
+        UPDATE @extschema@.channel_quota AS q
+        SET num_created = q.num_created + 1
+        WHERE q.channel_id = v_channel.id;
+        PERFORM @extschema@._message_put(
+            v_channel, v_id, v_now, v_dead.created_at, v_dead.content, v_dead.state, v_key,
+            v_dead.attempt_log, v_bound, v_now, 0
         );
         DELETE FROM @extschema@.dead_letter AS d WHERE d.id = v_dead.id;
         v_count := v_count + 1;
-        v_in_channel := v_in_channel + 1;
     END LOOP;
     CLOSE v_cursor;
-    IF v_in_channel > 0 THEN
-        PERFORM @extschema@._dead_letter_requeued(v_channel, v_in_channel, v_now);
-    END IF;
     RETURN v_count;
 END;
 $$;

@@ -8,13 +8,19 @@
 -- can log it; its result has no room for it, and a transaction-local
 -- setting would be lost under autocommit).
 --
--- Set-based, three statements for a batch of unconstrained channels: the
--- batch's channels (one primary-key probe per message), one DELETE (one
--- per pair: the pairs drive the join), and the counters (_channel_release,
--- which locks and writes only limited channels).  The limited channels'
--- rows are locked first, in id order (channel rows before message rows, as
--- everywhere); channels that retain history get their copies in
--- message_history; keyed messages release their keys.
+-- Set-based.  For messages of channels without configuration, two
+-- statements: the configured channels among the batch's (one primary-key
+-- probe per message and one of channel_pkey, which finds nothing), and one
+-- DELETE (one probe per pair: the pairs drive the join).  Message rows
+-- before channel rows, as a take (which locks its messages, then a release
+-- interval's channel row): channels that retain history get their copies
+-- in message_history; keyed messages release their keys; admitted messages
+-- free their places (_channel_admit, which locks the channel row); max_size
+-- channels count the removals (_channel_removed).
+-- Calls: _check_pairs, _message_key_release, _channel_removed,
+--   _channel_admit.
+-- Tables: channel (lock), message (delete), message_history (insert),
+--   message_key (update, delete).
 CREATE FUNCTION @extschema@._message_complete_set(
     p_ids bigint[],
     p_num_attempts integer[],
@@ -26,12 +32,16 @@ LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
     v_now bigint;
-    v_limited bigint[];
     v_history bigint[];
+    v_sized bigint[];
     v_gone_ids bigint[];
-    v_channels bigint[];
+    v_key_channels bigint[];
+    v_key_names text[];
     v_keys text[];
-    v_window bigint;
+    v_key_ids bigint[];
+    v_admitted bigint[];
+    v_removed bigint[];
+    v_channel_id bigint;
 BEGIN
     -- One expression for valid input; _check_pairs says what is wrong.
     IF p_ids IS NULL OR p_num_attempts IS NULL
@@ -48,18 +58,11 @@ BEGIN
     v_now := @extschema@._clock_ms();
 
     SELECT
-        pg_catalog.array_agg(c.id) FILTER (WHERE c.max_concurrency IS NOT NULL OR c.max_size IS NOT NULL),
-        pg_catalog.array_agg(c.id) FILTER (WHERE c.retain_history)
-    INTO v_limited, v_history
+        pg_catalog.array_agg(c.id) FILTER (WHERE c.retain_history),
+        pg_catalog.array_agg(c.id) FILTER (WHERE c.max_size IS NOT NULL)
+    INTO v_history, v_sized
     FROM @extschema@.channel AS c
     WHERE c.id = ANY(ARRAY(SELECT m.channel_id FROM @extschema@.message AS m WHERE m.id = ANY(p_ids)));
-    IF v_limited IS NOT NULL THEN
-        PERFORM 1
-        FROM @extschema@.channel AS c
-        WHERE c.id = ANY(v_limited)
-        ORDER BY c.id
-        FOR NO KEY UPDATE OF c;
-    END IF;
 
     -- Channels that retain history get their copies first, from the rows
     -- locked here and deleted below (nothing can change them in between).
@@ -67,51 +70,60 @@ BEGIN
         INSERT INTO @extschema@.message_history (
             id, channel, key, content, state, num_attempts, created_at, completed_at
         )
-        SELECT m.id, c.name, m.key, m.content, m.state, m.num_attempts, m.created_at, v_now
-        FROM
-            ROWS FROM (pg_catalog.unnest(p_ids), pg_catalog.unnest(p_num_attempts)) AS t (id, num_attempts)
-        INNER JOIN @extschema@.message AS m ON m.id = t.id
-        INNER JOIN @extschema@.channel AS c ON c.id = m.channel_id
+        SELECT m.id, m.channel, m.key, m.content, m.state, m.num_attempts, m.created_at, v_now
+        FROM @extschema@.message AS m
         WHERE
-            m.num_attempts = t.num_attempts
+            m.id = ANY(p_ids)
+            AND m.num_attempts = p_num_attempts[pg_catalog.array_position(p_ids, m.id)]
             AND m.is_locked
             AND COALESCE(m.locked_by = p_caller, TRUE)
             AND m.channel_id = ANY(v_history)
         FOR UPDATE OF m;
     END IF;
 
-    -- One primary-key probe per (id, token) pair, the pairs driving the
-    -- join.  (Not "m.id = ANY(p_ids)" besides: the planner then scanned the
-    -- messages first and rescanned every pair for each of them, n x n
-    -- comparisons.)
+    -- By primary key only ("= ANY": an index condition by shape, no join
+    -- whose plan could walk message_pkey), each message checked against its
+    -- own pair's token (array_position: the first pair of its id; a
+    -- repeated id's later pairs are reported as not completed).
     WITH gone AS (
         DELETE FROM @extschema@.message AS m
-        USING ROWS FROM (
-            pg_catalog.unnest(p_ids), pg_catalog.unnest(p_num_attempts)
-        ) AS t (id, num_attempts)
         WHERE
-            m.id = t.id
-            AND m.num_attempts = t.num_attempts
+            m.id = ANY(p_ids)
+            AND m.num_attempts = p_num_attempts[pg_catalog.array_position(p_ids, m.id)]
             AND m.is_locked
             AND COALESCE(m.locked_by = p_caller, TRUE)
-        RETURNING m.id, m.channel_id, m.key
+        RETURNING m.id, m.channel_id, m.channel, m.key, m.is_admitted
     )
 
-    SELECT pg_catalog.array_agg(g.id), pg_catalog.array_agg(g.channel_id), pg_catalog.array_agg(g.key)
-    INTO v_gone_ids, v_channels, v_keys
+    SELECT
+        pg_catalog.array_agg(g.id),
+        pg_catalog.array_agg(g.channel_id) FILTER (WHERE g.key IS NOT NULL),
+        pg_catalog.array_agg(g.channel) FILTER (WHERE g.key IS NOT NULL),
+        pg_catalog.array_agg(g.key) FILTER (WHERE g.key IS NOT NULL),
+        pg_catalog.array_agg(g.id) FILTER (WHERE g.key IS NOT NULL),
+        pg_catalog.array_agg(g.channel_id) FILTER (WHERE g.is_admitted),
+        pg_catalog.array_agg(g.channel_id) FILTER (WHERE g.channel_id = ANY(v_sized))
+    INTO v_gone_ids, v_key_channels, v_key_names, v_keys, v_key_ids, v_admitted, v_removed
     FROM gone AS g;
 
     -- Keys: each keyed message's claim lasts its channel's dedup window.
     FOR i IN 1..COALESCE(pg_catalog.cardinality(v_keys), 0) LOOP
-        CONTINUE WHEN v_keys[i] IS NULL;
-        SELECT c.dedup_window_ms INTO v_window
-        FROM @extschema@.channel AS c
-        WHERE c.id = v_channels[i];
-        PERFORM @extschema@._message_key_release(v_channels[i], v_keys[i], v_gone_ids[i], v_window, v_now);
+        PERFORM @extschema@._message_key_release(
+            v_key_channels[i], v_keys[i], v_key_ids[i],
+            (@extschema@._channel_config(v_key_channels[i], v_key_names[i])).dedup_window_ms, v_now
+        );
     END LOOP;
-
-    IF v_gone_ids IS NOT NULL THEN
-        PERFORM @extschema@._channel_release(v_channels, TRUE, v_now);
+    IF v_removed IS NOT NULL THEN
+        PERFORM @extschema@._channel_removed(v_removed);
+    END IF;
+    -- Admitted messages free their places: the next held ones are admitted.
+    IF v_admitted IS NOT NULL THEN
+        FOR v_channel_id IN SELECT DISTINCT a.id FROM pg_catalog.unnest(v_admitted) AS a (id) ORDER BY a.id LOOP
+            PERFORM @extschema@._channel_admit(
+                v_channel_id, pg_catalog.cardinality(pg_catalog.array_positions(v_admitted, v_channel_id)), 0, FALSE,
+                v_now
+            );
+        END LOOP;
     END IF;
     -- Looked for only when fewer were completed than asked (n x k
     -- comparisons then), not on every batch.

@@ -1,7 +1,7 @@
 -- Internal: move a message, locked by the caller, to the dead letters with
--- p_error as the last entry of its attempt log, and release its key for the
--- channel's dedup window.  The channel's counters are the caller's job
--- (_channel_release, or message_dequeue's own accounting).
+-- p_error as the last entry of its attempt log, count it out of a max_size
+-- channel (_channel_removed), and release its key for the channel's dedup
+-- window.  Admission is the caller's job (_channel_admit).
 CREATE FUNCTION @extschema@._message_bury(
     p_id bigint,
     p_channel_id bigint,
@@ -42,6 +42,7 @@ BEGIN
     IF v_key IS NOT NULL THEN
         PERFORM @extschema@._message_key_release(p_channel_id, v_key, p_id, p_window_ms, p_now);
     END IF;
+    PERFORM @extschema@._channel_removed(ARRAY[p_channel_id]);
 END;
 $$;
 

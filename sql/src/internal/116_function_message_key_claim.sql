@@ -19,16 +19,17 @@ AS $$
 DECLARE
     v_claim record;
 BEGIN
+    -- By ctid (a TID scan): a join on the key let a plan made while the
+    -- table looked small walk message_key_pkey without an index condition.
     DELETE FROM @extschema@.message_key AS k
-    USING (
-        SELECT e.channel_id, e.key
+    WHERE k.ctid = ANY(ARRAY(
+        SELECT e.ctid
         FROM @extschema@.message_key AS e
         WHERE e.expires_at <= p_now
         ORDER BY e.expires_at
         LIMIT 2
         FOR UPDATE SKIP LOCKED
-    ) AS x
-    WHERE k.channel_id = x.channel_id AND k.key = x.key;
+    ));
     FOR v_try IN 1..3 LOOP
         INSERT INTO @extschema@.message_key (channel_id, key, message_id)
         VALUES (p_channel_id, p_key, p_message_id)

@@ -1,0 +1,76 @@
+-- Internal: promote up to p_limit messages of message_due_ix whose time has
+-- come (from the due mark, oldest first, SKIP LOCKED), for a dequeue; the
+-- one path of schedules, retries, defers and lock recovery:
+--   * an expired lock that is its message's max_attempts-th failure: a dead
+--     letter ("lock expired");
+--   * a message of a paused channel, or of a channel with limits that is
+--     not admitted (or an expired lock of a channel with a release
+--     interval, which must wait its turn again): held, and its channel's
+--     admission runs;
+--   * any other: ready, at its channel's next place (_message_place).  An
+--     expired lock stays locked while ready: its holder may still complete
+--     it until it is delivered again (is_recovered then).
+-- The caller has entered the epoch (p_bound).
+-- Parameters: p_now; p_due_mark; p_bound; p_limit.
+-- Returns: how many messages were promoted (dead letters included).
+-- Calls: _channel_config, _message_place, _message_bury, _channel_admit.
+-- Tables: message (update, delete), dead_letter (insert: _message_bury).
+CREATE FUNCTION @extschema@._message_promote(
+    p_now bigint,
+    p_due_mark bigint,
+    p_bound bigint,
+    p_limit integer
+)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_due record;
+    v_channel @extschema@.channel%ROWTYPE;
+    v_place record;
+    v_count integer := 0;
+BEGIN
+    FOR v_due IN
+        SELECT m.id, m.channel_id, m.channel, m.dequeue_at, m.is_locked, m.is_admitted, m.num_failures
+        FROM @extschema@.message AS m
+        WHERE
+            GREATEST(m.dequeue_at, m.created_at) >= p_due_mark AND GREATEST(m.dequeue_at, m.created_at) <= p_now
+            AND m.position IS NULL AND NOT m.is_held
+        ORDER BY GREATEST(m.dequeue_at, m.created_at), m.id
+        LIMIT p_limit
+        FOR UPDATE SKIP LOCKED
+    LOOP
+        -- A channel whose configuration is changing right now is left for
+        -- the next call (its change waits for no consumer).
+        CONTINUE WHEN NOT @extschema@._channel_guard_try_shared(v_due.channel);
+        v_count := v_count + 1;
+        v_channel := @extschema@._channel_config(v_due.channel_id, v_due.channel);
+        IF v_due.is_locked AND v_due.num_failures + 1 >= v_channel.max_attempts THEN
+            PERFORM @extschema@._message_bury(
+                v_due.id, v_due.channel_id, v_due.channel, 'lock expired', p_now, v_channel.dedup_window_ms
+            );
+            IF v_due.is_admitted THEN
+                PERFORM @extschema@._channel_admit(v_due.channel_id, 1, 0, FALSE, p_now);
+            END IF;
+        ELSIF v_channel.is_paused
+            OR (v_channel.max_concurrency IS NOT NULL OR v_channel.release_interval_ms > 0)
+            AND NOT (v_due.is_admitted AND NOT (v_due.is_locked AND v_channel.release_interval_ms > 0)) THEN
+            UPDATE @extschema@.message AS m
+            SET is_held = TRUE, is_admitted = FALSE
+            WHERE m.id = v_due.id;
+            PERFORM @extschema@._channel_admit(v_due.channel_id, CASE WHEN v_due.is_admitted THEN 1 ELSE 0 END, 0, FALSE, p_now);
+        ELSE
+            v_place := @extschema@._message_place(v_due.channel_id, p_bound, v_due.dequeue_at, 0);
+            UPDATE @extschema@.message AS m
+            SET position = v_place.place, is_early = v_place.is_early
+            WHERE m.id = v_due.id;
+        END IF;
+    END LOOP;
+    RETURN v_count;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._message_promote(bigint, bigint, bigint, integer) IS
+'Internal: make up to p_limit due messages (scheduled, retried, deferred, expired locks) ready, held for admission, or dead letters.';
+
+REVOKE ALL ON FUNCTION @extschema@._message_promote(bigint, bigint, bigint, integer) FROM PUBLIC;
