@@ -297,6 +297,17 @@ LEFT JOIN LATERAL (
 COMMENT ON VIEW @extschema@.channel_stats IS
 'Per channel, configured or holding messages: ready, scheduled, locked and dead messages, the age of the next ready message, the pause state and the configuration. Reads every message.';
 
+CREATE TYPE @extschema@._turn AS (
+    id bigint,
+    channel_id bigint,
+    dequeue_at bigint,
+    is_locked boolean,
+    position bigint
+);
+
+COMMENT ON TYPE @extschema@._turn IS
+'Internal: a turn of the round order held by a dequeue, and the message it delivers.';
+
 WITH clock AS (
     SELECT @extschema@.to_epoch(pg_catalog.clock_timestamp()) AS now
 ),
@@ -369,6 +380,35 @@ BEGIN
     LOOP
         EXECUTE pg_catalog.format('ALTER FUNCTION %s RESET plan_cache_mode', v_function.signature);
     END LOOP;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._check_pairs(p_ids bigint[], p_num_attempts integer[])
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+AS $$
+BEGIN
+    IF p_ids IS NULL OR p_num_attempts IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_ids and p_num_attempts must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    IF pg_catalog.cardinality(p_ids) <> pg_catalog.cardinality(p_num_attempts) THEN
+        RAISE EXCEPTION 'lonnymq: p_ids has % elements but p_num_attempts has %',
+            pg_catalog.cardinality(p_ids), pg_catalog.cardinality(p_num_attempts)
+            USING ERRCODE = '22023';
+    END IF;
+    IF pg_catalog.array_ndims(p_ids) > 1 OR pg_catalog.array_ndims(p_num_attempts) > 1 THEN
+        RAISE EXCEPTION 'lonnymq: p_ids and p_num_attempts must be one-dimensional arrays'
+            USING ERRCODE = '22023';
+    END IF;
+    IF pg_catalog.cardinality(p_ids) > 10000 THEN
+        RAISE EXCEPTION 'lonnymq: a batch holds at most 10000 messages, got %', pg_catalog.cardinality(p_ids)
+            USING ERRCODE = '22023';
+    END IF;
+    IF pg_catalog.array_position(p_ids, NULL) IS NOT NULL OR pg_catalog.array_position(p_num_attempts, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_ids and p_num_attempts must not contain NULL'
+            USING ERRCODE = '22004';
+    END IF;
 END;
 $$;
 
@@ -519,21 +559,55 @@ COMMENT ON FUNCTION @extschema@._message_channel(bigint) IS
 
 REVOKE ALL ON FUNCTION @extschema@._message_channel(bigint) FROM PUBLIC;
 
-CREATE OR REPLACE FUNCTION @extschema@._message_place(
+CREATE OR REPLACE FUNCTION @extschema@._message_early_behind(
     p_channel_id bigint,
     p_bound bigint,
     p_dequeue_at bigint,
     p_margin bigint,
-    OUT place bigint,
-    OUT is_early boolean,
-    OUT last_dequeue_at bigint,
-    OUT last_is_early boolean
+    p_last_at bigint
 )
-LANGUAGE plpgsql STABLE
+RETURNS boolean
+LANGUAGE sql STABLE
 AS $$
-BEGIN
-    SELECT GREATEST(p_bound, f.position, l.position + 1048576), l.dequeue_at, l.is_early
-    INTO place, last_dequeue_at, last_is_early
+    SELECT
+        p_dequeue_at < p_last_at
+        OR COALESCE(p_dequeue_at < (
+            SELECT x.dequeue_at FROM @extschema@.message AS x
+            WHERE x.channel_id = p_channel_id AND x.is_early AND x.position IS NOT NULL
+            ORDER BY x.dequeue_at DESC, x.id DESC
+            LIMIT 1
+        ), FALSE)
+        OR COALESCE(p_dequeue_at < (
+            SELECT r.dequeue_at - p_margin FROM @extschema@.message AS r
+            WHERE r.channel_id = p_channel_id AND r.position >= p_bound AND NOT r.is_early
+            ORDER BY r.position DESC NULLS LAST
+            LIMIT 1
+        ), FALSE)
+$$;
+
+COMMENT ON FUNCTION @extschema@._message_early_behind(bigint, bigint, bigint, bigint, bigint) IS
+'Internal: whether a message placed behind an early message of its channel is early too.';
+
+REVOKE ALL ON FUNCTION @extschema@._message_early_behind(bigint, bigint, bigint, bigint, bigint) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._message_place(
+    p_channel_id bigint,
+    p_bound bigint,
+    p_dequeue_at bigint,
+    p_margin bigint
+)
+RETURNS TABLE (place bigint, is_early boolean, last_dequeue_at bigint, last_is_early boolean)
+LANGUAGE sql STABLE
+AS $$
+    SELECT
+        s.low + ((p_channel_id - s.low) & 1048575),
+        CASE
+            WHEN l.is_early
+                THEN @extschema@._message_early_behind(p_channel_id, p_bound, p_dequeue_at, p_margin, l.dequeue_at)
+            ELSE COALESCE(p_dequeue_at < l.dequeue_at - p_margin, FALSE)
+        END,
+        l.dequeue_at,
+        l.is_early
     FROM (SELECT) AS one
     LEFT JOIN LATERAL (
         SELECT r.position
@@ -548,38 +622,16 @@ BEGIN
         WHERE r.channel_id = p_channel_id AND r.position >= p_bound
         ORDER BY r.position DESC NULLS LAST
         LIMIT 1
-    ) AS l ON TRUE;
-    place := place + ((p_channel_id - place) & 1048575);
-    is_early := COALESCE(p_dequeue_at < last_dequeue_at - CASE WHEN last_is_early THEN 0 ELSE p_margin END, FALSE);
-    IF last_is_early AND NOT is_early THEN
-        -- Behind early messages (a burst of priority): what the message must
-        -- not pass is the latest of them, or the channel's last message
-        -- that is not early (stepping back over the burst).
-        SELECT COALESCE(p_dequeue_at < (
-            SELECT pg_catalog.max(r.dequeue_at)
-            FROM (
-                SELECT x.dequeue_at FROM @extschema@.message AS x
-                WHERE x.channel_id = p_channel_id AND x.is_early AND x.position IS NOT NULL
-                ORDER BY x.dequeue_at DESC, x.id DESC
-                LIMIT 1
-            ) AS r
-        ), FALSE) OR COALESCE(p_dequeue_at < (
-            SELECT r.dequeue_at - p_margin FROM @extschema@.message AS r
-            WHERE r.channel_id = p_channel_id AND r.position >= p_bound AND NOT r.is_early
-            ORDER BY r.position DESC NULLS LAST
-            LIMIT 1
-        ), FALSE)
-        INTO is_early;
-    END IF;
-END;
+    ) AS l ON TRUE
+    CROSS JOIN LATERAL (SELECT GREATEST(p_bound, f.position, l.position + 1048576) AS low) AS s
 $$;
 
 COMMENT ON FUNCTION @extschema@._message_place(bigint, bigint, bigint, bigint) IS
-'Internal: the turn in the round order of a message that becomes ready now, and whether it is early (sorts more than a second before its channel''s last ready message).';
+'Internal: the turn in the round order of a message that becomes ready now, and whether it is early (sorts more than its margin before its channel''s last ready message).';
 
 REVOKE ALL ON FUNCTION @extschema@._message_place(bigint, bigint, bigint, bigint) FROM PUBLIC;
 
-CREATE OR REPLACE FUNCTION @extschema@._marks_raise(p_now bigint, p_taken bigint)
+CREATE OR REPLACE FUNCTION @extschema@._marks_raise(p_now bigint, p_taken bigint, p_taken_last bigint)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE
 AS $$
@@ -625,65 +677,16 @@ BEGIN
     -- consumed position again (the marks could then never pass it).
     PERFORM pg_catalog.setval(
         '@extschema@.position_bound_seq',
-        GREATEST(COALESCE(v_front, p_taken + 1), v_epoch >> 1) * 2 + 1 - (v_epoch & 1)
+        GREATEST(COALESCE(v_front, p_taken_last + 1), v_epoch >> 1) * 2 + 1 - (v_epoch & 1)
     );
     RETURN TRUE;
 END;
 $$;
 
-COMMENT ON FUNCTION @extschema@._marks_raise(bigint, bigint) IS
+COMMENT ON FUNCTION @extschema@._marks_raise(bigint, bigint, bigint) IS
 'Internal: raise the position and due marks and start a new epoch, when no writer of the previous epoch is in flight; never waits.';
 
-REVOKE ALL ON FUNCTION @extschema@._marks_raise(bigint, bigint) FROM PUBLIC;
-
-CREATE OR REPLACE FUNCTION @extschema@._message_put(
-    p_channel @extschema@.channel,
-    p_id bigint,
-    p_dequeue_at bigint,
-    p_created_at bigint,
-    p_content bytea,
-    p_state bytea,
-    p_key text,
-    p_attempt_log jsonb,
-    p_bound bigint,
-    p_now bigint,
-    p_margin bigint
-)
-RETURNS void
-LANGUAGE plpgsql VOLATILE
-AS $$
-DECLARE
-    v_position bigint;
-    v_is_early boolean := FALSE;
-    v_limited boolean := p_channel.max_concurrency IS NOT NULL OR p_channel.release_interval_ms > 0
-        OR p_channel.is_paused;
-BEGIN
-    IF p_dequeue_at <= p_now AND NOT v_limited THEN
-        SELECT p.place, p.is_early INTO v_position, v_is_early
-        FROM @extschema@._message_place(p_channel.id, p_bound, p_dequeue_at, p_margin) AS p;
-    END IF;
-    INSERT INTO @extschema@.message (
-        id, channel_id, channel, dequeue_at, created_at, content, state, key, attempt_log,
-        position, is_early, is_held
-    )
-    VALUES (
-        p_id, p_channel.id, p_channel.name, p_dequeue_at, p_created_at, p_content, p_state, p_key, p_attempt_log,
-        v_position, v_is_early, FALSE
-    );
-    IF p_channel.notify AND p_dequeue_at <= p_now AND NOT p_channel.is_paused THEN
-        PERFORM pg_catalog.pg_notify('lonnymq', COALESCE(p_channel.notify_payload, p_channel.name));
-    END IF;
-END;
-$$;
-
-COMMENT ON FUNCTION @extschema@._message_put(
-    @extschema@.channel, bigint, bigint, bigint, bytea, bytea, text, jsonb, bigint, bigint, bigint
-) IS
-'Internal: insert a new message in its channel, ready (placed), scheduled or held for admission, and notify.';
-
-REVOKE ALL ON FUNCTION @extschema@._message_put(
-    @extschema@.channel, bigint, bigint, bigint, bytea, bytea, text, jsonb, bigint, bigint, bigint
-) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._marks_raise(bigint, bigint, bigint) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION @extschema@._channel_admit(
     p_channel_id bigint,
@@ -701,7 +704,6 @@ DECLARE
     v_admitted integer := 0;
     v_bound bigint;
     v_held record;
-    v_place record;
 BEGIN
     SELECT c.* INTO v_channel
     FROM @extschema@.channel AS c
@@ -739,9 +741,9 @@ BEGIN
                 SET is_held = FALSE, is_admitted = TRUE, dequeue_at = v_channel.release_at
                 WHERE m.id = v_held.id;
             ELSE
-                v_place := @extschema@._message_place(v_channel.id, v_bound, v_held.dequeue_at, 0);
                 UPDATE @extschema@.message AS m
-                SET is_held = FALSE, is_admitted = TRUE, position = v_place.place, is_early = v_place.is_early
+                SET is_held = FALSE, is_admitted = TRUE, position = p.place, is_early = p.is_early
+                FROM @extschema@._message_place(v_channel.id, v_bound, v_held.dequeue_at, 0) AS p
                 WHERE m.id = v_held.id;
             END IF;
             v_admitted := v_admitted + 1;
@@ -774,7 +776,6 @@ AS $$
 DECLARE
     v_due record;
     v_channel @extschema@.channel%ROWTYPE;
-    v_place record;
     v_count integer := 0;
 BEGIN
     FOR v_due IN
@@ -790,8 +791,17 @@ BEGIN
         -- A channel whose configuration is changing right now is left for
         -- the next call (its change waits for no consumer).
         CONTINUE WHEN NOT @extschema@._channel_guard_try_shared(v_due.channel);
-        v_count := v_count + 1;
         v_channel := @extschema@._channel_config(v_due.channel_id, v_due.channel);
+        -- A channel with limits: its admission locks its row.  One that
+        -- another call holds (a complete, a take, another promotion of it)
+        -- is left due for a later dequeue: consumers never queue on a
+        -- channel row here, and never take two in an order that could
+        -- deadlock.
+        IF v_channel.max_concurrency IS NOT NULL OR v_channel.release_interval_ms > 0 OR v_channel.is_paused THEN
+            PERFORM 1 FROM @extschema@.channel AS c WHERE c.id = v_due.channel_id FOR NO KEY UPDATE SKIP LOCKED;
+            CONTINUE WHEN NOT FOUND;
+        END IF;
+        v_count := v_count + 1;
         IF v_due.is_locked AND v_due.num_failures + 1 >= v_channel.max_attempts THEN
             PERFORM @extschema@._message_bury(
                 v_due.id, v_due.channel_id, v_due.channel, 'lock expired', p_now, v_channel.dedup_window_ms
@@ -807,9 +817,9 @@ BEGIN
             WHERE m.id = v_due.id;
             PERFORM @extschema@._channel_admit(v_due.channel_id, CASE WHEN v_due.is_admitted THEN 1 ELSE 0 END, 0, FALSE, p_now);
         ELSE
-            v_place := @extschema@._message_place(v_due.channel_id, p_bound, v_due.dequeue_at, 0);
             UPDATE @extschema@.message AS m
-            SET position = v_place.place, is_early = v_place.is_early
+            SET position = p.place, is_early = p.is_early
+            FROM @extschema@._message_place(v_due.channel_id, p_bound, v_due.dequeue_at, 0) AS p
             WHERE m.id = v_due.id;
         END IF;
     END LOOP;
@@ -818,7 +828,7 @@ END;
 $$;
 
 COMMENT ON FUNCTION @extschema@._message_promote(bigint, bigint, bigint, integer) IS
-'Internal: make up to p_limit due messages (scheduled, retried, deferred, expired locks) ready, held for admission, or dead letters.';
+'Internal: make up to p_limit due messages (scheduled, retried, deferred, expired locks, waiting for admission) ready, held for admission, or dead letters.';
 
 REVOKE ALL ON FUNCTION @extschema@._message_promote(bigint, bigint, bigint, integer) FROM PUBLIC;
 
@@ -838,6 +848,102 @@ COMMENT ON FUNCTION @extschema@._channel_removed(bigint[]) IS
 
 REVOKE ALL ON FUNCTION @extschema@._channel_removed(bigint[]) FROM PUBLIC;
 
+CREATE OR REPLACE FUNCTION @extschema@._message_turns_resolve(p_turns @extschema@._turn[])
+RETURNS @extschema@._turn[]
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_turns @extschema@._turn[];
+    v_move_ids bigint[];
+    v_move_positions bigint[];
+BEGIN
+    WITH head AS (
+        SELECT h.id, h.channel_id, h.dequeue_at, h.is_locked, h.position
+        FROM pg_catalog.unnest(p_turns) AS h
+    ),
+
+    early AS MATERIALIZED (
+        SELECT e.id, e.channel_id, e.dequeue_at, e.is_locked, e.position
+        FROM (
+            SELECT h.channel_id, pg_catalog.count(*) AS k
+            FROM head AS h
+            GROUP BY h.channel_id
+        ) AS c
+        CROSS JOIN LATERAL (
+            SELECT x.id, x.channel_id, x.dequeue_at, x.is_locked, x.position
+            FROM @extschema@.message AS x
+            WHERE
+                x.channel_id = c.channel_id AND x.is_early AND x.position IS NOT NULL
+                AND x.id <> ALL(ARRAY(SELECT h.id FROM head AS h))
+            ORDER BY x.dequeue_at, x.id
+            LIMIT c.k
+            FOR UPDATE SKIP LOCKED
+        ) AS e
+    ),
+
+    -- The candidates of each channel, ranked; k is its number of turns.
+    ranked AS MATERIALIZED (
+        SELECT
+            c.*,
+            pg_catalog.row_number() OVER (PARTITION BY c.channel_id ORDER BY c.dequeue_at, c.id) AS rank,
+            pg_catalog.count(*) FILTER (WHERE c.is_turn) OVER (PARTITION BY c.channel_id) AS k
+        FROM (
+            SELECT h.*, TRUE AS is_turn FROM head AS h
+            UNION ALL
+            SELECT e.*, FALSE FROM early AS e
+        ) AS c
+    ),
+
+    -- A channel's j-th turn, and the place of the j-th early message that
+    -- gets a turn.
+    turns AS MATERIALIZED (
+        SELECT
+            r.channel_id, r.position, r.is_turn,
+            pg_catalog.row_number() OVER (PARTITION BY r.channel_id, r.is_turn ORDER BY r.position) AS j
+        FROM ranked AS r
+        WHERE r.is_turn OR r.rank <= r.k
+    ),
+
+    -- The j-th turn of a channel delivers its j-th candidate.
+    delivered AS (
+        SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, t.position
+        FROM ranked AS r
+        INNER JOIN turns AS t ON t.channel_id = r.channel_id AND t.is_turn AND t.j = r.rank
+        WHERE r.rank <= r.k
+    ),
+
+    -- Holders beyond the k-th take, in order, the places of the early
+    -- messages that got turns.
+    moves AS (
+        SELECT d.id, f.position
+        FROM (
+            SELECT r.id, r.channel_id, pg_catalog.row_number() OVER (PARTITION BY r.channel_id ORDER BY r.rank) AS j
+            FROM ranked AS r
+            WHERE r.is_turn AND r.rank > r.k
+        ) AS d
+        INNER JOIN turns AS f ON f.channel_id = d.channel_id AND NOT f.is_turn AND f.j = d.j
+    )
+
+    SELECT
+        (SELECT pg_catalog.array_agg(v.id) FROM moves AS v),
+        (SELECT pg_catalog.array_agg(v.position) FROM moves AS v),
+        pg_catalog.array_agg(ROW(d.id, d.channel_id, d.dequeue_at, d.is_locked, d.position)::@extschema@._turn ORDER BY d.position)
+    INTO v_move_ids, v_move_positions, v_turns
+    FROM delivered AS d;
+
+    -- By primary key only ("= ANY": an index condition by shape).
+    UPDATE @extschema@.message AS m
+    SET position = v_move_positions[pg_catalog.array_position(v_move_ids, m.id)], is_early = TRUE
+    WHERE m.id = ANY(v_move_ids);
+    RETURN v_turns;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._message_turns_resolve(@extschema@._turn[]) IS
+'Internal: give each of a dequeue''s turns to its channel''s first ready message (holders displaced by early messages take their places).';
+
+REVOKE ALL ON FUNCTION @extschema@._message_turns_resolve(@extschema@._turn[]) FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION @extschema@._message_complete_set(
     p_ids bigint[],
     p_num_attempts integer[],
@@ -849,16 +955,10 @@ LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
     v_now bigint;
-    v_history bigint[];
-    v_sized bigint[];
     v_gone_ids bigint[];
-    v_key_channels bigint[];
-    v_key_names text[];
-    v_keys text[];
-    v_key_ids bigint[];
-    v_admitted bigint[];
-    v_removed bigint[];
-    v_channel_id bigint;
+    v_followed @extschema@.message[];
+    v_key record;
+    v_admitted record;
 BEGIN
     -- One expression for valid input; _check_pairs says what is wrong.
     IF p_ids IS NULL OR p_num_attempts IS NULL
@@ -866,37 +966,12 @@ BEGIN
         OR pg_catalog.cardinality(p_ids) > 10000
         OR pg_catalog.array_ndims(p_ids) > 1 OR pg_catalog.array_ndims(p_num_attempts) > 1
         OR pg_catalog.array_position(p_ids, NULL) IS NOT NULL
-        OR pg_catalog.array_position(p_num_attempts, NULL) IS NOT NULL THEN
+        OR pg_catalog.array_position(p_num_attempts, NULL) IS NOT NULL
+        OR pg_catalog.cardinality(p_ids) = 0 THEN
         PERFORM @extschema@._check_pairs(p_ids, p_num_attempts);
-    END IF;
-    IF pg_catalog.cardinality(p_ids) = 0 THEN
         RETURN '{}';
     END IF;
     v_now := @extschema@._clock_ms();
-
-    SELECT
-        pg_catalog.array_agg(c.id) FILTER (WHERE c.retain_history),
-        pg_catalog.array_agg(c.id) FILTER (WHERE c.max_size IS NOT NULL)
-    INTO v_history, v_sized
-    FROM @extschema@.channel AS c
-    WHERE c.id = ANY(ARRAY(SELECT m.channel_id FROM @extschema@.message AS m WHERE m.id = ANY(p_ids)));
-
-    -- Channels that retain history get their copies first, from the rows
-    -- locked here and deleted below (nothing can change them in between).
-    IF v_history IS NOT NULL THEN
-        INSERT INTO @extschema@.message_history (
-            id, channel, key, content, state, num_attempts, created_at, completed_at
-        )
-        SELECT m.id, m.channel, m.key, m.content, m.state, m.num_attempts, m.created_at, v_now
-        FROM @extschema@.message AS m
-        WHERE
-            m.id = ANY(p_ids)
-            AND m.num_attempts = p_num_attempts[pg_catalog.array_position(p_ids, m.id)]
-            AND m.is_locked
-            AND COALESCE(m.locked_by = p_caller, TRUE)
-            AND m.channel_id = ANY(v_history)
-        FOR UPDATE OF m;
-    END IF;
 
     -- By primary key only ("= ANY": an index condition by shape, no join
     -- whose plan could walk message_pkey), each message checked against its
@@ -909,50 +984,68 @@ BEGIN
             AND m.num_attempts = p_num_attempts[pg_catalog.array_position(p_ids, m.id)]
             AND m.is_locked
             AND COALESCE(m.locked_by = p_caller, TRUE)
-        RETURNING m.id, m.channel_id, m.channel, m.key, m.is_admitted
+        RETURNING m.id, m.channel_id, m.channel, m.key, m.is_admitted, m AS message
     )
 
+    -- The messages something must follow: keyed, admitted, or of a
+    -- configured channel (history, max_size).
+    -- (Sub-selects, not joins: the message's channel is a parameter of
+    -- their probe, so the probe is one whatever the plan.)
     SELECT
         pg_catalog.array_agg(g.id),
-        pg_catalog.array_agg(g.channel_id) FILTER (WHERE g.key IS NOT NULL),
-        pg_catalog.array_agg(g.channel) FILTER (WHERE g.key IS NOT NULL),
-        pg_catalog.array_agg(g.key) FILTER (WHERE g.key IS NOT NULL),
-        pg_catalog.array_agg(g.id) FILTER (WHERE g.key IS NOT NULL),
-        pg_catalog.array_agg(g.channel_id) FILTER (WHERE g.is_admitted),
-        pg_catalog.array_agg(g.channel_id) FILTER (WHERE g.channel_id = ANY(v_sized))
-    INTO v_gone_ids, v_key_channels, v_key_names, v_keys, v_key_ids, v_admitted, v_removed
+        pg_catalog.array_agg(g.message) FILTER (
+            WHERE g.key IS NOT NULL OR g.is_admitted
+            OR EXISTS (SELECT 1 FROM @extschema@.channel AS c WHERE c.id = g.channel_id)
+        )
+    INTO v_gone_ids, v_followed
     FROM gone AS g;
 
-    -- Keys: each keyed message's claim lasts its channel's dedup window.
-    FOR i IN 1..COALESCE(pg_catalog.cardinality(v_keys), 0) LOOP
-        PERFORM @extschema@._message_key_release(
-            v_key_channels[i], v_keys[i], v_key_ids[i],
-            (@extschema@._channel_config(v_key_channels[i], v_key_names[i])).dedup_window_ms, v_now
+    IF v_followed IS NOT NULL THEN
+        INSERT INTO @extschema@.message_history (id, channel, key, content, state, num_attempts, created_at, completed_at)
+        SELECT f.id, f.channel, f.key, f.content, f.state, f.num_attempts, f.created_at, v_now
+        FROM pg_catalog.unnest(v_followed) AS f
+        -- (A scalar sub-select, which the planner does not turn into a
+        -- join: a probe by the message's channel whatever the plan.)
+        WHERE (
+            SELECT c.retain_history FROM @extschema@.channel AS c
+            WHERE c.id = f.channel_id AND c.name = f.channel
         );
-    END LOOP;
-    IF v_removed IS NOT NULL THEN
-        PERFORM @extschema@._channel_removed(v_removed);
-    END IF;
-    -- Admitted messages free their places: the next held ones are admitted.
-    IF v_admitted IS NOT NULL THEN
-        FOR v_channel_id IN SELECT DISTINCT a.id FROM pg_catalog.unnest(v_admitted) AS a (id) ORDER BY a.id LOOP
-            PERFORM @extschema@._channel_admit(
-                v_channel_id, pg_catalog.cardinality(pg_catalog.array_positions(v_admitted, v_channel_id)), 0, FALSE,
-                v_now
-            );
+        -- Keys: each keyed message's claim lasts its channel's dedup window.
+        FOR v_key IN
+            SELECT
+                f.channel_id, f.key, f.id,
+                COALESCE((
+                    SELECT c.dedup_window_ms FROM @extschema@.channel AS c
+                    WHERE c.id = f.channel_id AND c.name = f.channel
+                ), 0) AS window_ms
+            FROM pg_catalog.unnest(v_followed) AS f
+            WHERE f.key IS NOT NULL
+        LOOP
+            PERFORM @extschema@._message_key_release(v_key.channel_id, v_key.key, v_key.id, v_key.window_ms, v_now);
+        END LOOP;
+        PERFORM @extschema@._channel_removed(ARRAY(SELECT f.channel_id FROM pg_catalog.unnest(v_followed) AS f));
+        -- Admitted messages free their places: the next held ones are
+        -- admitted, channel rows locked in id order.
+        FOR v_admitted IN
+            SELECT f.channel_id, pg_catalog.count(*)::integer AS n
+            FROM pg_catalog.unnest(v_followed) AS f
+            WHERE f.is_admitted
+            GROUP BY f.channel_id
+            ORDER BY f.channel_id
+        LOOP
+            PERFORM @extschema@._channel_admit(v_admitted.channel_id, v_admitted.n, 0, FALSE, v_now);
         END LOOP;
     END IF;
     -- Looked for only when fewer were completed than asked (n x k
     -- comparisons then), not on every batch.
-    FOR i IN 1..CASE
-        WHEN p_report AND COALESCE(pg_catalog.cardinality(v_gone_ids), 0) < pg_catalog.cardinality(p_ids)
-            THEN pg_catalog.cardinality(p_ids)
-        ELSE 0
-    END LOOP
-        CONTINUE WHEN p_ids[i] = ANY(v_gone_ids);
-        RAISE NOTICE 'lonnymq: message % was not completed: stale token, not locked, or locked by another role', p_ids[i]
-            USING ERRCODE = '01LQ1', DETAIL = pg_catalog.format('id=%s num_attempts=%s', p_ids[i], p_num_attempts[i]);
-    END LOOP;
+    IF p_report AND COALESCE(pg_catalog.cardinality(v_gone_ids), 0) < pg_catalog.cardinality(p_ids) THEN
+        FOR i IN 1..pg_catalog.cardinality(p_ids) LOOP
+            CONTINUE WHEN p_ids[i] = ANY(v_gone_ids);
+            RAISE NOTICE 'lonnymq: message % was not completed: stale token, not locked, or locked by another role',
+                p_ids[i]
+                USING ERRCODE = '01LQ1', DETAIL = pg_catalog.format('id=%s num_attempts=%s', p_ids[i], p_num_attempts[i]);
+        END LOOP;
+    END IF;
     RETURN COALESCE(v_gone_ids, '{}');
 END;
 $$;
@@ -1123,7 +1216,6 @@ DECLARE
     v_limited boolean := p_channel.max_concurrency IS NOT NULL OR p_channel.release_interval_ms > 0
         OR p_channel.is_paused;
     v_held record;
-    v_place record;
 BEGIN
     UPDATE @extschema@.message AS m
     SET
@@ -1152,9 +1244,9 @@ BEGIN
         WHERE m.channel_id = p_channel.id AND m.is_held
         ORDER BY m.dequeue_at, m.id
     LOOP
-        v_place := @extschema@._message_place(p_channel.id, p_bound, v_held.dequeue_at, 0);
         UPDATE @extschema@.message AS m
-        SET is_held = FALSE, position = v_place.place, is_early = v_place.is_early
+        SET is_held = FALSE, position = p.place, is_early = p.is_early
+        FROM @extschema@._message_place(p_channel.id, p_bound, v_held.dequeue_at, 0) AS p
         WHERE m.id = v_held.id;
     END LOOP;
 END;
@@ -1466,55 +1558,91 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_bound bigint;
+    v_channel_id bigint := @extschema@._channel_id(p_channel);
+    -- The default is the transaction's start, so that messages created in one
+    -- transaction share a dequeue_at and keep their order by id.
+    v_dequeue_at bigint := COALESCE(p_dequeue_at, @extschema@.to_epoch(pg_catalog.now()));
+    v_epoch bigint;
+    v_place bigint;
+    v_is_early boolean;
+    v_is_limited boolean;
+    v_max_size integer;
+    v_notify text;
     v_now bigint;
-    v_dequeue_at bigint;
-    v_channel @extschema@.channel%ROWTYPE;
     v_id bigint;
-    v_existing bigint;
+    v_created bigint;
 BEGIN
-    IF p_channel IS NULL OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 THEN
+    -- One expression for valid input; the checks say what is wrong.
+    IF p_channel IS NULL OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 OR p_content IS NULL
+        OR pg_catalog.octet_length(p_content) > @extschema@._max_content_bytes()
+        OR pg_catalog.length(p_key) NOT BETWEEN 1 AND 1024 THEN
         PERFORM @extschema@._check_channel_name(p_channel);
-    END IF;
-    IF p_content IS NULL THEN
-        RAISE EXCEPTION 'lonnymq: p_content must not be NULL'
-            USING ERRCODE = '22004';
-    END IF;
-    IF pg_catalog.octet_length(p_content) > @extschema@._max_content_bytes() THEN
+        IF p_content IS NULL THEN
+            RAISE EXCEPTION 'lonnymq: p_content must not be NULL'
+                USING ERRCODE = '22004';
+        END IF;
         PERFORM @extschema@._check_size('p_content', pg_catalog.octet_length(p_content), @extschema@._max_content_bytes());
-    END IF;
-    IF pg_catalog.length(p_key) NOT BETWEEN 1 AND 1024 THEN
         PERFORM @extschema@._check_key(p_key);
     END IF;
 
-    PERFORM @extschema@._channel_guard_shared(p_channel);
-    v_bound := @extschema@._epoch_enter();
-    v_now := @extschema@._clock_ms();
-    -- The default is the transaction's start, so that messages created in one
-    -- transaction share a dequeue_at and keep their order by id.
-    v_dequeue_at := COALESCE(p_dequeue_at, @extschema@.to_epoch(pg_catalog.now()));
-    v_channel := @extschema@._channel_config(@extschema@._channel_id(p_channel), p_channel);
-    v_id := pg_catalog.nextval('@extschema@.message_id_seq');
-    IF p_key IS NOT NULL THEN
-        v_existing := @extschema@._message_key_claim(v_channel.id, p_key, v_id, v_now);
-        IF v_existing IS NOT NULL THEN
-            RETURN v_existing;
-        END IF;
-    END IF;
+    LOOP
+        -- k is one row whose columns are computed in order: the epoch is
+        -- read, its parity and the channel guard held, then the clock read
+        -- (a subquery with volatile columns is never flattened into its
+        -- caller).
+        SELECT
+            k.epoch,
+            k.now,
+            p.place,
+            p.is_early,
+            COALESCE(c.max_concurrency IS NOT NULL OR c.release_interval_ms > 0 OR c.is_paused, FALSE),
+            c.max_size,
+            CASE WHEN c.notify AND NOT c.is_paused THEN COALESCE(c.notify_payload, p_channel) END
+        INTO v_epoch, v_now, v_place, v_is_early, v_is_limited, v_max_size, v_notify
+        FROM (
+            SELECT
+                e.epoch,
+                pg_catalog.pg_advisory_xact_lock_shared(1819111690, (e.epoch & 1)::integer) AS in_epoch,
+                pg_catalog.pg_advisory_xact_lock_shared(1819111681, pg_catalog.hashtext(p_channel)) AS in_channel,
+                @extschema@._clock_ms() AS now
+            FROM (SELECT pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') AS epoch) AS e
+        ) AS k
+        LEFT JOIN @extschema@.channel AS c ON c.id = v_channel_id AND c.name = p_channel
+        CROSS JOIN LATERAL @extschema@._message_place(
+            v_channel_id, k.epoch >> 1, v_dequeue_at, CASE WHEN p_dequeue_at IS NULL THEN 1000 ELSE 0 END
+        ) AS p;
 
-    IF v_channel.max_size IS NOT NULL
-        AND @extschema@._channel_quota_take(v_channel.id, v_channel.max_size, 1) = 0 THEN
-        IF p_key IS NOT NULL THEN
-            PERFORM @extschema@._message_key_release(v_channel.id, p_key, v_id, 0, 0);
+        -- Once, not again when the epoch changed.
+        IF v_id IS NULL AND (p_key IS NOT NULL OR v_max_size IS NOT NULL) THEN
+            v_id := pg_catalog.nextval('@extschema@.message_id_seq');
+            IF p_key IS NOT NULL THEN
+                v_created := @extschema@._message_key_claim(v_channel_id, p_key, v_id, v_now);
+                IF v_created IS NOT NULL THEN
+                    RETURN v_created;
+                END IF;
+            END IF;
+            IF v_max_size IS NOT NULL AND @extschema@._channel_quota_take(v_channel_id, v_max_size, 1) = 0 THEN
+                IF p_key IS NOT NULL THEN
+                    PERFORM @extschema@._message_key_release(v_channel_id, p_key, v_id, 0, 0);
+                END IF;
+                RETURN NULL;
+            END IF;
         END IF;
-        RETURN NULL;
-    END IF;
 
-    PERFORM @extschema@._message_put(
-        v_channel, v_id, v_dequeue_at, v_now, p_content, NULL, p_key, NULL, v_bound, v_now,
-        CASE WHEN p_dequeue_at IS NULL THEN 1000 ELSE 0 END
-    );
-    RETURN v_id;
+        INSERT INTO @extschema@.message (id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early)
+        SELECT
+            COALESCE(v_id, pg_catalog.nextval('@extschema@.message_id_seq')), v_channel_id, p_channel, v_dequeue_at,
+            v_now, p_content, p_key,
+            CASE WHEN v_dequeue_at <= v_now AND NOT v_is_limited THEN v_place END,
+            v_dequeue_at <= v_now AND NOT v_is_limited AND v_is_early
+        WHERE pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') = v_epoch
+        RETURNING id INTO v_created;
+        EXIT WHEN v_created IS NOT NULL;
+    END LOOP;
+    IF v_notify IS NOT NULL AND v_dequeue_at <= v_now THEN
+        PERFORM pg_catalog.pg_notify('lonnymq', v_notify);
+    END IF;
+    RETURN v_created;
 END;
 $$;
 
@@ -1772,29 +1900,27 @@ DECLARE
     -- Evaluated once, not once per message taken.
     v_caller pg_catalog.regrole := @extschema@._caller_role();
     v_channel_id bigint := @extschema@._channel_id(p_channel);
-    v_bound bigint;
+    v_may_raise boolean := pg_catalog.pg_current_xact_id_if_assigned() IS NULL;
     v_now bigint;
     v_mark bigint;
     v_due_mark bigint;
     v_schedule_due boolean;
     v_due boolean;
-    v_may_raise boolean := pg_catalog.pg_current_xact_id_if_assigned() IS NULL;
-    v_min_taken bigint;
-    v_ids bigint[];
-    v_old_at bigint[];
-    v_old_locked boolean[];
+    v_is_resolved boolean := FALSE;
+    v_is_passed boolean;
+    v_turns @extschema@._turn[];
     v_out @extschema@.delivery[];
     v_admitted bigint[];
-    v_raise boolean;
+    v_delivery @extschema@.delivery;
     v_channel record;
 BEGIN
-    IF p_lock_ms IS NULL OR p_lock_ms NOT BETWEEN 1 AND @extschema@._max_duration_ms() THEN
+    -- One expression for valid input; the checks say what is wrong.
+    IF p_lock_ms IS NULL OR p_lock_ms NOT BETWEEN 1 AND @extschema@._max_duration_ms()
+        OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 OR v_limit NOT BETWEEN 1 AND 1000 THEN
         PERFORM @extschema@._check_lock_ms(p_lock_ms);
-    END IF;
-    IF p_channel IS NOT NULL AND pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 THEN
-        PERFORM @extschema@._check_channel_name(p_channel);
-    END IF;
-    IF v_limit NOT BETWEEN 1 AND 1000 THEN
+        IF p_channel IS NOT NULL THEN
+            PERFORM @extschema@._check_channel_name(p_channel);
+        END IF;
         RAISE EXCEPTION 'lonnymq: p_limit must be between 1 and 1000, got %', v_limit
             USING ERRCODE = '22023';
     END IF;
@@ -1802,224 +1928,147 @@ BEGIN
         PERFORM @extschema@._message_complete_set(COALESCE(p_ids, '{}'), COALESCE(p_num_attempts, '{}'), v_caller, TRUE);
     END IF;
 
-    -- 1, 2.
-    v_bound := @extschema@._epoch_enter();
-    v_now := @extschema@._clock_ms();
-    SELECT k.mark, k.due_mark, s.is_due, d.is_due
-    INTO v_mark, v_due_mark, v_schedule_due, v_due
+    -- 1.  k is one row whose columns are computed in order: the epoch's
+    -- parity is held before the clock is read, so that a lock's expiry
+    -- written with this clock is above the due mark (a subquery with
+    -- volatile columns is never flattened into its caller).
+    SELECT k.now, k.mark, k.due_mark, s.is_due, d.is_due
+    INTO v_now, v_mark, v_due_mark, v_schedule_due, v_due
     FROM
         (
             SELECT
+                pg_catalog.pg_advisory_xact_lock_shared(
+                    1819111690, (pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') & 1)::integer
+                ) AS in_epoch,
+                @extschema@._clock_ms() AS now,
                 pg_catalog.pg_sequence_last_value('@extschema@.position_mark_seq') AS mark,
                 pg_catalog.pg_sequence_last_value('@extschema@.due_mark_seq') AS due_mark
-        ) AS k,
+        ) AS k
         -- (Sub-selects of LATERAL: the due mark is a parameter of their
         -- index scan, so the range starts at the mark whatever the plan.)
-        LATERAL (
-            SELECT EXISTS (SELECT 1 FROM @extschema@.schedule AS sc WHERE sc.next_at <= v_now) AS is_due
-        ) AS s,
-        LATERAL (
+        CROSS JOIN LATERAL (
+            SELECT EXISTS (SELECT 1 FROM @extschema@.schedule AS sc WHERE sc.next_at <= k.now) AS is_due
+        ) AS s
+        CROSS JOIN LATERAL (
             SELECT EXISTS (
                 SELECT 1
                 FROM @extschema@.message AS m
                 WHERE
                     GREATEST(m.dequeue_at, m.created_at) >= k.due_mark
-                    AND GREATEST(m.dequeue_at, m.created_at) <= v_now
+                    AND GREATEST(m.dequeue_at, m.created_at) <= k.now
                     AND m.position IS NULL AND NOT m.is_held
             ) AS is_due
         ) AS d;
 
-    -- 3.
+    -- 2.  (A promotion's positions are checked against the bound by its
+    -- own _epoch_enter.)
     IF v_schedule_due THEN
         PERFORM @extschema@._schedule_run(v_now, 4);
     END IF;
     IF v_due OR v_schedule_due THEN
-        PERFORM @extschema@._message_promote(v_now, v_due_mark, v_bound, 8);
+        PERFORM @extschema@._message_promote(v_now, v_due_mark, @extschema@._epoch_enter(), 8);
     END IF;
 
-    -- 4. The one statement that takes messages.  A ready message's position
-    -- is its channel's turn in the round order; a turn delivers the
-    -- channel's first ready message in (dequeue_at, id) order, which is the
-    -- turn's holder unless the channel has an early message (one placed at
-    -- the back although it sorts before others: message.is_early) that
-    -- sorts before it.  So:
-    --   head    the first p_limit turns from the position mark (or of
-    --           p_channel), locked as read (SKIP LOCKED: another consumer's
-    --           take);
-    --   early   for each channel of the head, as many of its early
-    --           messages as it has turns here (message_early_ix: none, in
-    --           the common case, after one probe);
-    --   ranked  per channel, the holders in turn order, each early one
-    --           before the first holder it sorts before: the first k (k
-    --           turns) are delivered, in the turns in order; holders beyond
-    --           them take the turns the delivered early ones held, and become
-    --           early themselves;
-    --   moved   the holders that gave their turns away;
-    -- and then the deliveries are taken by primary key (next statement).
-    -- Of the head's two legs, the one p_channel does not ask for is not
-    -- executed.
-    WITH head AS MATERIALIZED (
-        SELECT a.*
-        FROM (
-            SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position, r.is_early
-            FROM @extschema@.message AS r
-            WHERE p_channel IS NULL AND r.position >= v_mark
-            ORDER BY r.position, r.dequeue_at, r.id
-            LIMIT v_limit
-            FOR UPDATE SKIP LOCKED
-        ) AS a
-        UNION ALL
-        SELECT b.*
-        FROM (
-            SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position, r.is_early
-            FROM @extschema@.message AS r
-            WHERE p_channel IS NOT NULL AND r.channel_id = v_channel_id AND r.position >= v_mark
-                AND r.channel = p_channel
-            ORDER BY r.position NULLS FIRST, r.dequeue_at, r.id
-            LIMIT v_limit
-            FOR UPDATE SKIP LOCKED
-        ) AS b
-    ),
-
-    early AS MATERIALIZED (
-        SELECT e.*
-        FROM (
-            SELECT h.channel_id, pg_catalog.count(*) AS k
-            FROM head AS h
-            GROUP BY h.channel_id
-        ) AS c
-        CROSS JOIN LATERAL (
-            SELECT x.id, x.channel_id, x.dequeue_at, x.is_locked, x.position
-            FROM @extschema@.message AS x
-            WHERE x.channel_id = c.channel_id AND x.is_early AND x.position IS NOT NULL
-            ORDER BY x.dequeue_at, x.id
-            LIMIT c.k
-            FOR UPDATE SKIP LOCKED
-        ) AS e
-    ),
-
-    -- The candidates of each channel: its turns' holders that are not
-    -- early, in turn order (slot), and its early messages (holders or not),
-    -- each before the first of those that it sorts before.  A turn delivers
-    -- the first candidate: its holder, or an early message that sorts
-    -- before it.
-    holders AS MATERIALIZED (
-        SELECT
-            h.*,
-            pg_catalog.row_number() OVER (PARTITION BY h.channel_id, h.is_early ORDER BY h.position) AS slot,
-            pg_catalog.row_number() OVER (PARTITION BY h.channel_id ORDER BY h.position) AS turn
-        FROM head AS h
-    ),
-
-    ranked AS MATERIALIZED (
-        SELECT
-            u.*,
-            pg_catalog.row_number() OVER (
-                PARTITION BY u.channel_id ORDER BY u.slot, u.is_early DESC, u.dequeue_at, u.id
-            ) AS rank,
-            pg_catalog.count(u.turn) OVER (PARTITION BY u.channel_id) AS turns
-        FROM (
-            SELECT
-                c.id, c.channel_id, c.dequeue_at, c.is_locked, c.position, c.is_early, c.turn,
-                CASE WHEN NOT c.is_early THEN c.slot ELSE COALESCE((
-                    SELECT pg_catalog.min(h.slot)
-                    FROM holders AS h
-                    WHERE h.channel_id = c.channel_id AND NOT h.is_early AND (h.dequeue_at, h.id) > (c.dequeue_at, c.id)
-                ), 9223372036854775807) END AS slot
+    -- 3.  Of the head's two legs, the one p_channel does not ask for is not
+    -- executed.  The deliveries are taken by primary key only ("= ANY": an
+    -- index condition by shape, no join whose plan could walk
+    -- message_pkey).
+    LOOP
+        WITH head AS MATERIALIZED (
+            SELECT a.*
             FROM (
-                SELECT h.id, h.channel_id, h.dequeue_at, h.is_locked, h.position, h.is_early, h.turn, h.slot
-                FROM holders AS h
-                UNION ALL
-                SELECT e.id, e.channel_id, e.dequeue_at, e.is_locked, e.position, TRUE, NULL, NULL
-                FROM early AS e
-                WHERE e.id <> ALL(ARRAY(SELECT h.id FROM head AS h))
-            ) AS c
-        ) AS u
-    ),
-
-    -- Delivered: the first k of a channel, each in its channel's k-th turn:
-    -- a holder whose rank is its own turn's keeps it (the common case, read
-    -- without a look at the others: CASE evaluates the sub-select only for
-    -- the others).
-    delivered AS (
-        SELECT
-            d.id, d.dequeue_at, d.is_locked,
-            CASE
-                WHEN d.turn = d.rank THEN d.position
-                ELSE (
-                    SELECT t.position FROM ranked AS t
-                    WHERE t.channel_id = d.channel_id AND t.turn = d.rank
-                )
-            END AS turn
-        FROM ranked AS d
-        WHERE d.rank <= d.turns
-    ),
-
-    -- Holders beyond them take the turns of the delivered early ones.
-    moves AS (
-        SELECT l.id, f.position
-        FROM (
-            SELECT r.id, r.channel_id, pg_catalog.row_number() OVER (PARTITION BY r.channel_id ORDER BY r.rank) AS j
-            FROM ranked AS r
-            WHERE r.turn IS NOT NULL AND r.rank > r.turns
-        ) AS l
-        INNER JOIN (
-            SELECT r.channel_id, r.position, pg_catalog.row_number() OVER (PARTITION BY r.channel_id ORDER BY r.position) AS j
-            FROM ranked AS r
-            WHERE r.turn IS NULL AND r.rank <= r.turns
-        ) AS f ON f.channel_id = l.channel_id AND f.j = l.j
-    ),
-
-    moved AS (
-        UPDATE @extschema@.message AS m
-        SET position = v.position, is_early = TRUE
-        FROM moves AS v
-        WHERE m.id = v.id AND m.id = ANY(ARRAY(SELECT v2.id FROM moves AS v2))
-    )
-
-    SELECT
-        pg_catalog.array_agg(d.id ORDER BY d.turn),
-        pg_catalog.array_agg(d.dequeue_at ORDER BY d.turn),
-        pg_catalog.array_agg(d.is_locked ORDER BY d.turn),
-        pg_catalog.min(d.turn),
-        pg_catalog.bool_or(d.id % 16 = 0 OR d.turn >= v_mark + 16 * 1048576)
-    INTO v_ids, v_old_at, v_old_locked, v_min_taken, v_raise
-    FROM delivered AS d;
-
-    -- The deliveries, locked and counted.  By primary key only ("= ANY": an
-    -- index condition by shape, no join to walk), in turn order
-    -- (array_position: the index of the id in the turn-ordered array).
-    WITH taken AS (
-        UPDATE @extschema@.message AS m
-        SET
-            position = NULL,
-            is_early = FALSE,
-            dequeue_at = v_now + p_lock_ms,
-            is_locked = TRUE,
-            locked_by = v_caller,
-            num_attempts = m.num_attempts + 1,
-            -- An expired lock was a failed delivery.
-            num_failures = m.num_failures + CASE WHEN m.is_locked THEN 1 ELSE 0 END,
-            attempt_log = CASE
-                WHEN m.is_locked THEN
-                    @extschema@._attempt_log_append(m.attempt_log, m.num_attempts, v_now, 'lock expired')
-                ELSE m.attempt_log
-            END
-        WHERE m.id = ANY(v_ids)
-        RETURNING
-            m.id, m.channel, m.content, m.state, m.num_attempts, m.channel_id, m.is_admitted,
-            pg_catalog.array_position(v_ids, m.id) AS k
-    )
-
-    SELECT
-        pg_catalog.array_agg(
-            ROW(t.id, t.channel, t.content, t.state, t.num_attempts, v_old_at[t.k], v_old_locked[t.k])::@extschema@.delivery
-            ORDER BY t.k
+                SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position, EXISTS (
+                    SELECT 1 FROM @extschema@.message AS x
+                    WHERE
+                        x.channel_id = r.channel_id AND x.is_early AND x.position IS NOT NULL
+                        AND (x.dequeue_at, x.id) < (r.dequeue_at, r.id)
+                ) AS is_passed
+                FROM @extschema@.message AS r
+                WHERE p_channel IS NULL AND v_turns IS NULL AND r.position >= v_mark
+                ORDER BY r.position, r.dequeue_at, r.id
+                LIMIT v_limit
+                FOR UPDATE OF r SKIP LOCKED
+            ) AS a
+            UNION ALL
+            SELECT b.*
+            FROM (
+                SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position, EXISTS (
+                    SELECT 1 FROM @extschema@.message AS x
+                    WHERE
+                        x.channel_id = r.channel_id AND x.is_early AND x.position IS NOT NULL
+                        AND (x.dequeue_at, x.id) < (r.dequeue_at, r.id)
+                ) AS is_passed
+                FROM @extschema@.message AS r
+                WHERE
+                    p_channel IS NOT NULL AND v_turns IS NULL AND r.channel_id = v_channel_id
+                    AND r.position >= v_mark AND r.channel = p_channel
+                ORDER BY r.position NULLS FIRST, r.dequeue_at, r.id
+                LIMIT v_limit
+                FOR UPDATE OF r SKIP LOCKED
+            ) AS b
         ),
-        pg_catalog.array_agg(t.channel_id) FILTER (WHERE t.is_admitted)
-    INTO v_out, v_admitted
-    FROM taken AS t;
 
+        -- The turns in order (one row): the take finds its messages by
+        -- primary key ("= ANY": an index condition by shape, no join whose
+        -- plan could walk message_pkey), and the k-th turn is what the k-th
+        -- delivery reports.  Once resolved (_message_turns_resolve), the
+        -- turns are those it gave, already locked, and the head is not read
+        -- again.
+        turns AS MATERIALIZED (
+            SELECT
+                COALESCE(
+                    pg_catalog.array_agg(ROW(h.id, h.channel_id, h.dequeue_at, h.is_locked, h.position)::@extschema@._turn),
+                    v_turns
+                ) AS turns,
+                COALESCE(pg_catalog.array_agg(h.id), ARRAY(SELECT r.id FROM pg_catalog.unnest(v_turns) AS r)) AS ids,
+                COALESCE(pg_catalog.bool_or(h.is_passed), FALSE) AS is_passed
+            FROM head AS h
+        ),
+
+        taken AS (
+            UPDATE @extschema@.message AS m
+            SET
+                position = NULL,
+                is_early = FALSE,
+                dequeue_at = v_now + p_lock_ms,
+                is_locked = TRUE,
+                locked_by = v_caller,
+                num_attempts = m.num_attempts + 1,
+                -- An expired lock was a failed delivery.
+                num_failures = m.num_failures + CASE WHEN m.is_locked THEN 1 ELSE 0 END,
+                attempt_log = CASE
+                    WHEN m.is_locked THEN
+                        @extschema@._attempt_log_append(m.attempt_log, m.num_attempts, v_now, 'lock expired')
+                    ELSE m.attempt_log
+                END
+            FROM turns AS u
+            WHERE m.id = ANY(u.ids) AND NOT u.is_passed
+            RETURNING
+                m.id, m.channel, m.content, m.state, m.num_attempts, m.channel_id, m.is_admitted,
+                pg_catalog.array_position(u.ids, m.id) AS k
+        )
+
+        SELECT u.turns, u.is_passed, d.deliveries, d.admitted
+        INTO v_turns, v_is_passed, v_out, v_admitted
+        FROM turns AS u
+        CROSS JOIN LATERAL (
+            SELECT
+                pg_catalog.array_agg(
+                    ROW(
+                        t.id, t.channel, t.content, t.state, t.num_attempts, (u.turns[t.k]).dequeue_at,
+                        (u.turns[t.k]).is_locked
+                    )::@extschema@.delivery
+                    ORDER BY t.k
+                ) AS deliveries,
+                pg_catalog.array_agg(t.channel_id) FILTER (WHERE t.is_admitted) AS admitted
+            FROM taken AS t
+        ) AS d;
+        EXIT WHEN NOT v_is_passed OR v_is_resolved;
+        v_turns := @extschema@._message_turns_resolve(v_turns);
+        v_is_resolved := TRUE;
+    END LOOP;
+
+    -- 4.
     IF v_admitted IS NOT NULL THEN
         FOR v_channel IN
             SELECT c.id, pg_catalog.cardinality(pg_catalog.array_positions(v_admitted, c.id)) AS n
@@ -2031,13 +2080,20 @@ BEGIN
         END LOOP;
     END IF;
     -- Only a call whose transaction wrote nothing before it raises the
-    -- marks: it knows every position it took (v_min_taken), which its own
-    -- reads no longer see, and which a rollback or a crash would make ready
-    -- again.
-    IF v_raise AND v_may_raise THEN
-        PERFORM @extschema@._marks_raise(v_now, v_min_taken);
+    -- marks: it knows every position it took (its turns, in position
+    -- order, all taken when any was), which its own reads no longer see, and
+    -- which a rollback or a crash would make ready again.
+    IF v_may_raise AND (
+        (v_turns[1]).position >= v_mark + 16 * 1048576 OR (v_turns[1]).id % 16 = 0
+        OR pg_catalog.cardinality(v_out) >= 16
+    ) THEN
+        PERFORM @extschema@._marks_raise(
+            v_now, (v_turns[1]).position, (v_turns[pg_catalog.cardinality(v_turns)]).position
+        );
     END IF;
-    RETURN QUERY SELECT * FROM pg_catalog.unnest(v_out);
+    FOREACH v_delivery IN ARRAY COALESCE(v_out, '{}') LOOP
+        RETURN NEXT v_delivery;
+    END LOOP;
 END;
 $$;
 
@@ -2187,6 +2243,7 @@ DECLARE
     v_count integer := 0;
     v_bound bigint;
     v_cursor refcursor;
+    v_limited boolean;
 BEGIN
     IF p_channel IS NOT NULL THEN
         PERFORM @extschema@._check_channel_name(p_channel);
@@ -2222,6 +2279,7 @@ BEGIN
         IF v_channel.name IS DISTINCT FROM v_dead.channel THEN
             PERFORM @extschema@._channel_guard_shared(v_dead.channel);
             v_channel := @extschema@._channel_config(@extschema@._channel_id(v_dead.channel), v_dead.channel);
+            v_limited := v_channel.max_concurrency IS NOT NULL OR v_channel.release_interval_ms > 0 OR v_channel.is_paused;
         END IF;
         v_id := pg_catalog.nextval('@extschema@.message_id_seq');
         v_key := v_dead.key;
@@ -2246,10 +2304,19 @@ BEGIN
         UPDATE @extschema@.channel_quota AS q
         SET num_created = q.num_created + 1
         WHERE q.channel_id = v_channel.id;
-        PERFORM @extschema@._message_put(
-            v_channel, v_id, v_now, v_dead.created_at, v_dead.content, v_dead.state, v_key,
-            v_dead.attempt_log, v_bound, v_now, 0
-        );
+        -- Deliverable now: ready at its channel's next place, or, in a
+        -- channel with limits, due at once for admission (as a create).
+        INSERT INTO @extschema@.message (
+            id, channel_id, channel, dequeue_at, created_at, content, state, key, attempt_log, position, is_early
+        )
+        SELECT
+            v_id, v_channel.id, v_channel.name, v_now, v_dead.created_at, v_dead.content, v_dead.state, v_key,
+            v_dead.attempt_log,
+            CASE WHEN NOT v_limited THEN p.place END, NOT v_limited AND p.is_early
+        FROM @extschema@._message_place(v_channel.id, v_bound, v_now, 0) AS p;
+        IF v_channel.notify AND NOT v_channel.is_paused THEN
+            PERFORM pg_catalog.pg_notify('lonnymq', COALESCE(v_channel.notify_payload, v_channel.name));
+        END IF;
         DELETE FROM @extschema@.dead_letter AS d WHERE d.id = v_dead.id;
         v_count := v_count + 1;
     END LOOP;

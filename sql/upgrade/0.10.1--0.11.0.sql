@@ -112,8 +112,9 @@ DROP SEQUENCE @extschema@.channel_id_seq;
 ALTER EXTENSION lonnymq DROP SEQUENCE @extschema@.channel_turn_seq;
 DROP SEQUENCE @extschema@.channel_turn_seq;
 
--- 4. The new indexes and sequences, as a fresh install creates them, and
--- channel_stats, which now lists the channels without a row too.
+-- 4. The new indexes and sequences, as a fresh install creates them,
+-- channel_stats, which now lists the channels without a row too, and the
+-- take's type of a turn.
 -- @include sql/src/schema/032_index_message_channel.sql
 -- @include sql/src/schema/033_index_message_ready.sql
 -- @include sql/src/schema/034_index_message_due.sql
@@ -124,6 +125,7 @@ DROP SEQUENCE @extschema@.channel_turn_seq;
 -- @include sql/src/schema/042_sequence_due_mark.sql
 -- @include sql/src/schema/043_sequence_epoch_at.sql
 -- @include sql/src/schema/068_view_channel_stats.sql
+-- @include sql/src/schema/072_type_turn.sql
 
 -- 5. The round order: the ready messages of each channel without limits
 -- take its places from round 0 in (dequeue_at, id) order (expired locks

@@ -459,12 +459,12 @@ class Soak:
         for t in threads + [sampler]:
             t.join(60)
         left = setup.execute(
-            "SELECT m.id, c.name, m.dequeue_at, m.is_locked, m.num_attempts,"
+            "SELECT m.id, m.channel, m.dequeue_at, m.is_locked, m.num_attempts,"
             " lonnymq.to_epoch(clock_timestamp()) FROM lonnymq.message AS m"
-            " JOIN lonnymq.channel AS c ON c.id = m.channel_id ORDER BY m.id LIMIT 20").fetchall()
+            " ORDER BY m.id LIMIT 20").fetchall()
         num_left = setup.execute("SELECT count(*) FROM lonnymq.message").fetchone()[0]
         channels = setup.execute(
-            "SELECT name, next_at, wait_at, num_locked, max_concurrency FROM lonnymq.channel ORDER BY name"
+            "SELECT name, num_admitted, num_pending, release_at, max_concurrency FROM lonnymq.channel ORDER BY name"
         ).fetchall()
         return {"elapsed": elapsed, "drain": (time.monotonic() - drain_began) if drain_began else 0.0,
                 "left": left, "num_left": num_left, "channels": channels}

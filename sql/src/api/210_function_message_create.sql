@@ -1,12 +1,28 @@
 -- Create a message.  Inside the caller's transaction: the message exists if
--- and only if that transaction commits.  In a channel without limits it
--- reads the channel's configuration (one probe, which finds no row for a
--- channel without one) and its places, and writes one message row, ready
--- at its channel's next place in the round order (_message_put): no channel
--- row is written or locked, so producers neither block each other nor
--- consumers.  A channel with max_concurrency, release_interval_ms or a
--- pause admits it (_channel_admit: its producers wait for each other's
--- admissions); one with max_size counts it (channel_quota).
+-- and only if that transaction commits.
+--
+-- Two statements in the common case (a channel without limits, no key):
+--   1. one SELECT: the epoch (position_bound_seq) and its parity held shared
+--      (the epoch guard: a raise of the marks waits for this writer), the
+--      channel guard held shared (a configuration change in flight waits
+--      for this producer, and it for the change), the channel's
+--      configuration (one probe of channel_pkey, which finds no row for a
+--      channel without one) and its place in the round order
+--      (_message_place: two probes);
+--   2. the INSERT, which re-reads the epoch: when a raise started a new
+--      epoch after statement 1 read it, the bound may have passed the place,
+--      and the two statements run again.
+-- Its state follows from its time and its channel:
+--   ready      its dequeue_at has passed and its channel has no limit: at
+--              its channel's next place; no channel row is written or
+--              locked, so producers block neither each other nor consumers;
+--   scheduled  its dequeue_at is ahead: message_due_ix promotes it;
+--   waiting    its channel has max_concurrency, a release interval or a
+--              pause: due at once in message_due_ix, so that the next
+--              dequeue admits it (a producer never locks a limited
+--              channel's row: producers would wait for each other, and
+--              deadlock across channels).
+-- One with max_size counts it (channel_quota: its producers serialise).
 --
 -- p_key (optional) deduplicates: while a message with that key exists in the
 -- channel, or was completed or dead-lettered there less than the channel's
@@ -14,8 +30,11 @@
 -- stored (see _message_key_claim).  The key is checked before max_size: a
 -- duplicate of a stored message is never reported as dropped.
 -- With the channel's notify on, a message deliverable now sends
--- NOTIFY lonnymq with the channel name as payload (PostgreSQL delivers one
--- per transaction and payload).
+-- NOTIFY lonnymq with the channel name (or its notify_payload) as payload
+-- (PostgreSQL delivers one per transaction and payload).
+-- Calls: _message_place (inlined), _message_key_claim, _channel_quota_take,
+--   _message_key_release.
+-- Tables: channel (read), message (insert), message_key, channel_quota.
 CREATE FUNCTION @extschema@.message_create(
     p_channel text,
     p_content bytea,
@@ -27,55 +46,91 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_bound bigint;
+    v_channel_id bigint := @extschema@._channel_id(p_channel);
+    -- The default is the transaction's start, so that messages created in one
+    -- transaction share a dequeue_at and keep their order by id.
+    v_dequeue_at bigint := COALESCE(p_dequeue_at, @extschema@.to_epoch(pg_catalog.now()));
+    v_epoch bigint;
+    v_place bigint;
+    v_is_early boolean;
+    v_is_limited boolean;
+    v_max_size integer;
+    v_notify text;
     v_now bigint;
-    v_dequeue_at bigint;
-    v_channel @extschema@.channel%ROWTYPE;
     v_id bigint;
-    v_existing bigint;
+    v_created bigint;
 BEGIN
-    IF p_channel IS NULL OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 THEN
+    -- One expression for valid input; the checks say what is wrong.
+    IF p_channel IS NULL OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 OR p_content IS NULL
+        OR pg_catalog.octet_length(p_content) > @extschema@._max_content_bytes()
+        OR pg_catalog.length(p_key) NOT BETWEEN 1 AND 1024 THEN
         PERFORM @extschema@._check_channel_name(p_channel);
-    END IF;
-    IF p_content IS NULL THEN
-        RAISE EXCEPTION 'lonnymq: p_content must not be NULL'
-            USING ERRCODE = '22004';
-    END IF;
-    IF pg_catalog.octet_length(p_content) > @extschema@._max_content_bytes() THEN
+        IF p_content IS NULL THEN
+            RAISE EXCEPTION 'lonnymq: p_content must not be NULL'
+                USING ERRCODE = '22004';
+        END IF;
         PERFORM @extschema@._check_size('p_content', pg_catalog.octet_length(p_content), @extschema@._max_content_bytes());
-    END IF;
-    IF pg_catalog.length(p_key) NOT BETWEEN 1 AND 1024 THEN
         PERFORM @extschema@._check_key(p_key);
     END IF;
 
-    PERFORM @extschema@._channel_guard_shared(p_channel);
-    v_bound := @extschema@._epoch_enter();
-    v_now := @extschema@._clock_ms();
-    -- The default is the transaction's start, so that messages created in one
-    -- transaction share a dequeue_at and keep their order by id.
-    v_dequeue_at := COALESCE(p_dequeue_at, @extschema@.to_epoch(pg_catalog.now()));
-    v_channel := @extschema@._channel_config(@extschema@._channel_id(p_channel), p_channel);
-    v_id := pg_catalog.nextval('@extschema@.message_id_seq');
-    IF p_key IS NOT NULL THEN
-        v_existing := @extschema@._message_key_claim(v_channel.id, p_key, v_id, v_now);
-        IF v_existing IS NOT NULL THEN
-            RETURN v_existing;
-        END IF;
-    END IF;
+    LOOP
+        -- k is one row whose columns are computed in order: the epoch is
+        -- read, its parity and the channel guard held, then the clock read
+        -- (a subquery with volatile columns is never flattened into its
+        -- caller).
+        SELECT
+            k.epoch,
+            k.now,
+            p.place,
+            p.is_early,
+            COALESCE(c.max_concurrency IS NOT NULL OR c.release_interval_ms > 0 OR c.is_paused, FALSE),
+            c.max_size,
+            CASE WHEN c.notify AND NOT c.is_paused THEN COALESCE(c.notify_payload, p_channel) END
+        INTO v_epoch, v_now, v_place, v_is_early, v_is_limited, v_max_size, v_notify
+        FROM (
+            SELECT
+                e.epoch,
+                pg_catalog.pg_advisory_xact_lock_shared(1819111690, (e.epoch & 1)::integer) AS in_epoch,
+                pg_catalog.pg_advisory_xact_lock_shared(1819111681, pg_catalog.hashtext(p_channel)) AS in_channel,
+                @extschema@._clock_ms() AS now
+            FROM (SELECT pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') AS epoch) AS e
+        ) AS k
+        LEFT JOIN @extschema@.channel AS c ON c.id = v_channel_id AND c.name = p_channel
+        CROSS JOIN LATERAL @extschema@._message_place(
+            v_channel_id, k.epoch >> 1, v_dequeue_at, CASE WHEN p_dequeue_at IS NULL THEN 1000 ELSE 0 END
+        ) AS p;
 
-    IF v_channel.max_size IS NOT NULL
-        AND @extschema@._channel_quota_take(v_channel.id, v_channel.max_size, 1) = 0 THEN
-        IF p_key IS NOT NULL THEN
-            PERFORM @extschema@._message_key_release(v_channel.id, p_key, v_id, 0, 0);
+        -- Once, not again when the epoch changed.
+        IF v_id IS NULL AND (p_key IS NOT NULL OR v_max_size IS NOT NULL) THEN
+            v_id := pg_catalog.nextval('@extschema@.message_id_seq');
+            IF p_key IS NOT NULL THEN
+                v_created := @extschema@._message_key_claim(v_channel_id, p_key, v_id, v_now);
+                IF v_created IS NOT NULL THEN
+                    RETURN v_created;
+                END IF;
+            END IF;
+            IF v_max_size IS NOT NULL AND @extschema@._channel_quota_take(v_channel_id, v_max_size, 1) = 0 THEN
+                IF p_key IS NOT NULL THEN
+                    PERFORM @extschema@._message_key_release(v_channel_id, p_key, v_id, 0, 0);
+                END IF;
+                RETURN NULL;
+            END IF;
         END IF;
-        RETURN NULL;
-    END IF;
 
-    PERFORM @extschema@._message_put(
-        v_channel, v_id, v_dequeue_at, v_now, p_content, NULL, p_key, NULL, v_bound, v_now,
-        CASE WHEN p_dequeue_at IS NULL THEN 1000 ELSE 0 END
-    );
-    RETURN v_id;
+        INSERT INTO @extschema@.message (id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early)
+        SELECT
+            COALESCE(v_id, pg_catalog.nextval('@extschema@.message_id_seq')), v_channel_id, p_channel, v_dequeue_at,
+            v_now, p_content, p_key,
+            CASE WHEN v_dequeue_at <= v_now AND NOT v_is_limited THEN v_place END,
+            v_dequeue_at <= v_now AND NOT v_is_limited AND v_is_early
+        WHERE pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') = v_epoch
+        RETURNING id INTO v_created;
+        EXIT WHEN v_created IS NOT NULL;
+    END LOOP;
+    IF v_notify IS NOT NULL AND v_dequeue_at <= v_now THEN
+        PERFORM pg_catalog.pg_notify('lonnymq', v_notify);
+    END IF;
+    RETURN v_created;
 END;
 $$;
 

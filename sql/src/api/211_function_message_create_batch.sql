@@ -10,7 +10,7 @@
 -- messages of a channel without limits take its next turns, one per
 -- round, in (dequeue_at, id) order, from one _message_place; those more
 -- than a second before the channel's last ready message are early, as
--- message_create's (_message_put) are.
+-- message_create's are.
 CREATE FUNCTION @extschema@.message_create_batch(
     p_channel text,
     p_contents bytea[],

@@ -25,6 +25,7 @@ DECLARE
     v_count integer := 0;
     v_bound bigint;
     v_cursor refcursor;
+    v_limited boolean;
 BEGIN
     IF p_channel IS NOT NULL THEN
         PERFORM @extschema@._check_channel_name(p_channel);
@@ -60,6 +61,7 @@ BEGIN
         IF v_channel.name IS DISTINCT FROM v_dead.channel THEN
             PERFORM @extschema@._channel_guard_shared(v_dead.channel);
             v_channel := @extschema@._channel_config(@extschema@._channel_id(v_dead.channel), v_dead.channel);
+            v_limited := v_channel.max_concurrency IS NOT NULL OR v_channel.release_interval_ms > 0 OR v_channel.is_paused;
         END IF;
         v_id := pg_catalog.nextval('@extschema@.message_id_seq');
         v_key := v_dead.key;
@@ -84,10 +86,19 @@ BEGIN
         UPDATE @extschema@.channel_quota AS q
         SET num_created = q.num_created + 1
         WHERE q.channel_id = v_channel.id;
-        PERFORM @extschema@._message_put(
-            v_channel, v_id, v_now, v_dead.created_at, v_dead.content, v_dead.state, v_key,
-            v_dead.attempt_log, v_bound, v_now, 0
-        );
+        -- Deliverable now: ready at its channel's next place, or, in a
+        -- channel with limits, due at once for admission (as a create).
+        INSERT INTO @extschema@.message (
+            id, channel_id, channel, dequeue_at, created_at, content, state, key, attempt_log, position, is_early
+        )
+        SELECT
+            v_id, v_channel.id, v_channel.name, v_now, v_dead.created_at, v_dead.content, v_dead.state, v_key,
+            v_dead.attempt_log,
+            CASE WHEN NOT v_limited THEN p.place END, NOT v_limited AND p.is_early
+        FROM @extschema@._message_place(v_channel.id, v_bound, v_now, 0) AS p;
+        IF v_channel.notify AND NOT v_channel.is_paused THEN
+            PERFORM pg_catalog.pg_notify('lonnymq', COALESCE(v_channel.notify_payload, v_channel.name));
+        END IF;
         DELETE FROM @extschema@.dead_letter AS d WHERE d.id = v_dead.id;
         v_count := v_count + 1;
     END LOOP;

@@ -13,17 +13,19 @@
 --   a new epoch: epoch_at <- p_now, then the bound <- the first ready
 --     position, with the other parity (in this order: a writer that sees the
 --     new epoch reads its clock after epoch_at was set).
--- Called by a dequeue every 16th message it takes, or when what it took lay
--- 16 rounds past the mark.  A raise never waits; one that finds the
+-- Called by a dequeue that took 16 messages or more, one call in 16
+-- otherwise, or when what it took lay 16 rounds past the mark.  A raise never waits; one that finds the
 -- previous epoch busy does nothing.
 -- Parameters: p_now, the caller's clock; p_taken, the least position the
 --   caller took, which its own read no longer sees as ready but which its
---   rollback (or a crash before its commit) would make ready again.  The
---   caller's transaction wrote nothing before the call: it took nothing
---   else.
+--   rollback (or a crash before its commit) would make ready again;
+--   p_taken_last, the greatest (a batch takes a range of turns: what lies
+--   between them is taken by this call or by others in flight, and new
+--   messages go after it).  The caller's transaction wrote nothing before
+--   the call: it took nothing else.
 -- Returns: whether the marks were raised.
 -- Tables: reads message (message_ready_ix, message_due_ix, from the marks).
-CREATE FUNCTION @extschema@._marks_raise(p_now bigint, p_taken bigint)
+CREATE FUNCTION @extschema@._marks_raise(p_now bigint, p_taken bigint, p_taken_last bigint)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE
 AS $$
@@ -69,13 +71,13 @@ BEGIN
     -- consumed position again (the marks could then never pass it).
     PERFORM pg_catalog.setval(
         '@extschema@.position_bound_seq',
-        GREATEST(COALESCE(v_front, p_taken + 1), v_epoch >> 1) * 2 + 1 - (v_epoch & 1)
+        GREATEST(COALESCE(v_front, p_taken_last + 1), v_epoch >> 1) * 2 + 1 - (v_epoch & 1)
     );
     RETURN TRUE;
 END;
 $$;
 
-COMMENT ON FUNCTION @extschema@._marks_raise(bigint, bigint) IS
+COMMENT ON FUNCTION @extschema@._marks_raise(bigint, bigint, bigint) IS
 'Internal: raise the position and due marks and start a new epoch, when no writer of the previous epoch is in flight; never waits.';
 
-REVOKE ALL ON FUNCTION @extschema@._marks_raise(bigint, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._marks_raise(bigint, bigint, bigint) FROM PUBLIC;

@@ -37,7 +37,6 @@ DECLARE
     v_admitted integer := 0;
     v_bound bigint;
     v_held record;
-    v_place record;
 BEGIN
     SELECT c.* INTO v_channel
     FROM @extschema@.channel AS c
@@ -75,9 +74,9 @@ BEGIN
                 SET is_held = FALSE, is_admitted = TRUE, dequeue_at = v_channel.release_at
                 WHERE m.id = v_held.id;
             ELSE
-                v_place := @extschema@._message_place(v_channel.id, v_bound, v_held.dequeue_at, 0);
                 UPDATE @extschema@.message AS m
-                SET is_held = FALSE, is_admitted = TRUE, position = v_place.place, is_early = v_place.is_early
+                SET is_held = FALSE, is_admitted = TRUE, position = p.place, is_early = p.is_early
+                FROM @extschema@._message_place(v_channel.id, v_bound, v_held.dequeue_at, 0) AS p
                 WHERE m.id = v_held.id;
             END IF;
             v_admitted := v_admitted + 1;

@@ -10,6 +10,7 @@
 --   * any other: ready, at its channel's next place (_message_place).  An
 --     expired lock stays locked while ready: its holder may still complete
 --     it until it is delivered again (is_recovered then).
+-- A message whose channel's row another call holds is left due.
 -- The caller has entered the epoch (p_bound).
 -- Parameters: p_now; p_due_mark; p_bound; p_limit.
 -- Returns: how many messages were promoted (dead letters included).
@@ -27,7 +28,6 @@ AS $$
 DECLARE
     v_due record;
     v_channel @extschema@.channel%ROWTYPE;
-    v_place record;
     v_count integer := 0;
 BEGIN
     FOR v_due IN
@@ -43,8 +43,17 @@ BEGIN
         -- A channel whose configuration is changing right now is left for
         -- the next call (its change waits for no consumer).
         CONTINUE WHEN NOT @extschema@._channel_guard_try_shared(v_due.channel);
-        v_count := v_count + 1;
         v_channel := @extschema@._channel_config(v_due.channel_id, v_due.channel);
+        -- A channel with limits: its admission locks its row.  One that
+        -- another call holds (a complete, a take, another promotion of it)
+        -- is left due for a later dequeue: consumers never queue on a
+        -- channel row here, and never take two in an order that could
+        -- deadlock.
+        IF v_channel.max_concurrency IS NOT NULL OR v_channel.release_interval_ms > 0 OR v_channel.is_paused THEN
+            PERFORM 1 FROM @extschema@.channel AS c WHERE c.id = v_due.channel_id FOR NO KEY UPDATE SKIP LOCKED;
+            CONTINUE WHEN NOT FOUND;
+        END IF;
+        v_count := v_count + 1;
         IF v_due.is_locked AND v_due.num_failures + 1 >= v_channel.max_attempts THEN
             PERFORM @extschema@._message_bury(
                 v_due.id, v_due.channel_id, v_due.channel, 'lock expired', p_now, v_channel.dedup_window_ms
@@ -60,9 +69,9 @@ BEGIN
             WHERE m.id = v_due.id;
             PERFORM @extschema@._channel_admit(v_due.channel_id, CASE WHEN v_due.is_admitted THEN 1 ELSE 0 END, 0, FALSE, p_now);
         ELSE
-            v_place := @extschema@._message_place(v_due.channel_id, p_bound, v_due.dequeue_at, 0);
             UPDATE @extschema@.message AS m
-            SET position = v_place.place, is_early = v_place.is_early
+            SET position = p.place, is_early = p.is_early
+            FROM @extschema@._message_place(v_due.channel_id, p_bound, v_due.dequeue_at, 0) AS p
             WHERE m.id = v_due.id;
         END IF;
     END LOOP;
@@ -71,6 +80,6 @@ END;
 $$;
 
 COMMENT ON FUNCTION @extschema@._message_promote(bigint, bigint, bigint, integer) IS
-'Internal: make up to p_limit due messages (scheduled, retried, deferred, expired locks) ready, held for admission, or dead letters.';
+'Internal: make up to p_limit due messages (scheduled, retried, deferred, expired locks, waiting for admission) ready, held for admission, or dead letters.';
 
 REVOKE ALL ON FUNCTION @extschema@._message_promote(bigint, bigint, bigint, integer) FROM PUBLIC;

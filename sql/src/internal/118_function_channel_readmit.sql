@@ -22,7 +22,6 @@ DECLARE
     v_limited boolean := p_channel.max_concurrency IS NOT NULL OR p_channel.release_interval_ms > 0
         OR p_channel.is_paused;
     v_held record;
-    v_place record;
 BEGIN
     UPDATE @extschema@.message AS m
     SET
@@ -51,9 +50,9 @@ BEGIN
         WHERE m.channel_id = p_channel.id AND m.is_held
         ORDER BY m.dequeue_at, m.id
     LOOP
-        v_place := @extschema@._message_place(p_channel.id, p_bound, v_held.dequeue_at, 0);
         UPDATE @extschema@.message AS m
-        SET is_held = FALSE, position = v_place.place, is_early = v_place.is_early
+        SET is_held = FALSE, position = p.place, is_early = p.is_early
+        FROM @extschema@._message_place(p_channel.id, p_bound, v_held.dequeue_at, 0) AS p
         WHERE m.id = v_held.id;
     END LOOP;
 END;
