@@ -23,8 +23,8 @@ Three measures:
          mark).  Run with the guard (A) and, as the negative control,
          without it (Anoguard: raises that do not wait for writers)
 
-    .venv/bin/python -m bench.prototype_delivery rate [--rounds 3] [--seconds 10]
-    .venv/bin/python -m bench.prototype_delivery held [--messages 20000]
+    .venv/bin/python -m bench.prototype_delivery rate [--rounds 3] [--seconds 10] [--kinds floor,lonnymq,A]
+    .venv/bin/python -m bench.prototype_delivery held [--messages 20000] [--kinds floor,lonnymq,A]
     .venv/bin/python -m bench.prototype_delivery marks [--seconds 30]
 """
 

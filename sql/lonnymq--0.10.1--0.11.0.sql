@@ -138,7 +138,7 @@ ON @extschema@.message (position, dequeue_at, id)
 WHERE position IS NOT NULL;
 
 CREATE INDEX message_due_ix
-ON @extschema@.message ((GREATEST(dequeue_at, created_at)), id)
+ON @extschema@.message ((greatest(dequeue_at, created_at)), id)
 WHERE position IS NULL AND NOT is_held;
 
 CREATE INDEX message_held_ix
@@ -777,6 +777,8 @@ DECLARE
     v_due record;
     v_channel @extschema@.channel%ROWTYPE;
     v_count integer := 0;
+    v_is_dead boolean;
+    v_is_held boolean;
 BEGIN
     FOR v_due IN
         SELECT m.id, m.channel_id, m.channel, m.dequeue_at, m.is_locked, m.is_admitted, m.num_failures
@@ -792,31 +794,34 @@ BEGIN
         -- the next call (its change waits for no consumer).
         CONTINUE WHEN NOT @extschema@._channel_guard_try_shared(v_due.channel);
         v_channel := @extschema@._channel_config(v_due.channel_id, v_due.channel);
-        -- A channel with limits: its admission locks its row.  One that
-        -- another call holds (a complete, a take, another promotion of it)
-        -- is left due for a later dequeue: consumers never queue on a
-        -- channel row here, and never take two in an order that could
-        -- deadlock.
-        IF v_channel.max_concurrency IS NOT NULL OR v_channel.release_interval_ms > 0 OR v_channel.is_paused THEN
+        v_is_dead := COALESCE(v_due.is_locked AND v_due.num_failures + 1 >= v_channel.max_attempts, FALSE);
+        v_is_held := NOT v_is_dead AND (
+            v_channel.is_paused
+            OR (v_channel.max_concurrency IS NOT NULL OR v_channel.release_interval_ms > 0) AND NOT v_due.is_admitted
+        );
+        -- Admission locks the channel's row.  One that another call holds
+        -- (a complete, a take, another promotion of it) is left due for a
+        -- later dequeue: consumers never queue on a channel row here.
+        IF v_is_held OR v_is_dead AND v_due.is_admitted THEN
             PERFORM 1 FROM @extschema@.channel AS c WHERE c.id = v_due.channel_id FOR NO KEY UPDATE SKIP LOCKED;
-            CONTINUE WHEN NOT FOUND;
+            CONTINUE WHEN FOUND IS FALSE AND EXISTS (SELECT 1 FROM @extschema@.channel AS c WHERE c.id = v_due.channel_id);
         END IF;
         v_count := v_count + 1;
-        IF v_due.is_locked AND v_due.num_failures + 1 >= v_channel.max_attempts THEN
+        IF v_is_dead THEN
             PERFORM @extschema@._message_bury(
                 v_due.id, v_due.channel_id, v_due.channel, 'lock expired', p_now, v_channel.dedup_window_ms
             );
             IF v_due.is_admitted THEN
                 PERFORM @extschema@._channel_admit(v_due.channel_id, 1, 0, FALSE, p_now);
             END IF;
-        ELSIF v_channel.is_paused
-            OR (v_channel.max_concurrency IS NOT NULL OR v_channel.release_interval_ms > 0)
-            AND NOT (v_due.is_admitted AND NOT (v_due.is_locked AND v_channel.release_interval_ms > 0)) THEN
+        ELSIF v_is_held THEN
             UPDATE @extschema@.message AS m
             SET is_held = TRUE, is_admitted = FALSE
             WHERE m.id = v_due.id;
             PERFORM @extschema@._channel_admit(v_due.channel_id, CASE WHEN v_due.is_admitted THEN 1 ELSE 0 END, 0, FALSE, p_now);
         ELSE
+            -- Ready: a scheduled message, or an admitted one (an expired
+            -- lock stays admitted, and counted, until it is delivered again).
             UPDATE @extschema@.message AS m
             SET position = p.place, is_early = p.is_early
             FROM @extschema@._message_place(v_due.channel_id, p_bound, v_due.dequeue_at, 0) AS p
@@ -1565,7 +1570,9 @@ DECLARE
     v_epoch bigint;
     v_place bigint;
     v_is_early boolean;
-    v_is_limited boolean;
+    v_waits boolean;
+    -- (Read once: a setting, not a query.)
+    v_is_serializable boolean := pg_catalog.current_setting('transaction_isolation') = 'serializable';
     v_max_size integer;
     v_notify text;
     v_now bigint;
@@ -1595,10 +1602,11 @@ BEGIN
             k.now,
             p.place,
             p.is_early,
-            COALESCE(c.max_concurrency IS NOT NULL OR c.release_interval_ms > 0 OR c.is_paused, FALSE),
+            COALESCE(c.max_concurrency IS NOT NULL OR c.release_interval_ms > 0 OR c.is_paused, FALSE)
+            OR v_is_serializable,
             c.max_size,
             CASE WHEN c.notify AND NOT c.is_paused THEN COALESCE(c.notify_payload, p_channel) END
-        INTO v_epoch, v_now, v_place, v_is_early, v_is_limited, v_max_size, v_notify
+        INTO v_epoch, v_now, v_place, v_is_early, v_waits, v_max_size, v_notify
         FROM (
             SELECT
                 e.epoch,
@@ -1608,8 +1616,11 @@ BEGIN
             FROM (SELECT pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') AS epoch) AS e
         ) AS k
         LEFT JOIN @extschema@.channel AS c ON c.id = v_channel_id AND c.name = p_channel
+        -- (A SERIALIZABLE producer's bound is NULL: the probes' condition
+        -- can never hold, so they read nothing.)
         CROSS JOIN LATERAL @extschema@._message_place(
-            v_channel_id, k.epoch >> 1, v_dequeue_at, CASE WHEN p_dequeue_at IS NULL THEN 1000 ELSE 0 END
+            v_channel_id, CASE WHEN NOT v_is_serializable THEN k.epoch >> 1 END, v_dequeue_at,
+            CASE WHEN p_dequeue_at IS NULL THEN 1000 ELSE 0 END
         ) AS p;
 
         -- Once, not again when the epoch changed.
@@ -1633,8 +1644,8 @@ BEGIN
         SELECT
             COALESCE(v_id, pg_catalog.nextval('@extschema@.message_id_seq')), v_channel_id, p_channel, v_dequeue_at,
             v_now, p_content, p_key,
-            CASE WHEN v_dequeue_at <= v_now AND NOT v_is_limited THEN v_place END,
-            v_dequeue_at <= v_now AND NOT v_is_limited AND v_is_early
+            CASE WHEN v_dequeue_at <= v_now AND NOT v_waits THEN v_place END,
+            v_dequeue_at <= v_now AND NOT v_waits AND v_is_early
         WHERE pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') = v_epoch
         RETURNING id INTO v_created;
         EXIT WHEN v_created IS NOT NULL;
@@ -1727,7 +1738,10 @@ BEGIN
     v_now := @extschema@._clock_ms();
     v_default := @extschema@.to_epoch(pg_catalog.now());
     v_channel := @extschema@._channel_config(@extschema@._channel_id(p_channel), p_channel);
-    v_limited := v_channel.max_concurrency IS NOT NULL OR v_channel.release_interval_ms > 0 OR v_channel.is_paused;
+    -- Waiting for a dequeue to admit or place them, as message_create's:
+    -- a channel with limits, or a SERIALIZABLE producer.
+    v_limited := v_channel.max_concurrency IS NOT NULL OR v_channel.release_interval_ms > 0 OR v_channel.is_paused
+        OR pg_catalog.current_setting('transaction_isolation') = 'serializable';
     v_ids := ARRAY(
         SELECT s.id
         FROM (
@@ -1977,12 +1991,7 @@ BEGIN
         WITH head AS MATERIALIZED (
             SELECT a.*
             FROM (
-                SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position, EXISTS (
-                    SELECT 1 FROM @extschema@.message AS x
-                    WHERE
-                        x.channel_id = r.channel_id AND x.is_early AND x.position IS NOT NULL
-                        AND (x.dequeue_at, x.id) < (r.dequeue_at, r.id)
-                ) AS is_passed
+                SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position
                 FROM @extschema@.message AS r
                 WHERE p_channel IS NULL AND v_turns IS NULL AND r.position >= v_mark
                 ORDER BY r.position, r.dequeue_at, r.id
@@ -1992,12 +2001,7 @@ BEGIN
             UNION ALL
             SELECT b.*
             FROM (
-                SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position, EXISTS (
-                    SELECT 1 FROM @extschema@.message AS x
-                    WHERE
-                        x.channel_id = r.channel_id AND x.is_early AND x.position IS NOT NULL
-                        AND (x.dequeue_at, x.id) < (r.dequeue_at, r.id)
-                ) AS is_passed
+                SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position
                 FROM @extschema@.message AS r
                 WHERE
                     p_channel IS NOT NULL AND v_turns IS NULL AND r.channel_id = v_channel_id
@@ -2021,7 +2025,14 @@ BEGIN
                     v_turns
                 ) AS turns,
                 COALESCE(pg_catalog.array_agg(h.id), ARRAY(SELECT r.id FROM pg_catalog.unnest(v_turns) AS r)) AS ids,
-                COALESCE(pg_catalog.bool_or(h.is_passed), FALSE) AS is_passed
+                -- Whether an early message of a turn's channel sorts before
+                -- its holder (message_early_ix: one probe per turn).
+                COALESCE(pg_catalog.bool_or(EXISTS (
+                    SELECT 1 FROM @extschema@.message AS x
+                    WHERE
+                        x.channel_id = h.channel_id AND x.is_early AND x.position IS NOT NULL
+                        AND (x.dequeue_at, x.id) < (h.dequeue_at, h.id)
+                )), FALSE) AS is_passed
             FROM head AS h
         ),
 
@@ -2030,7 +2041,10 @@ BEGIN
             SET
                 position = NULL,
                 is_early = FALSE,
-                dequeue_at = v_now + p_lock_ms,
+                -- The clock when the row is taken, after another call's
+                -- promotion of it committed: a lock never starts before
+                -- its message became due.
+                dequeue_at = @extschema@._clock_ms() + p_lock_ms,
                 is_locked = TRUE,
                 locked_by = v_caller,
                 num_attempts = m.num_attempts + 1,
@@ -2060,7 +2074,10 @@ BEGIN
                     )::@extschema@.delivery
                     ORDER BY t.k
                 ) AS deliveries,
-                pg_catalog.array_agg(t.channel_id) FILTER (WHERE t.is_admitted) AS admitted
+                -- (A recovered lock's delivery was counted when first taken.)
+                pg_catalog.array_agg(t.channel_id) FILTER (
+                    WHERE t.is_admitted AND NOT (u.turns[t.k]).is_locked
+                ) AS admitted
             FROM taken AS t
         ) AS d;
         EXIT WHEN NOT v_is_passed OR v_is_resolved;
@@ -2069,6 +2086,8 @@ BEGIN
     END LOOP;
 
     -- 4.
+    -- A take in a channel with a release interval starts the interval
+    -- again (channel rows locked in id order).
     IF v_admitted IS NOT NULL THEN
         FOR v_channel IN
             SELECT c.id, pg_catalog.cardinality(pg_catalog.array_positions(v_admitted, c.id)) AS n

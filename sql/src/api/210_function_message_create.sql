@@ -21,7 +21,11 @@
 --              pause: due at once in message_due_ix, so that the next
 --              dequeue admits it (a producer never locks a limited
 --              channel's row: producers would wait for each other, and
---              deadlock across channels).
+--              deadlock across channels); and any message of a
+--              SERIALIZABLE producer, which the next dequeue places: a
+--              placement reads where its channel's last message is, and
+--              two serializable producers of one channel that read and
+--              insert there would fail each other with 40001.
 -- One with max_size counts it (channel_quota: its producers serialise).
 --
 -- p_key (optional) deduplicates: while a message with that key exists in the
@@ -53,7 +57,9 @@ DECLARE
     v_epoch bigint;
     v_place bigint;
     v_is_early boolean;
-    v_is_limited boolean;
+    v_waits boolean;
+    -- (Read once: a setting, not a query.)
+    v_is_serializable boolean := pg_catalog.current_setting('transaction_isolation') = 'serializable';
     v_max_size integer;
     v_notify text;
     v_now bigint;
@@ -83,10 +89,11 @@ BEGIN
             k.now,
             p.place,
             p.is_early,
-            COALESCE(c.max_concurrency IS NOT NULL OR c.release_interval_ms > 0 OR c.is_paused, FALSE),
+            COALESCE(c.max_concurrency IS NOT NULL OR c.release_interval_ms > 0 OR c.is_paused, FALSE)
+            OR v_is_serializable,
             c.max_size,
             CASE WHEN c.notify AND NOT c.is_paused THEN COALESCE(c.notify_payload, p_channel) END
-        INTO v_epoch, v_now, v_place, v_is_early, v_is_limited, v_max_size, v_notify
+        INTO v_epoch, v_now, v_place, v_is_early, v_waits, v_max_size, v_notify
         FROM (
             SELECT
                 e.epoch,
@@ -96,8 +103,11 @@ BEGIN
             FROM (SELECT pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') AS epoch) AS e
         ) AS k
         LEFT JOIN @extschema@.channel AS c ON c.id = v_channel_id AND c.name = p_channel
+        -- (A SERIALIZABLE producer's bound is NULL: the probes' condition
+        -- can never hold, so they read nothing.)
         CROSS JOIN LATERAL @extschema@._message_place(
-            v_channel_id, k.epoch >> 1, v_dequeue_at, CASE WHEN p_dequeue_at IS NULL THEN 1000 ELSE 0 END
+            v_channel_id, CASE WHEN NOT v_is_serializable THEN k.epoch >> 1 END, v_dequeue_at,
+            CASE WHEN p_dequeue_at IS NULL THEN 1000 ELSE 0 END
         ) AS p;
 
         -- Once, not again when the epoch changed.
@@ -121,8 +131,8 @@ BEGIN
         SELECT
             COALESCE(v_id, pg_catalog.nextval('@extschema@.message_id_seq')), v_channel_id, p_channel, v_dequeue_at,
             v_now, p_content, p_key,
-            CASE WHEN v_dequeue_at <= v_now AND NOT v_is_limited THEN v_place END,
-            v_dequeue_at <= v_now AND NOT v_is_limited AND v_is_early
+            CASE WHEN v_dequeue_at <= v_now AND NOT v_waits THEN v_place END,
+            v_dequeue_at <= v_now AND NOT v_waits AND v_is_early
         WHERE pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') = v_epoch
         RETURNING id INTO v_created;
         EXIT WHEN v_created IS NOT NULL;

@@ -89,7 +89,10 @@ BEGIN
     v_now := @extschema@._clock_ms();
     v_default := @extschema@.to_epoch(pg_catalog.now());
     v_channel := @extschema@._channel_config(@extschema@._channel_id(p_channel), p_channel);
-    v_limited := v_channel.max_concurrency IS NOT NULL OR v_channel.release_interval_ms > 0 OR v_channel.is_paused;
+    -- Waiting for a dequeue to admit or place them, as message_create's:
+    -- a channel with limits, or a SERIALIZABLE producer.
+    v_limited := v_channel.max_concurrency IS NOT NULL OR v_channel.release_interval_ms > 0 OR v_channel.is_paused
+        OR pg_catalog.current_setting('transaction_isolation') = 'serializable';
     v_ids := ARRAY(
         SELECT s.id
         FROM (

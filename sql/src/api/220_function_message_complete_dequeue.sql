@@ -128,12 +128,7 @@ BEGIN
         WITH head AS MATERIALIZED (
             SELECT a.*
             FROM (
-                SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position, EXISTS (
-                    SELECT 1 FROM @extschema@.message AS x
-                    WHERE
-                        x.channel_id = r.channel_id AND x.is_early AND x.position IS NOT NULL
-                        AND (x.dequeue_at, x.id) < (r.dequeue_at, r.id)
-                ) AS is_passed
+                SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position
                 FROM @extschema@.message AS r
                 WHERE p_channel IS NULL AND v_turns IS NULL AND r.position >= v_mark
                 ORDER BY r.position, r.dequeue_at, r.id
@@ -143,12 +138,7 @@ BEGIN
             UNION ALL
             SELECT b.*
             FROM (
-                SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position, EXISTS (
-                    SELECT 1 FROM @extschema@.message AS x
-                    WHERE
-                        x.channel_id = r.channel_id AND x.is_early AND x.position IS NOT NULL
-                        AND (x.dequeue_at, x.id) < (r.dequeue_at, r.id)
-                ) AS is_passed
+                SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position
                 FROM @extschema@.message AS r
                 WHERE
                     p_channel IS NOT NULL AND v_turns IS NULL AND r.channel_id = v_channel_id
@@ -172,7 +162,14 @@ BEGIN
                     v_turns
                 ) AS turns,
                 COALESCE(pg_catalog.array_agg(h.id), ARRAY(SELECT r.id FROM pg_catalog.unnest(v_turns) AS r)) AS ids,
-                COALESCE(pg_catalog.bool_or(h.is_passed), FALSE) AS is_passed
+                -- Whether an early message of a turn's channel sorts before
+                -- its holder (message_early_ix: one probe per turn).
+                COALESCE(pg_catalog.bool_or(EXISTS (
+                    SELECT 1 FROM @extschema@.message AS x
+                    WHERE
+                        x.channel_id = h.channel_id AND x.is_early AND x.position IS NOT NULL
+                        AND (x.dequeue_at, x.id) < (h.dequeue_at, h.id)
+                )), FALSE) AS is_passed
             FROM head AS h
         ),
 
@@ -181,7 +178,10 @@ BEGIN
             SET
                 position = NULL,
                 is_early = FALSE,
-                dequeue_at = v_now + p_lock_ms,
+                -- The clock when the row is taken, after another call's
+                -- promotion of it committed: a lock never starts before
+                -- its message became due.
+                dequeue_at = @extschema@._clock_ms() + p_lock_ms,
                 is_locked = TRUE,
                 locked_by = v_caller,
                 num_attempts = m.num_attempts + 1,
@@ -211,7 +211,10 @@ BEGIN
                     )::@extschema@.delivery
                     ORDER BY t.k
                 ) AS deliveries,
-                pg_catalog.array_agg(t.channel_id) FILTER (WHERE t.is_admitted) AS admitted
+                -- (A recovered lock's delivery was counted when first taken.)
+                pg_catalog.array_agg(t.channel_id) FILTER (
+                    WHERE t.is_admitted AND NOT (u.turns[t.k]).is_locked
+                ) AS admitted
             FROM taken AS t
         ) AS d;
         EXIT WHEN NOT v_is_passed OR v_is_resolved;
@@ -220,6 +223,8 @@ BEGIN
     END LOOP;
 
     -- 4.
+    -- A take in a channel with a release interval starts the interval
+    -- again (channel rows locked in id order).
     IF v_admitted IS NOT NULL THEN
         FOR v_channel IN
             SELECT c.id, pg_catalog.cardinality(pg_catalog.array_positions(v_admitted, c.id)) AS n

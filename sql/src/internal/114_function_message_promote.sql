@@ -4,15 +4,16 @@
 --   * an expired lock that is its message's max_attempts-th failure: a dead
 --     letter ("lock expired");
 --   * a message of a paused channel, or of a channel with limits that is
---     not admitted (or an expired lock of a channel with a release
---     interval, which must wait its turn again): held, and its channel's
---     admission runs;
+--     not admitted: held, and its channel's admission runs;
 --   * any other: ready, at its channel's next place (_message_place).  An
 --     expired lock stays locked while ready: its holder may still complete
---     it until it is delivered again (is_recovered then).
--- A message whose channel's row another call holds is left due.
+--     it until it is delivered again (is_recovered then); in a channel with
+--     limits it stays admitted, so max_concurrency counts it until then,
+--     and its new delivery is not one of the release interval's (it was
+--     counted when first taken).
 -- The caller has entered the epoch (p_bound).
 -- Parameters: p_now; p_due_mark; p_bound; p_limit.
+-- A message whose channel's row another call holds is left due.
 -- Returns: how many messages were promoted (dead letters included).
 -- Calls: _channel_config, _message_place, _message_bury, _channel_admit.
 -- Tables: message (update, delete), dead_letter (insert: _message_bury).
@@ -29,6 +30,8 @@ DECLARE
     v_due record;
     v_channel @extschema@.channel%ROWTYPE;
     v_count integer := 0;
+    v_is_dead boolean;
+    v_is_held boolean;
 BEGIN
     FOR v_due IN
         SELECT m.id, m.channel_id, m.channel, m.dequeue_at, m.is_locked, m.is_admitted, m.num_failures
@@ -44,31 +47,34 @@ BEGIN
         -- the next call (its change waits for no consumer).
         CONTINUE WHEN NOT @extschema@._channel_guard_try_shared(v_due.channel);
         v_channel := @extschema@._channel_config(v_due.channel_id, v_due.channel);
-        -- A channel with limits: its admission locks its row.  One that
-        -- another call holds (a complete, a take, another promotion of it)
-        -- is left due for a later dequeue: consumers never queue on a
-        -- channel row here, and never take two in an order that could
-        -- deadlock.
-        IF v_channel.max_concurrency IS NOT NULL OR v_channel.release_interval_ms > 0 OR v_channel.is_paused THEN
+        v_is_dead := COALESCE(v_due.is_locked AND v_due.num_failures + 1 >= v_channel.max_attempts, FALSE);
+        v_is_held := NOT v_is_dead AND (
+            v_channel.is_paused
+            OR (v_channel.max_concurrency IS NOT NULL OR v_channel.release_interval_ms > 0) AND NOT v_due.is_admitted
+        );
+        -- Admission locks the channel's row.  One that another call holds
+        -- (a complete, a take, another promotion of it) is left due for a
+        -- later dequeue: consumers never queue on a channel row here.
+        IF v_is_held OR v_is_dead AND v_due.is_admitted THEN
             PERFORM 1 FROM @extschema@.channel AS c WHERE c.id = v_due.channel_id FOR NO KEY UPDATE SKIP LOCKED;
-            CONTINUE WHEN NOT FOUND;
+            CONTINUE WHEN FOUND IS FALSE AND EXISTS (SELECT 1 FROM @extschema@.channel AS c WHERE c.id = v_due.channel_id);
         END IF;
         v_count := v_count + 1;
-        IF v_due.is_locked AND v_due.num_failures + 1 >= v_channel.max_attempts THEN
+        IF v_is_dead THEN
             PERFORM @extschema@._message_bury(
                 v_due.id, v_due.channel_id, v_due.channel, 'lock expired', p_now, v_channel.dedup_window_ms
             );
             IF v_due.is_admitted THEN
                 PERFORM @extschema@._channel_admit(v_due.channel_id, 1, 0, FALSE, p_now);
             END IF;
-        ELSIF v_channel.is_paused
-            OR (v_channel.max_concurrency IS NOT NULL OR v_channel.release_interval_ms > 0)
-            AND NOT (v_due.is_admitted AND NOT (v_due.is_locked AND v_channel.release_interval_ms > 0)) THEN
+        ELSIF v_is_held THEN
             UPDATE @extschema@.message AS m
             SET is_held = TRUE, is_admitted = FALSE
             WHERE m.id = v_due.id;
             PERFORM @extschema@._channel_admit(v_due.channel_id, CASE WHEN v_due.is_admitted THEN 1 ELSE 0 END, 0, FALSE, p_now);
         ELSE
+            -- Ready: a scheduled message, or an admitted one (an expired
+            -- lock stays admitted, and counted, until it is delivered again).
             UPDATE @extschema@.message AS m
             SET position = p.place, is_early = p.is_early
             FROM @extschema@._message_place(v_due.channel_id, p_bound, v_due.dequeue_at, 0) AS p

@@ -12,5 +12,5 @@
 -- producer's clock, read after it entered the epoch, which the due mark
 -- never passes.  For every other entry dequeue_at is the later of the two.
 CREATE INDEX message_due_ix
-ON @extschema@.message ((GREATEST(dequeue_at, created_at)), id)
+ON @extschema@.message ((greatest(dequeue_at, created_at)), id)
 WHERE position IS NULL AND NOT is_held;
