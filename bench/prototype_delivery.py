@@ -23,8 +23,8 @@ Three measures:
          mark).  Run with the guard (A) and, as the negative control,
          without it (Anoguard: raises that do not wait for writers)
 
-    .venv/bin/python -m bench.prototype_delivery rate [--rounds 3] [--seconds 10]
-    .venv/bin/python -m bench.prototype_delivery held [--messages 20000]
+    .venv/bin/python -m bench.prototype_delivery rate [--rounds 3] [--seconds 10] [--kinds floor,lonnymq,A]
+    .venv/bin/python -m bench.prototype_delivery held [--messages 20000] [--kinds floor,lonnymq,A]
     .venv/bin/python -m bench.prototype_delivery marks [--seconds 30]
 """
 
@@ -109,8 +109,9 @@ def reset(conn, kind: str, channels: int, backlog: int) -> None:
 
 
 def rate(args) -> list[str]:
-    plan = [("1ch", k) for k in ("amo", "floor", "lonnymq", "A", "A0", "B")]
-    plan += [(s, k) for s in ("64ch", "10kch") for k in ("lonnymq", "A", "A0", "B")]
+    kinds = args.kinds.split(",") if args.kinds else ["amo", "floor", "lonnymq", "A", "A0", "B"]
+    plan = [("1ch", k) for k in kinds]
+    plan += [(s, k) for s in ("64ch", "10kch") for k in kinds if k not in ("amo", "floor")]
     rates: dict[tuple[str, str], list[float]] = {p: [] for p in plan}
     target = Target()
     with tempfile.TemporaryDirectory() as tmp:
@@ -158,7 +159,7 @@ def call_buffers(conn, kind: str, messages_ids: list[int], tokens: list[int]) ->
 
 
 def held(args) -> list[str]:
-    kinds = args.kinds.split(",")
+    kinds = (args.kinds or "floor,lonnymq,A,A0,B").split(",")
     lines = [
         f"One session: create; worker call, {args.messages:,} messages, while another session holds a "
         "REPEATABLE READ transaction with an xid; locks of 1 s.  Shared buffers of one worker call "
@@ -264,7 +265,7 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--seconds", type=float, default=10)
     p.add_argument("--messages", type=int, default=20_000)
-    p.add_argument("--kinds", default="floor,lonnymq,A,A0,B", help="held: the loops to measure")
+    p.add_argument("--kinds", help="the loops to measure (rate: amo,floor,lonnymq,A,A0,B; held: floor,lonnymq,A,A0,B)")
     p.add_argument("--out")
     args = p.parse_args()
     lines = {"rate": rate, "held": held, "marks": marks}[args.measure](args)
