@@ -71,7 +71,7 @@ PSYCOPG_ARGS = ("%s::bigint[]", "%s::integer[]")
 def worker_call(kind: str, lock_ms: int = 60_000, args: tuple[str, str] = PGBENCH_ARGS,
                 columns: str = "id, num_attempts") -> tuple[str, str]:
     """(create SQL with :c for the channel number, complete-and-take SQL with `args`)."""
-    if kind == "lonnymq":
+    if kind.startswith("lonnymq"):
         create = "SELECT lonnymq.message_create('c' || :c, '\\x00')"
         take = "lonnymq.message_complete_dequeue"
     elif kind == "floor":
@@ -95,9 +95,12 @@ def reset(conn, kind: str, channels: int, backlog: int) -> None:
     elif kind == "floor":
         conn.execute(FLOOR_DDL)
         conn.execute(f"SELECT count({FLOOR_SCHEMA}.create('\\x00')) FROM generate_series(1, %s)", (backlog,))
-    elif kind == "lonnymq":
+    elif kind.startswith("lonnymq"):
+        # lonnymq@X.Y.Z: that installed version (reached through the
+        # installed upgrade scripts), for an A/B on one server.
+        version = kind.partition("@")[2]
         conn.execute("DROP EXTENSION IF EXISTS lonnymq CASCADE")
-        conn.execute("CREATE EXTENSION lonnymq")
+        conn.execute("CREATE EXTENSION lonnymq" + (f" VERSION '{version}'" if version else ""))
         conn.execute("SELECT count(lonnymq.message_create('c' || (g %% %s + 1), '\\x00')) "
                      "FROM generate_series(1, %s) AS g", (channels, backlog))
     else:
@@ -120,7 +123,7 @@ def rate(args) -> list[str]:
             for r in range(args.rounds):
                 for shape, kind in plan:
                     n = SHAPES[shape]
-                    script = Path(tmp) / f"{kind}-{shape}.sql"
+                    script = Path(tmp) / f"{kind.replace('@', '_')}-{shape}.sql"  # (pgbench reads file@weight)
                     if kind == "amo":
                         script.write_text(SCRIPTS["amo"])
                     else:
