@@ -505,6 +505,18 @@ $$;
 COMMENT ON FUNCTION @extschema@._channel_lock(text, bigint) IS
 'Internal: get or create a channel''s row, locked FOR UPDATE for the rest of the transaction.';
 
+CREATE OR REPLACE FUNCTION @extschema@._epoch_hold(p_epoch bigint)
+RETURNS void
+LANGUAGE sql VOLATILE
+AS $$
+    SELECT pg_catalog.pg_advisory_xact_lock_shared(1819111690, (p_epoch & 1)::integer)
+$$;
+
+COMMENT ON FUNCTION @extschema@._epoch_hold(bigint) IS
+'Internal: hold an epoch''s parity shared until commit.';
+
+REVOKE ALL ON FUNCTION @extschema@._epoch_hold(bigint) FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION @extschema@._epoch_enter()
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE
@@ -515,7 +527,7 @@ DECLARE
 BEGIN
     LOOP
         v_seen := v_epoch;
-        PERFORM pg_catalog.pg_advisory_xact_lock_shared(1819111690, (v_seen & 1)::integer);
+        PERFORM @extschema@._epoch_hold(v_seen);
         v_epoch := pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq');
         EXIT WHEN v_epoch = v_seen;
     END LOOP;
@@ -1610,8 +1622,8 @@ BEGIN
         FROM (
             SELECT
                 e.epoch,
-                pg_catalog.pg_advisory_xact_lock_shared(1819111690, (e.epoch & 1)::integer) AS in_epoch,
-                pg_catalog.pg_advisory_xact_lock_shared(1819111681, pg_catalog.hashtext(p_channel)) AS in_channel,
+                @extschema@._epoch_hold(e.epoch) AS in_epoch,
+                @extschema@._channel_guard_shared(p_channel) AS in_channel,
                 @extschema@._clock_ms() AS now
             FROM (SELECT pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') AS epoch) AS e
         ) AS k
@@ -1951,9 +1963,7 @@ BEGIN
     FROM
         (
             SELECT
-                pg_catalog.pg_advisory_xact_lock_shared(
-                    1819111690, (pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') & 1)::integer
-                ) AS in_epoch,
+                @extschema@._epoch_hold(pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq')) AS in_epoch,
                 @extschema@._clock_ms() AS now,
                 pg_catalog.pg_sequence_last_value('@extschema@.position_mark_seq') AS mark,
                 pg_catalog.pg_sequence_last_value('@extschema@.due_mark_seq') AS due_mark

@@ -97,8 +97,8 @@ BEGIN
         FROM (
             SELECT
                 e.epoch,
-                pg_catalog.pg_advisory_xact_lock_shared(1819111690, (e.epoch & 1)::integer) AS in_epoch,
-                pg_catalog.pg_advisory_xact_lock_shared(1819111681, pg_catalog.hashtext(p_channel)) AS in_channel,
+                @extschema@._epoch_hold(e.epoch) AS in_epoch,
+                @extschema@._channel_guard_shared(p_channel) AS in_channel,
                 @extschema@._clock_ms() AS now
             FROM (SELECT pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') AS epoch) AS e
         ) AS k

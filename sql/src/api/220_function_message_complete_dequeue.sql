@@ -88,9 +88,7 @@ BEGIN
     FROM
         (
             SELECT
-                pg_catalog.pg_advisory_xact_lock_shared(
-                    1819111690, (pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') & 1)::integer
-                ) AS in_epoch,
+                @extschema@._epoch_hold(pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq')) AS in_epoch,
                 @extschema@._clock_ms() AS now,
                 pg_catalog.pg_sequence_last_value('@extschema@.position_mark_seq') AS mark,
                 pg_catalog.pg_sequence_last_value('@extschema@.due_mark_seq') AS due_mark

@@ -20,7 +20,7 @@ DECLARE
 BEGIN
     LOOP
         v_seen := v_epoch;
-        PERFORM pg_catalog.pg_advisory_xact_lock_shared(1819111690, (v_seen & 1)::integer);
+        PERFORM @extschema@._epoch_hold(v_seen);
         v_epoch := pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq');
         EXIT WHEN v_epoch = v_seen;
     END LOOP;
