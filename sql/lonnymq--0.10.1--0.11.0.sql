@@ -424,6 +424,18 @@ COMMENT ON FUNCTION @extschema@._channel_id(text) IS
 
 REVOKE ALL ON FUNCTION @extschema@._channel_id(text) FROM PUBLIC;
 
+CREATE OR REPLACE FUNCTION @extschema@._channel_admits(p_channel @extschema@.channel)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT p_channel.max_concurrency IS NOT NULL OR p_channel.release_interval_ms > 0 OR p_channel.is_paused
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_admits(@extschema@.channel) IS
+'Internal: whether a channel admits its messages (max_concurrency, a release interval, or a pause).';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_admits(@extschema@.channel) FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION @extschema@._channel_defaults(p_channel text, p_now bigint)
 RETURNS @extschema@.channel
 LANGUAGE sql IMMUTABLE
@@ -807,10 +819,9 @@ BEGIN
         CONTINUE WHEN NOT @extschema@._channel_guard_try_shared(v_due.channel);
         v_channel := @extschema@._channel_config(v_due.channel_id, v_due.channel);
         v_is_dead := COALESCE(v_due.is_locked AND v_due.num_failures + 1 >= v_channel.max_attempts, FALSE);
-        v_is_held := NOT v_is_dead AND (
-            v_channel.is_paused
-            OR (v_channel.max_concurrency IS NOT NULL OR v_channel.release_interval_ms > 0) AND NOT v_due.is_admitted
-        );
+        -- Paused: held.  With limits: held unless admitted already.
+        v_is_held := NOT v_is_dead AND @extschema@._channel_admits(v_channel)
+            AND (v_channel.is_paused OR NOT v_due.is_admitted);
         -- Admission locks the channel's row.  One that another call holds
         -- (a complete, a take, another promotion of it) is left due for a
         -- later dequeue: consumers never queue on a channel row here.
@@ -1179,8 +1190,7 @@ RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
-    v_limited boolean := p_channel.max_concurrency IS NOT NULL OR p_channel.release_interval_ms > 0
-        OR p_channel.is_paused;
+    v_limited boolean := @extschema@._channel_admits(p_channel);
     v_position bigint;
     v_is_early boolean := FALSE;
 BEGIN
@@ -1230,8 +1240,7 @@ RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
-    v_limited boolean := p_channel.max_concurrency IS NOT NULL OR p_channel.release_interval_ms > 0
-        OR p_channel.is_paused;
+    v_limited boolean := @extschema@._channel_admits(p_channel);
     v_held record;
 BEGIN
     UPDATE @extschema@.message AS m
@@ -1614,8 +1623,7 @@ BEGIN
             k.now,
             p.place,
             p.is_early,
-            COALESCE(c.max_concurrency IS NOT NULL OR c.release_interval_ms > 0 OR c.is_paused, FALSE)
-            OR v_is_serializable,
+            COALESCE(@extschema@._channel_admits(c), FALSE) OR v_is_serializable,
             c.max_size,
             CASE WHEN c.notify AND NOT c.is_paused THEN COALESCE(c.notify_payload, p_channel) END
         INTO v_epoch, v_now, v_place, v_is_early, v_waits, v_max_size, v_notify
@@ -1752,7 +1760,7 @@ BEGIN
     v_channel := @extschema@._channel_config(@extschema@._channel_id(p_channel), p_channel);
     -- Waiting for a dequeue to admit or place them, as message_create's:
     -- a channel with limits, or a SERIALIZABLE producer.
-    v_limited := v_channel.max_concurrency IS NOT NULL OR v_channel.release_interval_ms > 0 OR v_channel.is_paused
+    v_limited := @extschema@._channel_admits(v_channel)
         OR pg_catalog.current_setting('transaction_isolation') = 'serializable';
     v_ids := ARRAY(
         SELECT s.id
@@ -2308,7 +2316,7 @@ BEGIN
         IF v_channel.name IS DISTINCT FROM v_dead.channel THEN
             PERFORM @extschema@._channel_guard_shared(v_dead.channel);
             v_channel := @extschema@._channel_config(@extschema@._channel_id(v_dead.channel), v_dead.channel);
-            v_limited := v_channel.max_concurrency IS NOT NULL OR v_channel.release_interval_ms > 0 OR v_channel.is_paused;
+            v_limited := @extschema@._channel_admits(v_channel);
         END IF;
         v_id := pg_catalog.nextval('@extschema@.message_id_seq');
         v_key := v_dead.key;

@@ -89,8 +89,7 @@ BEGIN
             k.now,
             p.place,
             p.is_early,
-            COALESCE(c.max_concurrency IS NOT NULL OR c.release_interval_ms > 0 OR c.is_paused, FALSE)
-            OR v_is_serializable,
+            COALESCE(@extschema@._channel_admits(c), FALSE) OR v_is_serializable,
             c.max_size,
             CASE WHEN c.notify AND NOT c.is_paused THEN COALESCE(c.notify_payload, p_channel) END
         INTO v_epoch, v_now, v_place, v_is_early, v_waits, v_max_size, v_notify

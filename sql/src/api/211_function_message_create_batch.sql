@@ -91,7 +91,7 @@ BEGIN
     v_channel := @extschema@._channel_config(@extschema@._channel_id(p_channel), p_channel);
     -- Waiting for a dequeue to admit or place them, as message_create's:
     -- a channel with limits, or a SERIALIZABLE producer.
-    v_limited := v_channel.max_concurrency IS NOT NULL OR v_channel.release_interval_ms > 0 OR v_channel.is_paused
+    v_limited := @extschema@._channel_admits(v_channel)
         OR pg_catalog.current_setting('transaction_isolation') = 'serializable';
     v_ids := ARRAY(
         SELECT s.id

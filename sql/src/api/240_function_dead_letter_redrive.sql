@@ -61,7 +61,7 @@ BEGIN
         IF v_channel.name IS DISTINCT FROM v_dead.channel THEN
             PERFORM @extschema@._channel_guard_shared(v_dead.channel);
             v_channel := @extschema@._channel_config(@extschema@._channel_id(v_dead.channel), v_dead.channel);
-            v_limited := v_channel.max_concurrency IS NOT NULL OR v_channel.release_interval_ms > 0 OR v_channel.is_paused;
+            v_limited := @extschema@._channel_admits(v_channel);
         END IF;
         v_id := pg_catalog.nextval('@extschema@.message_id_seq');
         v_key := v_dead.key;

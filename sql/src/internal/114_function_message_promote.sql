@@ -48,10 +48,9 @@ BEGIN
         CONTINUE WHEN NOT @extschema@._channel_guard_try_shared(v_due.channel);
         v_channel := @extschema@._channel_config(v_due.channel_id, v_due.channel);
         v_is_dead := COALESCE(v_due.is_locked AND v_due.num_failures + 1 >= v_channel.max_attempts, FALSE);
-        v_is_held := NOT v_is_dead AND (
-            v_channel.is_paused
-            OR (v_channel.max_concurrency IS NOT NULL OR v_channel.release_interval_ms > 0) AND NOT v_due.is_admitted
-        );
+        -- Paused: held.  With limits: held unless admitted already.
+        v_is_held := NOT v_is_dead AND @extschema@._channel_admits(v_channel)
+            AND (v_channel.is_paused OR NOT v_due.is_admitted);
         -- Admission locks the channel's row.  One that another call holds
         -- (a complete, a take, another promotion of it) is left due for a
         -- later dequeue: consumers never queue on a channel row here.

@@ -29,8 +29,7 @@ RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
-    v_limited boolean := p_channel.max_concurrency IS NOT NULL OR p_channel.release_interval_ms > 0
-        OR p_channel.is_paused;
+    v_limited boolean := @extschema@._channel_admits(p_channel);
     v_position bigint;
     v_is_early boolean := FALSE;
 BEGIN

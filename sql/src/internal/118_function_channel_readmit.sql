@@ -19,8 +19,7 @@ RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
-    v_limited boolean := p_channel.max_concurrency IS NOT NULL OR p_channel.release_interval_ms > 0
-        OR p_channel.is_paused;
+    v_limited boolean := @extschema@._channel_admits(p_channel);
     v_held record;
 BEGIN
     UPDATE @extschema@.message AS m
