@@ -187,115 +187,137 @@ SELECT pg_catalog.pg_extension_config_dump('@extschema@.epoch_at_seq', '');
 COMMENT ON SEQUENCE @extschema@.epoch_at_seq IS
 'Delivery, internal state maintained by the queue functions, not to be written by hand: the clock (epoch ms) when the current epoch began.';
 
-CREATE OR REPLACE VIEW @extschema@.channel_stats AS
-WITH clock AS (
+CREATE FUNCTION @extschema@.channel_stats(p_channel text)
+RETURNS TABLE (
+    channel text,
+    ready bigint,
+    scheduled bigint,
+    locked bigint,
+    dead bigint,
+    oldest_ready_age_ms bigint,
+    is_paused boolean,
+    max_concurrency integer,
+    max_size integer,
+    release_interval_ms bigint,
+    max_attempts integer,
+    backoff_base_ms bigint,
+    backoff_factor double precision,
+    backoff_max_ms bigint,
+    backoff_jitter double precision,
+    dedup_window_ms bigint,
+    retain_history boolean,
+    notify boolean
+)
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
     SELECT
-        pg_catalog.floor(
-            pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000
-        )::bigint AS now_ms
-),
-
--- The channels that hold messages: one probe of message_channel_ix per
--- channel (the next channel_id after the last one found), not a pass over
--- every message.
-holding AS (
-    WITH RECURSIVE ids AS (
-        SELECT min(m.channel_id) AS id
+        p_channel,
+        n.due - n.expired,
+        n.total - n.due - (n.locked - n.expired),
+        n.locked,
+        d.dead,
+        k.now - GREATEST(h.dequeue_at, h.created_at),
+        COALESCE(c.is_paused, f.is_paused),
+        c.max_concurrency,
+        c.max_size,
+        COALESCE(c.release_interval_ms, f.release_interval_ms),
+        c.max_attempts,
+        COALESCE(c.backoff_base_ms, f.backoff_base_ms),
+        COALESCE(c.backoff_factor, f.backoff_factor),
+        COALESCE(c.backoff_max_ms, f.backoff_max_ms),
+        COALESCE(c.backoff_jitter, f.backoff_jitter),
+        COALESCE(c.dedup_window_ms, f.dedup_window_ms),
+        COALESCE(c.retain_history, f.retain_history),
+        COALESCE(c.notify, f.notify)
+    FROM (
+        SELECT @extschema@._clock_ms() AS now, @extschema@._channel_id(p_channel) AS id
+    ) AS k
+    CROSS JOIN @extschema@._channel_defaults(p_channel, 0) AS f
+    LEFT JOIN @extschema@.channel AS c ON c.id = k.id AND c.name = p_channel
+    CROSS JOIN LATERAL (
+        SELECT
+            pg_catalog.count(*) AS total,
+            pg_catalog.count(*) FILTER (WHERE m.dequeue_at <= k.now) AS due,
+            pg_catalog.count(*) FILTER (WHERE m.is_locked) AS locked,
+            pg_catalog.count(*) FILTER (WHERE m.is_locked AND m.dequeue_at <= k.now) AS expired
         FROM @extschema@.message AS m
-        WHERE m.channel_id IS NOT NULL
-        UNION ALL
-        SELECT (
-            SELECT min(m.channel_id)
-            FROM @extschema@.message AS m
-            WHERE m.channel_id > ids.id
-        )
-        FROM ids
-        WHERE ids.id IS NOT NULL
-    )
+        WHERE m.channel_id = k.id AND m.channel = p_channel
+    ) AS n
+    CROSS JOIN LATERAL (
+        SELECT pg_catalog.count(*) AS dead
+        FROM @extschema@.dead_letter AS dl
+        WHERE dl.channel = p_channel
+    ) AS d
+    LEFT JOIN LATERAL (
+        SELECT m.dequeue_at, m.created_at
+        FROM @extschema@.message AS m
+        WHERE m.channel_id = k.id AND m.channel = p_channel AND m.dequeue_at <= k.now AND NOT m.is_locked
+        ORDER BY m.dequeue_at, m.id
+        LIMIT 1
+    ) AS h ON TRUE
+    WHERE c.id IS NOT NULL OR n.total > 0
+$$;
 
-    SELECT
-        ids.id,
-        (
-            SELECT m.channel
-            FROM @extschema@.message AS m
-            WHERE m.channel_id = ids.id
-            ORDER BY m.channel_id, m.position NULLS FIRST, m.dequeue_at, m.id
-            LIMIT 1
-        ) AS name
-    FROM ids
-    WHERE ids.id IS NOT NULL
+COMMENT ON FUNCTION @extschema@.channel_stats(text) IS
+'One channel''s row of the view channel_stats (ready, scheduled, locked and dead messages, the age of the next ready message, the pause state and the configuration), reading only that channel''s messages; no row when the channel has neither configuration nor messages.';
+
+REVOKE ALL ON FUNCTION @extschema@.channel_stats(text) FROM PUBLIC;
+
+CREATE OR REPLACE VIEW @extschema@.channel_stats AS
+WITH RECURSIVE holding AS (
+    SELECT min(m.channel_id) AS id
+    FROM @extschema@.message AS m
+    WHERE m.channel_id IS NOT NULL
+    UNION ALL
+    SELECT (
+        SELECT min(m.channel_id)
+        FROM @extschema@.message AS m
+        WHERE m.channel_id > holding.id
+    )
+    FROM holding
+    WHERE holding.id IS NOT NULL
 ),
 
 channels AS (
-    SELECT
-        c.id,
-        c.name
+    SELECT c.name
     FROM @extschema@.channel AS c
     UNION
-    SELECT
-        h.id,
-        h.name
+    SELECT (
+        SELECT m.channel
+        FROM @extschema@.message AS m
+        WHERE m.channel_id = h.id
+        ORDER BY m.channel_id, m.position NULLS FIRST, m.dequeue_at, m.id
+        LIMIT 1
+    )
     FROM holding AS h
+    WHERE h.id IS NOT NULL
 )
 
 SELECT
-    ch.name AS channel,
-    n.due - n.expired AS ready,
-    n.total - n.due - (n.locked - n.expired) AS scheduled,
-    n.locked,
-    d.dead,
-    clock.now_ms - greatest(h.dequeue_at, h.created_at) AS oldest_ready_age_ms,
-    -- A channel without a row has the defaults (_channel_defaults; no
-    -- function call here: a view's caller needs EXECUTE on what it calls).
-    coalesce(cfg.is_paused, FALSE) AS is_paused,
-    cfg.max_concurrency,
-    cfg.max_size,
-    coalesce(cfg.release_interval_ms, 0) AS release_interval_ms,
-    cfg.max_attempts,
-    coalesce(cfg.backoff_base_ms, 1000) AS backoff_base_ms,
-    coalesce(cfg.backoff_factor, 2.0) AS backoff_factor,
-    coalesce(cfg.backoff_max_ms, 3600000) AS backoff_max_ms,
-    coalesce(cfg.backoff_jitter, 0.1) AS backoff_jitter,
-    coalesce(cfg.dedup_window_ms, 0) AS dedup_window_ms,
-    coalesce(cfg.retain_history, FALSE) AS retain_history,
-    coalesce(cfg.notify, FALSE) AS notify
+    s.channel,
+    s.ready,
+    s.scheduled,
+    s.locked,
+    s.dead,
+    s.oldest_ready_age_ms,
+    s.is_paused,
+    s.max_concurrency,
+    s.max_size,
+    s.release_interval_ms,
+    s.max_attempts,
+    s.backoff_base_ms,
+    s.backoff_factor,
+    s.backoff_max_ms,
+    s.backoff_jitter,
+    s.dedup_window_ms,
+    s.retain_history,
+    s.notify
 FROM channels AS ch
-CROSS JOIN clock
-LEFT JOIN @extschema@.channel AS cfg ON ch.id = cfg.id AND ch.name = cfg.name
-CROSS JOIN
-    LATERAL (
-        SELECT
-            pg_catalog.count(*) AS total,
-            pg_catalog.count(*) FILTER (WHERE m.dequeue_at <= clock.now_ms) AS due,
-            pg_catalog.count(*) FILTER (WHERE m.is_locked) AS locked,
-            pg_catalog.count(*) FILTER (
-                WHERE m.is_locked AND m.dequeue_at <= clock.now_ms
-            ) AS expired
-        FROM @extschema@.message AS m
-        WHERE m.channel_id = ch.id AND m.channel = ch.name
-    ) AS n
-CROSS JOIN
-    LATERAL (
-        SELECT pg_catalog.count(*) AS dead
-        FROM @extschema@.dead_letter AS dl
-        WHERE dl.channel = ch.name
-    ) AS d
-LEFT JOIN LATERAL (
-    SELECT
-        m.dequeue_at,
-        m.created_at
-    FROM @extschema@.message AS m
-    WHERE
-        m.channel_id = ch.id
-        AND m.channel = ch.name
-        AND m.dequeue_at <= clock.now_ms
-        AND NOT m.is_locked
-    ORDER BY m.dequeue_at, m.id
-    LIMIT 1
-) AS h ON TRUE;
+CROSS JOIN LATERAL @extschema@.channel_stats(ch.name) AS s;
 
 COMMENT ON VIEW @extschema@.channel_stats IS
-'Per channel, configured or holding messages: ready, scheduled, locked and dead messages, the age of the next ready message, the pause state and the configuration. Reads every message.';
+'Per channel, configured or holding messages: ready, scheduled, locked and dead messages, the age of the next ready message, the pause state and the configuration: channel_stats(name) for each channel. Reads every message; lonnymq.channel_stats(name) reads one channel.';
 
 CREATE TYPE @extschema@._turn AS (
     id bigint,
@@ -470,19 +492,12 @@ COMMENT ON FUNCTION @extschema@._channel_guard_exclusive(text) IS
 
 CREATE OR REPLACE FUNCTION @extschema@._channel_config(p_channel_id bigint, p_channel text)
 RETURNS @extschema@.channel
-LANGUAGE plpgsql STABLE
+LANGUAGE sql STABLE
 AS $$
-DECLARE
-    v_channel @extschema@.channel%ROWTYPE;
-BEGIN
-    SELECT c.* INTO v_channel
-    FROM @extschema@.channel AS c
-    WHERE c.id = p_channel_id AND c.name = p_channel;
-    IF NOT FOUND THEN
-        v_channel := @extschema@._channel_defaults(p_channel, 0);
-    END IF;
-    RETURN v_channel;
-END;
+    SELECT COALESCE(
+        (SELECT c FROM @extschema@.channel AS c WHERE c.id = p_channel_id AND c.name = p_channel),
+        @extschema@._channel_defaults(p_channel, 0)
+    )
 $$;
 
 COMMENT ON FUNCTION @extschema@._channel_config(bigint, text) IS
@@ -671,11 +686,13 @@ BEGIN
         RETURN FALSE;
     END IF;
     PERFORM pg_catalog.pg_advisory_unlock(1819111690, (1 - (v_epoch & 1))::integer);
-    -- Below what the caller took only: its own takes are dead entries to
-    -- its own read, and the least of them bounds the front anyway.
+    -- The first ready position: the caller's own takes are dead entries to
+    -- its own read.  (Not only below what it took: a batch's positions
+    -- need not be one range, a p_channel batch's or resolved turns', and a
+    -- bound past ready messages would send every new message behind them.)
     SELECT r.position INTO v_front
     FROM @extschema@.message AS r
-    WHERE r.position >= v_mark AND r.position < COALESCE(p_taken, 9223372036854775807)
+    WHERE r.position >= v_mark
     ORDER BY r.position
     LIMIT 1;
     -- Only below the candidate due mark: the live entries above it do not
@@ -697,7 +714,7 @@ BEGIN
         ),
         pg_catalog.setval('@extschema@.epoch_at_seq', p_now);
     -- The new epoch's bound: the front, or past what the caller took when
-    -- nothing else is ready below it, so that new messages never take a
+    -- nothing else is ready, so that new messages never take a
     -- consumed position again (the marks could then never pass it).
     PERFORM pg_catalog.setval(
         '@extschema@.position_bound_seq',
@@ -825,30 +842,47 @@ BEGIN
         -- Admission locks the channel's row.  One that another call holds
         -- (a complete, a take, another promotion of it) is left due for a
         -- later dequeue: consumers never queue on a channel row here.
-        IF v_is_held OR v_is_dead AND v_due.is_admitted THEN
+        IF v_is_held OR v_due.is_admitted AND (v_is_dead OR v_due.is_locked AND v_channel.release_interval_ms > 0) THEN
             PERFORM 1 FROM @extschema@.channel AS c WHERE c.id = v_due.channel_id FOR NO KEY UPDATE SKIP LOCKED;
             CONTINUE WHEN FOUND IS FALSE AND EXISTS (SELECT 1 FROM @extschema@.channel AS c WHERE c.id = v_due.channel_id);
+            -- (Read again under the lock: its release and pending count.)
+            v_channel := @extschema@._channel_config(v_due.channel_id, v_due.channel);
         END IF;
         v_count := v_count + 1;
         IF v_is_dead THEN
             PERFORM @extschema@._message_bury(
                 v_due.id, v_due.channel_id, v_due.channel, 'lock expired', p_now, v_channel.dedup_window_ms
             );
-            IF v_due.is_admitted THEN
-                PERFORM @extschema@._channel_admit(v_due.channel_id, 1, 0, FALSE, p_now);
-            END IF;
         ELSIF v_is_held THEN
             UPDATE @extschema@.message AS m
             SET is_held = TRUE, is_admitted = FALSE
             WHERE m.id = v_due.id;
-            PERFORM @extschema@._channel_admit(v_due.channel_id, CASE WHEN v_due.is_admitted THEN 1 ELSE 0 END, 0, FALSE, p_now);
+        ELSIF v_due.is_locked AND v_due.is_admitted AND v_channel.release_interval_ms > 0
+            AND (v_channel.release_at > p_now OR v_channel.num_pending > 0) THEN
+            -- An expired lock's new delivery waits for its channel's
+            -- release like any other: due again when the interval ends (a
+            -- later end when another delivery is pending).
+            UPDATE @extschema@.message AS m
+            SET dequeue_at = GREATEST(v_channel.release_at, p_now)
+                + CASE WHEN v_channel.num_pending > 0 THEN v_channel.release_interval_ms ELSE 0 END
+            WHERE m.id = v_due.id;
         ELSE
+            -- (An expired lock of a channel with a release interval is
+            -- its one pending delivery.)
+            IF v_due.is_locked AND v_due.is_admitted AND v_channel.release_interval_ms > 0 THEN
+                UPDATE @extschema@.channel AS c SET num_pending = c.num_pending + 1 WHERE c.id = v_due.channel_id;
+            END IF;
             -- Ready: a scheduled message, or an admitted one (an expired
             -- lock stays admitted, and counted, until it is delivered again).
             UPDATE @extschema@.message AS m
             SET position = p.place, is_early = p.is_early
             FROM @extschema@._message_place(v_due.channel_id, p_bound, v_due.dequeue_at, 0) AS p
             WHERE m.id = v_due.id;
+        END IF;
+        -- An admitted message that ends, or goes back to be held, frees
+        -- its place; a held one may be admitted at once.
+        IF v_is_held OR v_is_dead AND v_due.is_admitted THEN
+            PERFORM @extschema@._channel_admit(v_due.channel_id, v_due.is_admitted::integer, 0, FALSE, p_now);
         END IF;
     END LOOP;
     RETURN v_count;
@@ -1055,13 +1089,17 @@ BEGIN
         -- Admitted messages free their places: the next held ones are
         -- admitted, channel rows locked in id order.
         FOR v_admitted IN
-            SELECT f.channel_id, pg_catalog.count(*)::integer AS n
+            SELECT
+                f.channel_id, pg_catalog.count(*)::integer AS n,
+                -- (An expired lock made ready again is its channel's
+                -- pending delivery.)
+                (pg_catalog.count(*) FILTER (WHERE f.position IS NOT NULL))::integer AS pending
             FROM pg_catalog.unnest(v_followed) AS f
             WHERE f.is_admitted
             GROUP BY f.channel_id
             ORDER BY f.channel_id
         LOOP
-            PERFORM @extschema@._channel_admit(v_admitted.channel_id, v_admitted.n, 0, FALSE, v_now);
+            PERFORM @extschema@._channel_admit(v_admitted.channel_id, v_admitted.n, v_admitted.pending, FALSE, v_now);
         END LOOP;
     END IF;
     -- Looked for only when fewer were completed than asked (n x k
@@ -1193,7 +1231,12 @@ DECLARE
     v_limited boolean := @extschema@._channel_admits(p_channel);
     v_position bigint;
     v_is_early boolean := FALSE;
+    v_pending integer;
 BEGIN
+    -- (An expired lock made ready again is its channel's pending delivery.)
+    IF p_is_admitted THEN
+        SELECT (m.position IS NOT NULL)::integer INTO v_pending FROM @extschema@.message AS m WHERE m.id = p_id;
+    END IF;
     IF p_dequeue_at <= p_now AND NOT v_limited THEN
         SELECT p.place, p.is_early INTO v_position, v_is_early
         FROM @extschema@._message_place(p_channel.id, p_bound, p_dequeue_at, 0) AS p;
@@ -1214,7 +1257,7 @@ BEGIN
         is_held = p_dequeue_at <= p_now AND v_limited
     WHERE m.id = p_id;
     IF p_is_admitted OR p_dequeue_at <= p_now AND v_limited THEN
-        PERFORM @extschema@._channel_admit(p_channel.id, CASE WHEN p_is_admitted THEN 1 ELSE 0 END, 0, FALSE, p_now);
+        PERFORM @extschema@._channel_admit(p_channel.id, CASE WHEN p_is_admitted THEN 1 ELSE 0 END, COALESCE(v_pending, 0), FALSE, p_now);
     END IF;
     IF p_channel.notify AND p_dequeue_at <= p_now AND NOT p_channel.is_paused THEN
         PERFORM pg_catalog.pg_notify('lonnymq', COALESCE(p_channel.notify_payload, p_channel.name));
@@ -1301,15 +1344,11 @@ BEGIN
         LIMIT p_limit
         FOR UPDATE SKIP LOCKED
     LOOP
-        -- A configured channel's row and a size-limited channel's quota row
-        -- are only tried, never waited for.
-        PERFORM 1
-        FROM @extschema@.channel AS c
-        WHERE c.id = @extschema@._channel_id(v_schedule.channel)
-        FOR NO KEY UPDATE SKIP LOCKED;
-        CONTINUE WHEN NOT FOUND AND EXISTS (
-            SELECT 1 FROM @extschema@.channel AS c WHERE c.id = @extschema@._channel_id(v_schedule.channel)
-        );
+        -- What message_create would wait for, the channel guard (held by a
+        -- configuration change) and a size-limited channel's quota row, is
+        -- only tried: a schedule whose channel is busy waits for a later
+        -- call.
+        CONTINUE WHEN NOT @extschema@._channel_guard_try_shared(v_schedule.channel);
         PERFORM 1
         FROM @extschema@.channel_quota AS q
         WHERE q.channel_id = @extschema@._channel_id(v_schedule.channel)
@@ -1332,6 +1371,50 @@ BEGIN
     END LOOP;
     RETURN v_created;
 END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._access_functions(p_access text)
+RETURNS SETOF regprocedure
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT f.fn::regprocedure
+    FROM (
+        VALUES
+        ('producer', '@extschema@.to_epoch(timestamptz)'),
+        ('producer', '@extschema@.message_create(text, bytea, bigint, text)'),
+        ('producer', '@extschema@.message_create_batch(text, bytea[], bigint[], text[])'),
+        ('consumer', '@extschema@.to_epoch(timestamptz)'),
+        ('consumer', '@extschema@.message_dequeue(bigint, integer, text)'),
+        ('consumer', '@extschema@.message_complete_dequeue(bigint[], integer[], bigint, integer, text)'),
+        ('consumer', '@extschema@.message_complete(bigint, integer)'),
+        ('consumer', '@extschema@.message_complete_batch(bigint[], integer[])'),
+        ('consumer', '@extschema@.message_defer(bigint, integer, bigint, bytea)'),
+        ('consumer', '@extschema@.message_heartbeat(bigint, integer, bigint)'),
+        ('consumer', '@extschema@.message_fail(bigint, integer, text)'),
+        ('admin', '@extschema@.to_epoch(timestamptz)'),
+        ('admin', '@extschema@.message_create(text, bytea, bigint, text)'),
+        ('admin', '@extschema@.message_create_batch(text, bytea[], bigint[], text[])'),
+        ('admin', '@extschema@.message_dequeue(bigint, integer, text)'),
+        ('admin', '@extschema@.message_complete_dequeue(bigint[], integer[], bigint, integer, text)'),
+        ('admin', '@extschema@.message_complete(bigint, integer)'),
+        ('admin', '@extschema@.message_complete_batch(bigint[], integer[])'),
+        ('admin', '@extschema@.message_defer(bigint, integer, bigint, bytea)'),
+        ('admin', '@extschema@.message_heartbeat(bigint, integer, bigint)'),
+        ('admin', '@extschema@.message_fail(bigint, integer, text)'),
+        ('admin', '@extschema@.channel_set(text, integer, integer, bigint, integer, bigint, double precision, bigint, double precision, bigint, boolean, boolean, text)'),
+        ('admin', '@extschema@.channel_drop(text, boolean)'),
+        ('admin', '@extschema@.channel_pause(text)'),
+        ('admin', '@extschema@.channel_resume(text)'),
+        ('admin', '@extschema@.message_cancel(bigint)'),
+        ('admin', '@extschema@.dead_letter_redrive(text, bigint[])'),
+        ('admin', '@extschema@.dead_letter_delete(text, bigint[], boolean)'),
+        ('admin', '@extschema@.history_prune(bigint)'),
+        ('admin', '@extschema@.schedule_set(text, text, bytea, bigint, bigint)'),
+        ('admin', '@extschema@.schedule_drop(text)'),
+        ('admin', '@extschema@.tick()'),
+        ('admin', '@extschema@.channel_stats(text)')
+    ) AS f (access, fn)
+    WHERE f.access = p_access
 $$;
 
 CREATE OR REPLACE FUNCTION @extschema@.channel_set(
@@ -1946,7 +2029,6 @@ DECLARE
     v_out @extschema@.delivery[];
     v_admitted bigint[];
     v_delivery @extschema@.delivery;
-    v_channel record;
 BEGIN
     -- One expression for valid input; the checks say what is wrong.
     IF p_lock_ms IS NULL OR p_lock_ms NOT BETWEEN 1 AND @extschema@._max_duration_ms()
@@ -1966,31 +2048,26 @@ BEGIN
     -- parity is held before the clock is read, so that a lock's expiry
     -- written with this clock is above the due mark (a subquery with
     -- volatile columns is never flattened into its caller).
-    SELECT k.now, k.mark, k.due_mark, s.is_due, d.is_due
+    -- (Sub-selects of k: the due mark is a parameter of their index scan,
+    -- so the range starts at the mark whatever the plan.)
+    SELECT
+        k.now, k.mark, k.due_mark,
+        EXISTS (SELECT 1 FROM @extschema@.schedule AS sc WHERE sc.next_at <= k.now),
+        EXISTS (
+            SELECT 1
+            FROM @extschema@.message AS m
+            WHERE
+                GREATEST(m.dequeue_at, m.created_at) >= k.due_mark AND GREATEST(m.dequeue_at, m.created_at) <= k.now
+                AND m.position IS NULL AND NOT m.is_held
+        )
     INTO v_now, v_mark, v_due_mark, v_schedule_due, v_due
-    FROM
-        (
-            SELECT
-                @extschema@._epoch_hold(pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq')) AS in_epoch,
-                @extschema@._clock_ms() AS now,
-                pg_catalog.pg_sequence_last_value('@extschema@.position_mark_seq') AS mark,
-                pg_catalog.pg_sequence_last_value('@extschema@.due_mark_seq') AS due_mark
-        ) AS k
-        -- (Sub-selects of LATERAL: the due mark is a parameter of their
-        -- index scan, so the range starts at the mark whatever the plan.)
-        CROSS JOIN LATERAL (
-            SELECT EXISTS (SELECT 1 FROM @extschema@.schedule AS sc WHERE sc.next_at <= k.now) AS is_due
-        ) AS s
-        CROSS JOIN LATERAL (
-            SELECT EXISTS (
-                SELECT 1
-                FROM @extschema@.message AS m
-                WHERE
-                    GREATEST(m.dequeue_at, m.created_at) >= k.due_mark
-                    AND GREATEST(m.dequeue_at, m.created_at) <= k.now
-                    AND m.position IS NULL AND NOT m.is_held
-            ) AS is_due
-        ) AS d;
+    FROM (
+        SELECT
+            @extschema@._epoch_hold(pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq')) AS in_epoch,
+            @extschema@._clock_ms() AS now,
+            pg_catalog.pg_sequence_last_value('@extschema@.position_mark_seq') AS mark,
+            pg_catalog.pg_sequence_last_value('@extschema@.due_mark_seq') AS due_mark
+    ) AS k;
 
     -- 2.  (A promotion's positions are checked against the bound by its
     -- own _epoch_enter.)
@@ -2074,7 +2151,23 @@ BEGIN
                     ELSE m.attempt_log
                 END
             FROM turns AS u
-            WHERE m.id = ANY(u.ids) AND NOT u.is_passed
+            WHERE
+                m.id = ANY(u.ids) AND NOT u.is_passed
+                -- A delivery in a channel with a release interval starts
+                -- the interval again (step 4): its channel's row is locked
+                -- here, or the message is left for a later call, so that no
+                -- call waits for a channel row after its completion locked
+                -- others (two such calls deadlocked).
+                AND (
+                    NOT m.is_admitted
+                    OR NOT EXISTS (
+                        SELECT 1 FROM @extschema@.channel AS c WHERE c.id = m.channel_id AND c.release_interval_ms > 0
+                    )
+                    OR EXISTS (
+                        SELECT 1 FROM @extschema@.channel AS c WHERE c.id = m.channel_id AND c.release_interval_ms > 0
+                        FOR NO KEY UPDATE SKIP LOCKED
+                    )
+                )
             RETURNING
                 m.id, m.channel, m.content, m.state, m.num_attempts, m.channel_id, m.is_admitted,
                 pg_catalog.array_position(u.ids, m.id) AS k
@@ -2092,10 +2185,7 @@ BEGIN
                     )::@extschema@.delivery
                     ORDER BY t.k
                 ) AS deliveries,
-                -- (A recovered lock's delivery was counted when first taken.)
-                pg_catalog.array_agg(t.channel_id) FILTER (
-                    WHERE t.is_admitted AND NOT (u.turns[t.k]).is_locked
-                ) AS admitted
+                pg_catalog.array_agg(t.channel_id) FILTER (WHERE t.is_admitted) AS admitted
             FROM taken AS t
         ) AS d;
         EXIT WHEN NOT v_is_passed OR v_is_resolved;
@@ -2105,16 +2195,15 @@ BEGIN
 
     -- 4.
     -- A take in a channel with a release interval starts the interval
-    -- again (channel rows locked in id order).
+    -- again (its row is locked already, by the take).
+    -- (The clock after the take: the interval never starts before a
+    -- delivery's lock.)
     IF v_admitted IS NOT NULL THEN
-        FOR v_channel IN
-            SELECT c.id, pg_catalog.cardinality(pg_catalog.array_positions(v_admitted, c.id)) AS n
-            FROM @extschema@.channel AS c
-            WHERE c.id = ANY(v_admitted) AND c.release_interval_ms > 0
-            ORDER BY c.id
-        LOOP
-            PERFORM @extschema@._channel_admit(v_channel.id, 0, v_channel.n, TRUE, v_now);
-        END LOOP;
+        PERFORM @extschema@._channel_admit(
+            c.id, 0, pg_catalog.cardinality(pg_catalog.array_positions(v_admitted, c.id)), TRUE, @extschema@._clock_ms()
+        )
+        FROM @extschema@.channel AS c
+        WHERE c.id = ANY(v_admitted) AND c.release_interval_ms > 0;
     END IF;
     -- Only a call whose transaction wrote nothing before it raises the
     -- marks: it knows every position it took (its turns, in position
@@ -2232,7 +2321,7 @@ BEGIN
     v_bound := @extschema@._epoch_enter();
     v_now := @extschema@._clock_ms();
 
-    SELECT m.num_failures + 1 AS num_failures, m.is_admitted INTO v_message
+    SELECT m.num_failures + 1 AS num_failures, m.is_admitted, (m.position IS NOT NULL)::integer AS pending INTO v_message
     FROM @extschema@.message AS m
     WHERE
         m.id = p_id
@@ -2249,7 +2338,7 @@ BEGIN
             p_id, v_channel.id, v_channel.name, p_error, v_now, v_channel.dedup_window_ms
         );
         IF v_message.is_admitted THEN
-            PERFORM @extschema@._channel_admit(v_channel.id, 1, 0, FALSE, v_now);
+            PERFORM @extschema@._channel_admit(v_channel.id, 1, v_message.pending, FALSE, v_now);
         END IF;
         RETURN 'dead';
     END IF;
@@ -2411,7 +2500,7 @@ COMMENT ON COLUMN @extschema@.channel.num_admitted IS
 'Admission, internal state maintained by the queue functions, not to be written by hand: admitted messages (ready or locked), at most max_concurrency; kept only for channels with a limit.';
 
 COMMENT ON COLUMN @extschema@.channel.num_pending IS
-'Admission, internal state maintained by the queue functions, not to be written by hand: admitted messages not yet delivered, at most one with a release_interval_ms.';
+'Admission, internal state maintained by the queue functions, not to be written by hand: admitted messages not yet delivered (an expired lock made ready again included), at most one with a release_interval_ms.';
 
 COMMENT ON COLUMN @extschema@.message.channel_id IS
 'The id of the message''s channel: the hash of its name (_channel_id), channel.id when the channel is configured.';

@@ -113,7 +113,8 @@ ALTER EXTENSION lonnymq DROP SEQUENCE @extschema@.channel_turn_seq;
 DROP SEQUENCE @extschema@.channel_turn_seq;
 
 -- 4. The new indexes and sequences, as a fresh install creates them,
--- channel_stats, which now lists the channels without a row too, and the
+-- channel_stats, which now lists the channels without a row too (each by
+-- channel_stats(name), the figures of one channel), and the
 -- take's type of a turn.
 -- @include sql/src/schema/032_index_message_channel.sql
 -- @include sql/src/schema/033_index_message_ready.sql
@@ -124,7 +125,8 @@ DROP SEQUENCE @extschema@.channel_turn_seq;
 -- @include sql/src/schema/041_sequence_position_mark.sql
 -- @include sql/src/schema/042_sequence_due_mark.sql
 -- @include sql/src/schema/043_sequence_epoch_at.sql
--- @include sql/src/schema/068_view_channel_stats.sql
+-- @include sql/src/api/260_function_channel_stats.sql
+-- @include sql/src/api/261_view_channel_stats.sql
 -- @include sql/src/schema/072_type_turn.sql
 
 -- 5. The round order: the ready messages of each channel without limits

@@ -77,9 +77,11 @@ INSERT INTO costs SELECT 'cancel', * FROM pg_temp.lmq_cost(format($$ SELECT lonn
 UPDATE lonnymq.schedule SET next_at = :t0 - 1 WHERE name = 'sched5000';
 INSERT INTO costs SELECT 'dequeue: a schedule is due', * FROM pg_temp.lmq_cost(
     $$ SELECT count(*)::text FROM lonnymq.message_dequeue(60000, 1, 'target') $$);
+-- (The view lists every channel, those without a row by a probe each, before
+-- any filter on its name applies: one channel is read by the function.)
 INSERT INTO costs SELECT 'channel_stats of one channel', * FROM pg_temp.lmq_cost(
     $$ SELECT s.ready || '/' || s.scheduled || '/' || s.locked || '/' || s.dead
-       FROM lonnymq.channel_stats AS s WHERE s.channel = 'target' $$);
+       FROM lonnymq.channel_stats('target') AS s $$);
 INSERT INTO costs SELECT 'history_prune, nothing old enough', * FROM pg_temp.lmq_cost(
     $$ SELECT lonnymq.history_prune(86400000)::text $$);
 -- The ten ids are chosen before the call is measured: `make installcheck`
@@ -103,8 +105,16 @@ SELECT is((SELECT result FROM costs WHERE what = 'create: new key'), 'true', 'a 
 SELECT is((SELECT result FROM costs WHERE what = 'create: duplicate key'), 'true', 'a held key returns the holder''s id');
 SELECT is((SELECT result FROM costs WHERE what = 'create batch of 100'), '100', 'a batch of 100 is created');
 SELECT is((SELECT result FROM costs WHERE what = 'create batch of 100, keyed'), '100', 'a keyed batch of 100 is created');
-SELECT is((SELECT result FROM costs WHERE what = 'dequeue: buries a poisoned lock'), 'good',
-    'the poisoned lock goes to the dead letters and the next message is delivered');
+-- The channel's next messages (the warm-up's and 'good') wait for their
+-- admission, which comes in the order messages became due (8 a dequeue):
+-- behind the 50,000 expired locks due here, not in this call.  The buried
+-- lock's place is free for them.
+SELECT is(
+    (SELECT s.ready || '/' || s.locked || '/' || c.num_admitted
+     FROM lonnymq.channel_stats('poison') AS s, lonnymq.channel AS c WHERE c.name = 'poison'),
+    '2/0/0',
+    'the poisoned lock goes to the dead letters and frees its place; the next message waits'
+);
 SELECT is((SELECT count(*) FROM lonnymq.dead_letter WHERE channel = 'poison' AND last_error = 'lock expired'), 1::bigint,
     'with "lock expired" as its last error');
 SELECT is((SELECT result FROM costs WHERE what = 'complete batch of 100'), '100', 'a batch of 100 is completed');

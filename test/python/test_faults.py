@@ -67,7 +67,7 @@ def _counters(conn, channel: str) -> dict:
                m.locked, c.max_size, q.num_created - c.num_removed, m.held
         FROM (
             SELECT count(*) FILTER (WHERE is_admitted) AS admitted,
-                   count(*) FILTER (WHERE is_admitted AND NOT is_locked) AS pending,
+                   count(*) FILTER (WHERE is_admitted AND (NOT is_locked OR position IS NOT NULL)) AS pending,
                    count(*) FILTER (WHERE is_locked) AS locked,
                    count(*) AS held
             FROM lonnymq.message WHERE channel = %s

@@ -315,3 +315,22 @@ def test_priority_messages_are_delivered_first_and_never_below_the_mark(db, isol
     assert _marks(conn)[0] > mark
     assert _below_the_marks(conn) == (0, 0)
     assert conn.execute("SELECT count(*) FROM lonnymq.message").fetchone()[0] == 0
+
+
+def test_a_raise_never_sends_new_messages_behind_ready_ones(db):
+    """A raise sets the bound where new messages start: the front, or past
+    what the raising call took when nothing else is ready.  The positions a
+    batch takes need not be one range: a batch of one channel takes that
+    channel's turns, one per round, with the other channels' turns between
+    them.  A bound past what it took put every new message behind the ready
+    ones (found by test_concurrency's moving-mark test: priority messages
+    came after thousands of others; this test failed on the build before
+    the fix).  Here a new channel's message is delivered in the round being
+    served."""
+    with db.connect() as conn:
+        conn.execute("SELECT count(*) FROM lonnymq.message_create_batch('a', array_fill('a'::bytea, ARRAY[40]))")
+        conn.execute("SELECT count(*) FROM lonnymq.message_create_batch('b', array_fill('b'::bytea, ARRAY[40]))")
+        assert len(dequeue(conn, limit=20, channel="a")) == 20
+        conn.execute("SELECT lonnymq.message_create('c', 'c')")
+        order = [r[0] for r in dequeue(conn, limit=10, columns="convert_from(content, 'UTF8')")]
+        assert "c" in order, f"the new channel's message was sent behind the ready ones: {order}"

@@ -19,6 +19,8 @@ At the end (producers stopped, everything drained) the logs must show:
   as created / deferred;
 * nothing delivered before its ``dequeue_at`` (the requested one, a deferral's
   target, an expired lock's expiry), read from the server's clock at delivery;
+  in a channel with a release interval, the end of the interval when that is
+  later (the message's ``dequeue_at`` from its admission on);
 * ``max_concurrency`` never exceeded (sampled: live locks and all locks),
   ``max_size`` never exceeded (sampled), drops (NULL ids) only on channels
   with ``max_size``;
@@ -524,8 +526,12 @@ class Soak:
                 if d.at < d.dequeue_at:
                     problems.append(f"message {mid} ({ch}) attempt {d.attempt}: delivered at {d.at}, "
                                     f"before its dequeue_at {d.dequeue_at}")
+                # A channel with a release interval admits a message with
+                # the time its interval ends as its dequeue_at, when that is
+                # later (doc/message_dequeue.md, "Admission").
+                released = BY_NAME[ch].release_interval_ms > 0
                 if prev is None:
-                    if d.dequeue_at != requested or d.recovered:
+                    if (d.dequeue_at < requested if released else d.dequeue_at != requested) or d.recovered:
                         problems.append(f"message {mid} ({ch}) first delivery: dequeue_at {d.dequeue_at} "
                                         f"(requested {requested}), recovered {d.recovered}")
                     if d.at < requested:
@@ -535,7 +541,8 @@ class Soak:
                     deferred = defer_at.get((mid, prev.attempt))
                     if deferred is not None:
                         target, new_state = deferred
-                        if d.recovered or (target is not None and d.dequeue_at != target):
+                        if d.recovered or (target is not None and (
+                                d.dequeue_at < target if released else d.dequeue_at != target)):
                             problems.append(f"message {mid} ({ch}) attempt {d.attempt} after a defer to {target}: "
                                             f"dequeue_at {d.dequeue_at}, recovered {d.recovered}")
                         if new_state is not None:
@@ -543,7 +550,7 @@ class Soak:
                     else:
                         hb = (mid, prev.attempt) in heartbeat_ok
                         if not d.recovered or d.dequeue_at < prev.locked_until or (
-                                not hb and d.dequeue_at != prev.locked_until):
+                                not hb and not released and d.dequeue_at != prev.locked_until):
                             problems.append(
                                 f"message {mid} ({ch}) attempt {d.attempt} after attempt {prev.attempt} "
                                 f"locked until {prev.locked_until} (heartbeat: {hb}): dequeue_at "

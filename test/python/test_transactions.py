@@ -79,7 +79,7 @@ def _counters_agree(db, name):
                     " q.num_created - c.num_removed,"
                     " (SELECT count(*) FROM lonnymq.message AS m WHERE m.channel_id = c.id AND m.is_admitted),"
                     " (SELECT count(*) FROM lonnymq.message AS m"
-                    "   WHERE m.channel_id = c.id AND m.is_admitted AND NOT m.is_locked),"
+                    "   WHERE m.channel_id = c.id AND m.is_admitted AND (NOT m.is_locked OR m.position IS NOT NULL)),"
                     " (SELECT count(*) FROM lonnymq.message AS m WHERE m.channel_id = c.id AND m.is_locked),"
                     " (SELECT count(*) FROM lonnymq.message AS m WHERE m.channel_id = c.id)"
                     " FROM lonnymq.channel AS c LEFT JOIN lonnymq.channel_quota AS q ON q.channel_id = c.id"

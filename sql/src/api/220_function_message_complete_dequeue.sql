@@ -63,7 +63,6 @@ DECLARE
     v_out @extschema@.delivery[];
     v_admitted bigint[];
     v_delivery @extschema@.delivery;
-    v_channel record;
 BEGIN
     -- One expression for valid input; the checks say what is wrong.
     IF p_lock_ms IS NULL OR p_lock_ms NOT BETWEEN 1 AND @extschema@._max_duration_ms()
@@ -83,31 +82,26 @@ BEGIN
     -- parity is held before the clock is read, so that a lock's expiry
     -- written with this clock is above the due mark (a subquery with
     -- volatile columns is never flattened into its caller).
-    SELECT k.now, k.mark, k.due_mark, s.is_due, d.is_due
+    -- (Sub-selects of k: the due mark is a parameter of their index scan,
+    -- so the range starts at the mark whatever the plan.)
+    SELECT
+        k.now, k.mark, k.due_mark,
+        EXISTS (SELECT 1 FROM @extschema@.schedule AS sc WHERE sc.next_at <= k.now),
+        EXISTS (
+            SELECT 1
+            FROM @extschema@.message AS m
+            WHERE
+                GREATEST(m.dequeue_at, m.created_at) >= k.due_mark AND GREATEST(m.dequeue_at, m.created_at) <= k.now
+                AND m.position IS NULL AND NOT m.is_held
+        )
     INTO v_now, v_mark, v_due_mark, v_schedule_due, v_due
-    FROM
-        (
-            SELECT
-                @extschema@._epoch_hold(pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq')) AS in_epoch,
-                @extschema@._clock_ms() AS now,
-                pg_catalog.pg_sequence_last_value('@extschema@.position_mark_seq') AS mark,
-                pg_catalog.pg_sequence_last_value('@extschema@.due_mark_seq') AS due_mark
-        ) AS k
-        -- (Sub-selects of LATERAL: the due mark is a parameter of their
-        -- index scan, so the range starts at the mark whatever the plan.)
-        CROSS JOIN LATERAL (
-            SELECT EXISTS (SELECT 1 FROM @extschema@.schedule AS sc WHERE sc.next_at <= k.now) AS is_due
-        ) AS s
-        CROSS JOIN LATERAL (
-            SELECT EXISTS (
-                SELECT 1
-                FROM @extschema@.message AS m
-                WHERE
-                    GREATEST(m.dequeue_at, m.created_at) >= k.due_mark
-                    AND GREATEST(m.dequeue_at, m.created_at) <= k.now
-                    AND m.position IS NULL AND NOT m.is_held
-            ) AS is_due
-        ) AS d;
+    FROM (
+        SELECT
+            @extschema@._epoch_hold(pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq')) AS in_epoch,
+            @extschema@._clock_ms() AS now,
+            pg_catalog.pg_sequence_last_value('@extschema@.position_mark_seq') AS mark,
+            pg_catalog.pg_sequence_last_value('@extschema@.due_mark_seq') AS due_mark
+    ) AS k;
 
     -- 2.  (A promotion's positions are checked against the bound by its
     -- own _epoch_enter.)
@@ -191,7 +185,23 @@ BEGIN
                     ELSE m.attempt_log
                 END
             FROM turns AS u
-            WHERE m.id = ANY(u.ids) AND NOT u.is_passed
+            WHERE
+                m.id = ANY(u.ids) AND NOT u.is_passed
+                -- A delivery in a channel with a release interval starts
+                -- the interval again (step 4): its channel's row is locked
+                -- here, or the message is left for a later call, so that no
+                -- call waits for a channel row after its completion locked
+                -- others (two such calls deadlocked).
+                AND (
+                    NOT m.is_admitted
+                    OR NOT EXISTS (
+                        SELECT 1 FROM @extschema@.channel AS c WHERE c.id = m.channel_id AND c.release_interval_ms > 0
+                    )
+                    OR EXISTS (
+                        SELECT 1 FROM @extschema@.channel AS c WHERE c.id = m.channel_id AND c.release_interval_ms > 0
+                        FOR NO KEY UPDATE SKIP LOCKED
+                    )
+                )
             RETURNING
                 m.id, m.channel, m.content, m.state, m.num_attempts, m.channel_id, m.is_admitted,
                 pg_catalog.array_position(u.ids, m.id) AS k
@@ -209,10 +219,7 @@ BEGIN
                     )::@extschema@.delivery
                     ORDER BY t.k
                 ) AS deliveries,
-                -- (A recovered lock's delivery was counted when first taken.)
-                pg_catalog.array_agg(t.channel_id) FILTER (
-                    WHERE t.is_admitted AND NOT (u.turns[t.k]).is_locked
-                ) AS admitted
+                pg_catalog.array_agg(t.channel_id) FILTER (WHERE t.is_admitted) AS admitted
             FROM taken AS t
         ) AS d;
         EXIT WHEN NOT v_is_passed OR v_is_resolved;
@@ -222,16 +229,15 @@ BEGIN
 
     -- 4.
     -- A take in a channel with a release interval starts the interval
-    -- again (channel rows locked in id order).
+    -- again (its row is locked already, by the take).
+    -- (The clock after the take: the interval never starts before a
+    -- delivery's lock.)
     IF v_admitted IS NOT NULL THEN
-        FOR v_channel IN
-            SELECT c.id, pg_catalog.cardinality(pg_catalog.array_positions(v_admitted, c.id)) AS n
-            FROM @extschema@.channel AS c
-            WHERE c.id = ANY(v_admitted) AND c.release_interval_ms > 0
-            ORDER BY c.id
-        LOOP
-            PERFORM @extschema@._channel_admit(v_channel.id, 0, v_channel.n, TRUE, v_now);
-        END LOOP;
+        PERFORM @extschema@._channel_admit(
+            c.id, 0, pg_catalog.cardinality(pg_catalog.array_positions(v_admitted, c.id)), TRUE, @extschema@._clock_ms()
+        )
+        FROM @extschema@.channel AS c
+        WHERE c.id = ANY(v_admitted) AND c.release_interval_ms > 0;
     END IF;
     -- Only a call whose transaction wrote nothing before it raises the
     -- marks: it knows every position it took (its turns, in position

@@ -32,7 +32,7 @@ BEGIN
     v_bound := @extschema@._epoch_enter();
     v_now := @extschema@._clock_ms();
 
-    SELECT m.num_failures + 1 AS num_failures, m.is_admitted INTO v_message
+    SELECT m.num_failures + 1 AS num_failures, m.is_admitted, (m.position IS NOT NULL)::integer AS pending INTO v_message
     FROM @extschema@.message AS m
     WHERE
         m.id = p_id
@@ -49,7 +49,7 @@ BEGIN
             p_id, v_channel.id, v_channel.name, p_error, v_now, v_channel.dedup_window_ms
         );
         IF v_message.is_admitted THEN
-            PERFORM @extschema@._channel_admit(v_channel.id, 1, 0, FALSE, v_now);
+            PERFORM @extschema@._channel_admit(v_channel.id, 1, v_message.pending, FALSE, v_now);
         END IF;
         RETURN 'dead';
     END IF;

@@ -19,9 +19,8 @@
 -- Parameters: p_now, the caller's clock; p_taken, the least position the
 --   caller took, which its own read no longer sees as ready but which its
 --   rollback (or a crash before its commit) would make ready again;
---   p_taken_last, the greatest (a batch takes a range of turns: what lies
---   between them is taken by this call or by others in flight, and new
---   messages go after it).  The caller's transaction wrote nothing before
+--   p_taken_last, the greatest (when nothing else is ready, new messages
+--   go after it).  The caller's transaction wrote nothing before
 --   the call: it took nothing else.
 -- Returns: whether the marks were raised.
 -- Tables: reads message (message_ready_ix, message_due_ix, from the marks).
@@ -41,11 +40,13 @@ BEGIN
         RETURN FALSE;
     END IF;
     PERFORM pg_catalog.pg_advisory_unlock(1819111690, (1 - (v_epoch & 1))::integer);
-    -- Below what the caller took only: its own takes are dead entries to
-    -- its own read, and the least of them bounds the front anyway.
+    -- The first ready position: the caller's own takes are dead entries to
+    -- its own read.  (Not only below what it took: a batch's positions
+    -- need not be one range, a p_channel batch's or resolved turns', and a
+    -- bound past ready messages would send every new message behind them.)
     SELECT r.position INTO v_front
     FROM @extschema@.message AS r
-    WHERE r.position >= v_mark AND r.position < COALESCE(p_taken, 9223372036854775807)
+    WHERE r.position >= v_mark
     ORDER BY r.position
     LIMIT 1;
     -- Only below the candidate due mark: the live entries above it do not
@@ -67,7 +68,7 @@ BEGIN
         ),
         pg_catalog.setval('@extschema@.epoch_at_seq', p_now);
     -- The new epoch's bound: the front, or past what the caller took when
-    -- nothing else is ready below it, so that new messages never take a
+    -- nothing else is ready, so that new messages never take a
     -- consumed position again (the marks could then never pass it).
     PERFORM pg_catalog.setval(
         '@extschema@.position_bound_seq',

@@ -8,9 +8,9 @@
 --   * any other: ready, at its channel's next place (_message_place).  An
 --     expired lock stays locked while ready: its holder may still complete
 --     it until it is delivered again (is_recovered then); in a channel with
---     limits it stays admitted, so max_concurrency counts it until then,
---     and its new delivery is not one of the release interval's (it was
---     counted when first taken).
+--     limits it stays admitted, so max_concurrency counts it until then;
+--     with a release interval its new delivery waits for the channel's
+--     release, as the channel's one pending delivery.
 -- The caller has entered the epoch (p_bound).
 -- Parameters: p_now; p_due_mark; p_bound; p_limit.
 -- A message whose channel's row another call holds is left due.
@@ -54,30 +54,47 @@ BEGIN
         -- Admission locks the channel's row.  One that another call holds
         -- (a complete, a take, another promotion of it) is left due for a
         -- later dequeue: consumers never queue on a channel row here.
-        IF v_is_held OR v_is_dead AND v_due.is_admitted THEN
+        IF v_is_held OR v_due.is_admitted AND (v_is_dead OR v_due.is_locked AND v_channel.release_interval_ms > 0) THEN
             PERFORM 1 FROM @extschema@.channel AS c WHERE c.id = v_due.channel_id FOR NO KEY UPDATE SKIP LOCKED;
             CONTINUE WHEN FOUND IS FALSE AND EXISTS (SELECT 1 FROM @extschema@.channel AS c WHERE c.id = v_due.channel_id);
+            -- (Read again under the lock: its release and pending count.)
+            v_channel := @extschema@._channel_config(v_due.channel_id, v_due.channel);
         END IF;
         v_count := v_count + 1;
         IF v_is_dead THEN
             PERFORM @extschema@._message_bury(
                 v_due.id, v_due.channel_id, v_due.channel, 'lock expired', p_now, v_channel.dedup_window_ms
             );
-            IF v_due.is_admitted THEN
-                PERFORM @extschema@._channel_admit(v_due.channel_id, 1, 0, FALSE, p_now);
-            END IF;
         ELSIF v_is_held THEN
             UPDATE @extschema@.message AS m
             SET is_held = TRUE, is_admitted = FALSE
             WHERE m.id = v_due.id;
-            PERFORM @extschema@._channel_admit(v_due.channel_id, CASE WHEN v_due.is_admitted THEN 1 ELSE 0 END, 0, FALSE, p_now);
+        ELSIF v_due.is_locked AND v_due.is_admitted AND v_channel.release_interval_ms > 0
+            AND (v_channel.release_at > p_now OR v_channel.num_pending > 0) THEN
+            -- An expired lock's new delivery waits for its channel's
+            -- release like any other: due again when the interval ends (a
+            -- later end when another delivery is pending).
+            UPDATE @extschema@.message AS m
+            SET dequeue_at = GREATEST(v_channel.release_at, p_now)
+                + CASE WHEN v_channel.num_pending > 0 THEN v_channel.release_interval_ms ELSE 0 END
+            WHERE m.id = v_due.id;
         ELSE
+            -- (An expired lock of a channel with a release interval is
+            -- its one pending delivery.)
+            IF v_due.is_locked AND v_due.is_admitted AND v_channel.release_interval_ms > 0 THEN
+                UPDATE @extschema@.channel AS c SET num_pending = c.num_pending + 1 WHERE c.id = v_due.channel_id;
+            END IF;
             -- Ready: a scheduled message, or an admitted one (an expired
             -- lock stays admitted, and counted, until it is delivered again).
             UPDATE @extschema@.message AS m
             SET position = p.place, is_early = p.is_early
             FROM @extschema@._message_place(v_due.channel_id, p_bound, v_due.dequeue_at, 0) AS p
             WHERE m.id = v_due.id;
+        END IF;
+        -- An admitted message that ends, or goes back to be held, frees
+        -- its place; a held one may be admitted at once.
+        IF v_is_held OR v_is_dead AND v_due.is_admitted THEN
+            PERFORM @extschema@._channel_admit(v_due.channel_id, v_due.is_admitted::integer, 0, FALSE, p_now);
         END IF;
     END LOOP;
     RETURN v_count;

@@ -104,13 +104,17 @@ BEGIN
         -- Admitted messages free their places: the next held ones are
         -- admitted, channel rows locked in id order.
         FOR v_admitted IN
-            SELECT f.channel_id, pg_catalog.count(*)::integer AS n
+            SELECT
+                f.channel_id, pg_catalog.count(*)::integer AS n,
+                -- (An expired lock made ready again is its channel's
+                -- pending delivery.)
+                (pg_catalog.count(*) FILTER (WHERE f.position IS NOT NULL))::integer AS pending
             FROM pg_catalog.unnest(v_followed) AS f
             WHERE f.is_admitted
             GROUP BY f.channel_id
             ORDER BY f.channel_id
         LOOP
-            PERFORM @extschema@._channel_admit(v_admitted.channel_id, v_admitted.n, 0, FALSE, v_now);
+            PERFORM @extschema@._channel_admit(v_admitted.channel_id, v_admitted.n, v_admitted.pending, FALSE, v_now);
         END LOOP;
     END IF;
     -- Looked for only when fewer were completed than asked (n x k

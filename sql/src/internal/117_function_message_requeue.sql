@@ -32,7 +32,12 @@ DECLARE
     v_limited boolean := @extschema@._channel_admits(p_channel);
     v_position bigint;
     v_is_early boolean := FALSE;
+    v_pending integer;
 BEGIN
+    -- (An expired lock made ready again is its channel's pending delivery.)
+    IF p_is_admitted THEN
+        SELECT (m.position IS NOT NULL)::integer INTO v_pending FROM @extschema@.message AS m WHERE m.id = p_id;
+    END IF;
     IF p_dequeue_at <= p_now AND NOT v_limited THEN
         SELECT p.place, p.is_early INTO v_position, v_is_early
         FROM @extschema@._message_place(p_channel.id, p_bound, p_dequeue_at, 0) AS p;
@@ -53,7 +58,7 @@ BEGIN
         is_held = p_dequeue_at <= p_now AND v_limited
     WHERE m.id = p_id;
     IF p_is_admitted OR p_dequeue_at <= p_now AND v_limited THEN
-        PERFORM @extschema@._channel_admit(p_channel.id, CASE WHEN p_is_admitted THEN 1 ELSE 0 END, 0, FALSE, p_now);
+        PERFORM @extschema@._channel_admit(p_channel.id, CASE WHEN p_is_admitted THEN 1 ELSE 0 END, COALESCE(v_pending, 0), FALSE, p_now);
     END IF;
     IF p_channel.notify AND p_dequeue_at <= p_now AND NOT p_channel.is_paused THEN
         PERFORM pg_catalog.pg_notify('lonnymq', COALESCE(p_channel.notify_payload, p_channel.name));

@@ -9,10 +9,10 @@
 -- first boundary after p_now: the schedule stays aligned to start_at and
 -- never floods the channel after downtime.
 --
--- A configured channel's row, and a size-limited channel's quota row, are
--- only tried (never waited for): a schedule whose channel is being
--- reconfigured, dropped or admitted into, or written by a producer of a
--- size-limited channel, right now is left for the next caller.  The
+-- The channel guard and a size-limited channel's quota row are only tried
+-- (never waited for): a schedule whose channel is being reconfigured or
+-- dropped, or written by a producer of a size-limited channel, right now is
+-- left for the next caller.  The
 -- message goes through message_create (max_size applies: a full channel
 -- misses that period).
 CREATE FUNCTION @extschema@._schedule_run(p_now bigint, p_limit integer)
@@ -33,15 +33,11 @@ BEGIN
         LIMIT p_limit
         FOR UPDATE SKIP LOCKED
     LOOP
-        -- A configured channel's row and a size-limited channel's quota row
-        -- are only tried, never waited for.
-        PERFORM 1
-        FROM @extschema@.channel AS c
-        WHERE c.id = @extschema@._channel_id(v_schedule.channel)
-        FOR NO KEY UPDATE SKIP LOCKED;
-        CONTINUE WHEN NOT FOUND AND EXISTS (
-            SELECT 1 FROM @extschema@.channel AS c WHERE c.id = @extschema@._channel_id(v_schedule.channel)
-        );
+        -- What message_create would wait for, the channel guard (held by a
+        -- configuration change) and a size-limited channel's quota row, is
+        -- only tried: a schedule whose channel is busy waits for a later
+        -- call.
+        CONTINUE WHEN NOT @extschema@._channel_guard_try_shared(v_schedule.channel);
         PERFORM 1
         FROM @extschema@.channel_quota AS q
         WHERE q.channel_id = @extschema@._channel_id(v_schedule.channel)
