@@ -582,6 +582,7 @@ BEGIN
         RETURN v_channel;
     END IF;
     PERFORM @extschema@._channel_guard_shared(v_message.channel);
+    PERFORM 1 FROM @extschema@.message AS m WHERE m.id = p_id FOR UPDATE;
     SELECT c.* INTO v_channel
     FROM @extschema@.channel AS c
     WHERE c.id = v_message.channel_id AND c.name = v_message.channel
@@ -602,15 +603,13 @@ CREATE OR REPLACE FUNCTION @extschema@._message_early_behind(
     p_channel_id bigint,
     p_bound bigint,
     p_dequeue_at bigint,
-    p_margin bigint,
-    p_last_at bigint
+    p_margin bigint
 )
 RETURNS boolean
 LANGUAGE sql STABLE
 AS $$
     SELECT
-        p_dequeue_at < p_last_at
-        OR COALESCE(p_dequeue_at < (
+        COALESCE(p_dequeue_at < (
             SELECT x.dequeue_at FROM @extschema@.message AS x
             WHERE x.channel_id = p_channel_id AND x.is_early AND x.position IS NOT NULL
             ORDER BY x.dequeue_at DESC, x.id DESC
@@ -624,10 +623,10 @@ AS $$
         ), FALSE)
 $$;
 
-COMMENT ON FUNCTION @extschema@._message_early_behind(bigint, bigint, bigint, bigint, bigint) IS
+COMMENT ON FUNCTION @extschema@._message_early_behind(bigint, bigint, bigint, bigint) IS
 'Internal: whether a message placed behind an early message of its channel is early too.';
 
-REVOKE ALL ON FUNCTION @extschema@._message_early_behind(bigint, bigint, bigint, bigint, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._message_early_behind(bigint, bigint, bigint, bigint) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION @extschema@._message_place(
     p_channel_id bigint,
@@ -642,7 +641,7 @@ AS $$
         s.low + ((p_channel_id - s.low) & 1048575),
         CASE
             WHEN l.is_early
-                THEN @extschema@._message_early_behind(p_channel_id, p_bound, p_dequeue_at, p_margin, l.dequeue_at)
+                THEN @extschema@._message_early_behind(p_channel_id, p_bound, p_dequeue_at, p_margin)
             ELSE COALESCE(p_dequeue_at < l.dequeue_at - p_margin, FALSE)
         END,
         l.dequeue_at,
@@ -670,7 +669,7 @@ COMMENT ON FUNCTION @extschema@._message_place(bigint, bigint, bigint, bigint) I
 
 REVOKE ALL ON FUNCTION @extschema@._message_place(bigint, bigint, bigint, bigint) FROM PUBLIC;
 
-CREATE OR REPLACE FUNCTION @extschema@._marks_raise(p_now bigint, p_taken bigint, p_taken_last bigint)
+CREATE OR REPLACE FUNCTION @extschema@._marks_raise(p_now bigint, p_taken bigint, p_taken_last bigint, p_from bigint)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE
 AS $$
@@ -686,15 +685,12 @@ BEGIN
         RETURN FALSE;
     END IF;
     PERFORM pg_catalog.pg_advisory_unlock(1819111690, (1 - (v_epoch & 1))::integer);
-    -- The first ready position: the caller's own takes are dead entries to
-    -- its own read.  (Not only below what it took: a batch's positions
-    -- need not be one range, a p_channel batch's or resolved turns', and a
-    -- bound past ready messages would send every new message behind them.)
-    SELECT r.position INTO v_front
-    FROM @extschema@.message AS r
-    WHERE r.position >= v_mark
-    ORDER BY r.position
-    LIMIT 1;
+    -- The first ready position, below what the caller took or from p_from,
+    -- without walking the caller's own takes (dead entries to its read).
+    v_front := LEAST(
+        (SELECT r.position FROM @extschema@.message AS r WHERE r.position >= v_mark AND r.position < p_taken ORDER BY r.position LIMIT 1),
+        (SELECT r.position FROM @extschema@.message AS r WHERE r.position >= p_from ORDER BY r.position LIMIT 1)
+    );
     -- Only below the candidate due mark: the live entries above it do not
     -- matter, and the completed locks up to them are what the mark is
     -- there to skip.
@@ -708,10 +704,7 @@ BEGIN
     PERFORM
         -- Below what the caller took and every other ready position.
         pg_catalog.setval('@extschema@.position_mark_seq', LEAST(v_front, p_taken, v_epoch >> 1)),
-        pg_catalog.setval(
-            '@extschema@.due_mark_seq',
-            GREATEST(v_due_mark, LEAST(v_epoch_at - 100, COALESCE(v_first_due, v_epoch_at - 100)))
-        ),
+        pg_catalog.setval('@extschema@.due_mark_seq', GREATEST(v_due_mark, LEAST(v_epoch_at - 100, v_first_due))),
         pg_catalog.setval('@extschema@.epoch_at_seq', p_now);
     -- The new epoch's bound: the front, or past what the caller took when
     -- nothing else is ready, so that new messages never take a
@@ -724,10 +717,10 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION @extschema@._marks_raise(bigint, bigint, bigint) IS
+COMMENT ON FUNCTION @extschema@._marks_raise(bigint, bigint, bigint, bigint) IS
 'Internal: raise the position and due marks and start a new epoch, when no writer of the previous epoch is in flight; never waits.';
 
-REVOKE ALL ON FUNCTION @extschema@._marks_raise(bigint, bigint, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._marks_raise(bigint, bigint, bigint, bigint) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION @extschema@._channel_admit(
     p_channel_id bigint,
@@ -760,13 +753,10 @@ BEGIN
             v_channel.release_at := p_now + v_channel.release_interval_ms;
         END IF;
     END IF;
-    v_room := CASE
-        WHEN v_channel.is_paused THEN 0
-        ELSE LEAST(
-            COALESCE(v_channel.max_concurrency - v_channel.num_admitted, 1000),
-            CASE WHEN v_channel.release_interval_ms > 0 THEN 1 - v_channel.num_pending ELSE 1000 END
-        )
-    END;
+    v_room := CASE WHEN v_channel.is_paused THEN 0 ELSE LEAST(
+        COALESCE(v_channel.max_concurrency - v_channel.num_admitted, 1000),
+        CASE WHEN v_channel.release_interval_ms > 0 THEN 1 - v_channel.num_pending ELSE 1000 END
+    ) END;
     IF v_room > 0 THEN
         v_bound := @extschema@._epoch_enter();
         FOR v_held IN
@@ -811,13 +801,12 @@ CREATE OR REPLACE FUNCTION @extschema@._message_promote(
     p_bound bigint,
     p_limit integer
 )
-RETURNS integer
+RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
     v_due record;
     v_channel @extschema@.channel%ROWTYPE;
-    v_count integer := 0;
     v_is_dead boolean;
     v_is_held boolean;
 BEGIN
@@ -839,24 +828,23 @@ BEGIN
         -- Paused: held.  With limits: held unless admitted already.
         v_is_held := NOT v_is_dead AND @extschema@._channel_admits(v_channel)
             AND (v_channel.is_paused OR NOT v_due.is_admitted);
-        -- Admission locks the channel's row.  One that another call holds
-        -- (a complete, a take, another promotion of it) is left due for a
+        -- Admission, a release, and a dead letter's count in a max_size
+        -- channel lock the channel's row.  One that another call holds (a
+        -- complete, a take, another promotion of it) is left due for a
         -- later dequeue: consumers never queue on a channel row here.
-        IF v_is_held OR v_due.is_admitted AND (v_is_dead OR v_due.is_locked AND v_channel.release_interval_ms > 0) THEN
+        IF v_is_held OR v_is_dead AND (v_due.is_admitted OR v_channel.max_size IS NOT NULL)
+            OR v_due.is_admitted AND v_due.is_locked AND v_channel.release_interval_ms > 0 THEN
             PERFORM 1 FROM @extschema@.channel AS c WHERE c.id = v_due.channel_id FOR NO KEY UPDATE SKIP LOCKED;
             CONTINUE WHEN FOUND IS FALSE AND EXISTS (SELECT 1 FROM @extschema@.channel AS c WHERE c.id = v_due.channel_id);
             -- (Read again under the lock: its release and pending count.)
             v_channel := @extschema@._channel_config(v_due.channel_id, v_due.channel);
         END IF;
-        v_count := v_count + 1;
         IF v_is_dead THEN
             PERFORM @extschema@._message_bury(
                 v_due.id, v_due.channel_id, v_due.channel, 'lock expired', p_now, v_channel.dedup_window_ms
             );
         ELSIF v_is_held THEN
-            UPDATE @extschema@.message AS m
-            SET is_held = TRUE, is_admitted = FALSE
-            WHERE m.id = v_due.id;
+            UPDATE @extschema@.message AS m SET is_held = TRUE, is_admitted = FALSE WHERE m.id = v_due.id;
         ELSIF v_due.is_locked AND v_due.is_admitted AND v_channel.release_interval_ms > 0
             AND (v_channel.release_at > p_now OR v_channel.num_pending > 0) THEN
             -- An expired lock's new delivery waits for its channel's
@@ -885,7 +873,6 @@ BEGIN
             PERFORM @extschema@._channel_admit(v_due.channel_id, v_due.is_admitted::integer, 0, FALSE, p_now);
         END IF;
     END LOOP;
-    RETURN v_count;
 END;
 $$;
 
@@ -1190,19 +1177,10 @@ BEGIN
     )
 
     INSERT INTO @extschema@.dead_letter (
-        id, channel, key, content, state, num_attempts, created_at, dead_at,
-        last_error, attempt_log
+        id, channel, key, content, state, num_attempts, created_at, dead_at, last_error, attempt_log
     )
     SELECT
-        g.id,
-        p_channel,
-        g.key,
-        g.content,
-        g.state,
-        g.num_attempts,
-        g.created_at,
-        p_now,
-        p_error,
+        g.id, p_channel, g.key, g.content, g.state, g.num_attempts, g.created_at, p_now, p_error,
         @extschema@._attempt_log_append(g.attempt_log, g.num_attempts, p_now, p_error)
     FROM gone AS g
     RETURNING key INTO v_key;
@@ -1290,10 +1268,16 @@ BEGIN
     SET
         position = NULL,
         is_early = FALSE,
-        is_held = m.is_held OR m.position IS NOT NULL,
-        is_admitted = v_limited AND m.is_locked AND m.position IS NULL
+        is_held = NOT m.is_locked AND (m.is_held OR m.position IS NOT NULL),
+        -- (A lock that was ready or held again re-enters the due index
+        -- above the due mark, which may have passed its expiry.)
+        dequeue_at = CASE
+            WHEN m.is_locked AND (m.is_held OR m.position IS NOT NULL) THEN GREATEST(m.dequeue_at, p_now)
+            ELSE m.dequeue_at
+        END,
+        is_admitted = v_limited AND m.is_locked
     WHERE m.channel_id = p_channel.id AND m.channel = p_channel.name
-        AND (m.position IS NOT NULL OR m.is_admitted OR m.is_locked AND v_limited);
+        AND (m.position IS NOT NULL OR m.is_admitted OR m.is_locked AND (v_limited OR m.is_held));
     UPDATE @extschema@.channel AS c
     SET
         num_admitted = CASE WHEN v_limited THEN (
@@ -1363,9 +1347,7 @@ BEGIN
         END IF;
         UPDATE @extschema@.schedule AS s
         SET
-            next_at = v_due + v_schedule.every_ms,
-            last_run_at = p_now,
-            num_runs = s.num_runs + 1,
+            next_at = v_due + v_schedule.every_ms, last_run_at = p_now, num_runs = s.num_runs + 1,
             num_missed = LEAST(s.num_missed::numeric + v_missed, 9223372036854775807)
         WHERE s.name = v_schedule.name;
     END LOOP;
@@ -2134,15 +2116,12 @@ BEGIN
         taken AS (
             UPDATE @extschema@.message AS m
             SET
-                position = NULL,
-                is_early = FALSE,
+                position = NULL, is_early = FALSE, is_locked = TRUE, locked_by = v_caller,
+                num_attempts = m.num_attempts + 1,
                 -- The clock when the row is taken, after another call's
                 -- promotion of it committed: a lock never starts before
                 -- its message became due.
                 dequeue_at = @extschema@._clock_ms() + p_lock_ms,
-                is_locked = TRUE,
-                locked_by = v_caller,
-                num_attempts = m.num_attempts + 1,
                 -- An expired lock was a failed delivery.
                 num_failures = m.num_failures + CASE WHEN m.is_locked THEN 1 ELSE 0 END,
                 attempt_log = CASE
@@ -2214,7 +2193,8 @@ BEGIN
         OR pg_catalog.cardinality(v_out) >= 16
     ) THEN
         PERFORM @extschema@._marks_raise(
-            v_now, (v_turns[1]).position, (v_turns[pg_catalog.cardinality(v_turns)]).position
+            v_now, (v_turns[1]).position, (v_turns[pg_catalog.cardinality(v_turns)]).position,
+            CASE WHEN p_channel IS NULL THEN (v_turns[pg_catalog.cardinality(v_turns)]).position + 1 ELSE (v_turns[1]).position END
         );
     END IF;
     FOREACH v_delivery IN ARRAY COALESCE(v_out, '{}') LOOP
@@ -2277,6 +2257,8 @@ RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    v_renewed record;
 BEGIN
     PERFORM @extschema@._check_token(p_id, p_num_attempts);
     PERFORM @extschema@._check_lock_ms(p_lock_ms);
@@ -2284,16 +2266,25 @@ BEGIN
     -- that had expired and was promoted (ready again) is taken back out of
     -- the round order: its holder keeps it.
     PERFORM @extschema@._epoch_enter();
+    WITH old AS (
+        SELECT m.id, m.position IS NOT NULL AND m.is_admitted AS was_pending
+        FROM @extschema@.message AS m
+        WHERE
+            m.id = p_id AND m.num_attempts = p_num_attempts AND m.is_locked
+            AND COALESCE(m.locked_by = @extschema@._caller_role(), TRUE)
+        FOR UPDATE
+    )
     UPDATE @extschema@.message AS m
-    SET
-        dequeue_at = GREATEST(m.dequeue_at, @extschema@._clock_ms() + p_lock_ms),
-        position = NULL
-    WHERE
-        m.id = p_id
-        AND m.num_attempts = p_num_attempts
-        AND m.is_locked
-        AND COALESCE(m.locked_by = @extschema@._caller_role(), TRUE);
-    RETURN FOUND;
+    SET dequeue_at = GREATEST(m.dequeue_at, @extschema@._clock_ms() + p_lock_ms), position = NULL
+    FROM old AS o
+    WHERE m.id = o.id
+    RETURNING m.channel_id, o.was_pending INTO v_renewed;
+    -- (Such a lock of a channel with a release interval was its pending
+    -- delivery: the channel may admit another.)
+    IF v_renewed.was_pending THEN
+        PERFORM @extschema@._channel_admit(v_renewed.channel_id, 0, 1, FALSE, @extschema@._clock_ms());
+    END IF;
+    RETURN v_renewed IS NOT NULL;
 END;
 $$;
 

@@ -462,7 +462,9 @@ class Soak:
             t.join(60)
         left = setup.execute(
             "SELECT m.id, m.channel, m.dequeue_at, m.is_locked, m.num_attempts,"
-            " lonnymq.to_epoch(clock_timestamp()) FROM lonnymq.message AS m"
+            " lonnymq.to_epoch(clock_timestamp()), m.position, m.is_held, m.is_admitted, m.created_at,"
+            " (SELECT last_value FROM lonnymq.position_mark_seq), (SELECT last_value FROM lonnymq.due_mark_seq)"
+            " FROM lonnymq.message AS m"
             " ORDER BY m.id LIMIT 20").fetchall()
         num_left = setup.execute("SELECT count(*) FROM lonnymq.message").fetchone()[0]
         channels = setup.execute(

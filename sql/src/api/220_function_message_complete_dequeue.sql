@@ -168,15 +168,12 @@ BEGIN
         taken AS (
             UPDATE @extschema@.message AS m
             SET
-                position = NULL,
-                is_early = FALSE,
+                position = NULL, is_early = FALSE, is_locked = TRUE, locked_by = v_caller,
+                num_attempts = m.num_attempts + 1,
                 -- The clock when the row is taken, after another call's
                 -- promotion of it committed: a lock never starts before
                 -- its message became due.
                 dequeue_at = @extschema@._clock_ms() + p_lock_ms,
-                is_locked = TRUE,
-                locked_by = v_caller,
-                num_attempts = m.num_attempts + 1,
                 -- An expired lock was a failed delivery.
                 num_failures = m.num_failures + CASE WHEN m.is_locked THEN 1 ELSE 0 END,
                 attempt_log = CASE
@@ -248,7 +245,8 @@ BEGIN
         OR pg_catalog.cardinality(v_out) >= 16
     ) THEN
         PERFORM @extschema@._marks_raise(
-            v_now, (v_turns[1]).position, (v_turns[pg_catalog.cardinality(v_turns)]).position
+            v_now, (v_turns[1]).position, (v_turns[pg_catalog.cardinality(v_turns)]).position,
+            CASE WHEN p_channel IS NULL THEN (v_turns[pg_catalog.cardinality(v_turns)]).position + 1 ELSE (v_turns[1]).position END
         );
     END IF;
     FOREACH v_delivery IN ARRAY COALESCE(v_out, '{}') LOOP

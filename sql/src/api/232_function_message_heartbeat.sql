@@ -9,6 +9,8 @@ RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    v_renewed record;
 BEGIN
     PERFORM @extschema@._check_token(p_id, p_num_attempts);
     PERFORM @extschema@._check_lock_ms(p_lock_ms);
@@ -16,16 +18,25 @@ BEGIN
     -- that had expired and was promoted (ready again) is taken back out of
     -- the round order: its holder keeps it.
     PERFORM @extschema@._epoch_enter();
+    WITH old AS (
+        SELECT m.id, m.position IS NOT NULL AND m.is_admitted AS was_pending
+        FROM @extschema@.message AS m
+        WHERE
+            m.id = p_id AND m.num_attempts = p_num_attempts AND m.is_locked
+            AND COALESCE(m.locked_by = @extschema@._caller_role(), TRUE)
+        FOR UPDATE
+    )
     UPDATE @extschema@.message AS m
-    SET
-        dequeue_at = GREATEST(m.dequeue_at, @extschema@._clock_ms() + p_lock_ms),
-        position = NULL
-    WHERE
-        m.id = p_id
-        AND m.num_attempts = p_num_attempts
-        AND m.is_locked
-        AND COALESCE(m.locked_by = @extschema@._caller_role(), TRUE);
-    RETURN FOUND;
+    SET dequeue_at = GREATEST(m.dequeue_at, @extschema@._clock_ms() + p_lock_ms), position = NULL
+    FROM old AS o
+    WHERE m.id = o.id
+    RETURNING m.channel_id, o.was_pending INTO v_renewed;
+    -- (Such a lock of a channel with a release interval was its pending
+    -- delivery: the channel may admit another.)
+    IF v_renewed.was_pending THEN
+        PERFORM @extschema@._channel_admit(v_renewed.channel_id, 0, 1, FALSE, @extschema@._clock_ms());
+    END IF;
+    RETURN v_renewed IS NOT NULL;
 END;
 $$;
 

@@ -3,22 +3,21 @@
 -- too: it must not pass the latest of the channel's early messages, nor, by
 -- more than p_margin, the channel's last ready message that is not early
 -- (stepping back over the burst).  The rare case of _message_place.
--- Parameters: as _message_place; p_last_at, the dequeue_at of the
---   channel's last ready message (early).
+-- (The channel's last ready message is early: the latest early one is at
+-- least as late.)
+-- Parameters: as _message_place.
 -- Tables: reads message (message_early_ix, message_channel_ix).
 CREATE FUNCTION @extschema@._message_early_behind(
     p_channel_id bigint,
     p_bound bigint,
     p_dequeue_at bigint,
-    p_margin bigint,
-    p_last_at bigint
+    p_margin bigint
 )
 RETURNS boolean
 LANGUAGE sql STABLE
 AS $$
     SELECT
-        p_dequeue_at < p_last_at
-        OR COALESCE(p_dequeue_at < (
+        COALESCE(p_dequeue_at < (
             SELECT x.dequeue_at FROM @extschema@.message AS x
             WHERE x.channel_id = p_channel_id AND x.is_early AND x.position IS NOT NULL
             ORDER BY x.dequeue_at DESC, x.id DESC
@@ -32,7 +31,7 @@ AS $$
         ), FALSE)
 $$;
 
-COMMENT ON FUNCTION @extschema@._message_early_behind(bigint, bigint, bigint, bigint, bigint) IS
+COMMENT ON FUNCTION @extschema@._message_early_behind(bigint, bigint, bigint, bigint) IS
 'Internal: whether a message placed behind an early message of its channel is early too.';
 
-REVOKE ALL ON FUNCTION @extschema@._message_early_behind(bigint, bigint, bigint, bigint, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._message_early_behind(bigint, bigint, bigint, bigint) FROM PUBLIC;

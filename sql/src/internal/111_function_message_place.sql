@@ -40,7 +40,7 @@ AS $$
         s.low + ((p_channel_id - s.low) & 1048575),
         CASE
             WHEN l.is_early
-                THEN @extschema@._message_early_behind(p_channel_id, p_bound, p_dequeue_at, p_margin, l.dequeue_at)
+                THEN @extschema@._message_early_behind(p_channel_id, p_bound, p_dequeue_at, p_margin)
             ELSE COALESCE(p_dequeue_at < l.dequeue_at - p_margin, FALSE)
         END,
         l.dequeue_at,

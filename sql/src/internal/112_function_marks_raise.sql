@@ -20,11 +20,15 @@
 --   caller took, which its own read no longer sees as ready but which its
 --   rollback (or a crash before its commit) would make ready again;
 --   p_taken_last, the greatest (when nothing else is ready, new messages
---   go after it).  The caller's transaction wrote nothing before
+--   go after it); p_from, where other ready positions may lie above
+--   p_taken: p_taken_last + 1 after a take of the first turns of the
+--   round order (what lies between was taken by this call or by others in
+--   flight), p_taken after one channel's turns (other channels' turns lie
+--   between them: a bound past them sent every new message behind them).  The caller's transaction wrote nothing before
 --   the call: it took nothing else.
 -- Returns: whether the marks were raised.
 -- Tables: reads message (message_ready_ix, message_due_ix, from the marks).
-CREATE FUNCTION @extschema@._marks_raise(p_now bigint, p_taken bigint, p_taken_last bigint)
+CREATE FUNCTION @extschema@._marks_raise(p_now bigint, p_taken bigint, p_taken_last bigint, p_from bigint)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE
 AS $$
@@ -40,15 +44,12 @@ BEGIN
         RETURN FALSE;
     END IF;
     PERFORM pg_catalog.pg_advisory_unlock(1819111690, (1 - (v_epoch & 1))::integer);
-    -- The first ready position: the caller's own takes are dead entries to
-    -- its own read.  (Not only below what it took: a batch's positions
-    -- need not be one range, a p_channel batch's or resolved turns', and a
-    -- bound past ready messages would send every new message behind them.)
-    SELECT r.position INTO v_front
-    FROM @extschema@.message AS r
-    WHERE r.position >= v_mark
-    ORDER BY r.position
-    LIMIT 1;
+    -- The first ready position, below what the caller took or from p_from,
+    -- without walking the caller's own takes (dead entries to its read).
+    v_front := LEAST(
+        (SELECT r.position FROM @extschema@.message AS r WHERE r.position >= v_mark AND r.position < p_taken ORDER BY r.position LIMIT 1),
+        (SELECT r.position FROM @extschema@.message AS r WHERE r.position >= p_from ORDER BY r.position LIMIT 1)
+    );
     -- Only below the candidate due mark: the live entries above it do not
     -- matter, and the completed locks up to them are what the mark is
     -- there to skip.
@@ -62,10 +63,7 @@ BEGIN
     PERFORM
         -- Below what the caller took and every other ready position.
         pg_catalog.setval('@extschema@.position_mark_seq', LEAST(v_front, p_taken, v_epoch >> 1)),
-        pg_catalog.setval(
-            '@extschema@.due_mark_seq',
-            GREATEST(v_due_mark, LEAST(v_epoch_at - 100, COALESCE(v_first_due, v_epoch_at - 100)))
-        ),
+        pg_catalog.setval('@extschema@.due_mark_seq', GREATEST(v_due_mark, LEAST(v_epoch_at - 100, v_first_due))),
         pg_catalog.setval('@extschema@.epoch_at_seq', p_now);
     -- The new epoch's bound: the front, or past what the caller took when
     -- nothing else is ready, so that new messages never take a
@@ -78,7 +76,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION @extschema@._marks_raise(bigint, bigint, bigint) IS
+COMMENT ON FUNCTION @extschema@._marks_raise(bigint, bigint, bigint, bigint) IS
 'Internal: raise the position and due marks and start a new epoch, when no writer of the previous epoch is in flight; never waits.';
 
-REVOKE ALL ON FUNCTION @extschema@._marks_raise(bigint, bigint, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._marks_raise(bigint, bigint, bigint, bigint) FROM PUBLIC;

@@ -52,13 +52,10 @@ BEGIN
             v_channel.release_at := p_now + v_channel.release_interval_ms;
         END IF;
     END IF;
-    v_room := CASE
-        WHEN v_channel.is_paused THEN 0
-        ELSE LEAST(
-            COALESCE(v_channel.max_concurrency - v_channel.num_admitted, 1000),
-            CASE WHEN v_channel.release_interval_ms > 0 THEN 1 - v_channel.num_pending ELSE 1000 END
-        )
-    END;
+    v_room := CASE WHEN v_channel.is_paused THEN 0 ELSE LEAST(
+        COALESCE(v_channel.max_concurrency - v_channel.num_admitted, 1000),
+        CASE WHEN v_channel.release_interval_ms > 0 THEN 1 - v_channel.num_pending ELSE 1000 END
+    ) END;
     IF v_room > 0 THEN
         v_bound := @extschema@._epoch_enter();
         FOR v_held IN

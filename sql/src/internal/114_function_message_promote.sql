@@ -14,7 +14,6 @@
 -- The caller has entered the epoch (p_bound).
 -- Parameters: p_now; p_due_mark; p_bound; p_limit.
 -- A message whose channel's row another call holds is left due.
--- Returns: how many messages were promoted (dead letters included).
 -- Calls: _channel_config, _message_place, _message_bury, _channel_admit.
 -- Tables: message (update, delete), dead_letter (insert: _message_bury).
 CREATE FUNCTION @extschema@._message_promote(
@@ -23,13 +22,12 @@ CREATE FUNCTION @extschema@._message_promote(
     p_bound bigint,
     p_limit integer
 )
-RETURNS integer
+RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
     v_due record;
     v_channel @extschema@.channel%ROWTYPE;
-    v_count integer := 0;
     v_is_dead boolean;
     v_is_held boolean;
 BEGIN
@@ -51,24 +49,23 @@ BEGIN
         -- Paused: held.  With limits: held unless admitted already.
         v_is_held := NOT v_is_dead AND @extschema@._channel_admits(v_channel)
             AND (v_channel.is_paused OR NOT v_due.is_admitted);
-        -- Admission locks the channel's row.  One that another call holds
-        -- (a complete, a take, another promotion of it) is left due for a
+        -- Admission, a release, and a dead letter's count in a max_size
+        -- channel lock the channel's row.  One that another call holds (a
+        -- complete, a take, another promotion of it) is left due for a
         -- later dequeue: consumers never queue on a channel row here.
-        IF v_is_held OR v_due.is_admitted AND (v_is_dead OR v_due.is_locked AND v_channel.release_interval_ms > 0) THEN
+        IF v_is_held OR v_is_dead AND (v_due.is_admitted OR v_channel.max_size IS NOT NULL)
+            OR v_due.is_admitted AND v_due.is_locked AND v_channel.release_interval_ms > 0 THEN
             PERFORM 1 FROM @extschema@.channel AS c WHERE c.id = v_due.channel_id FOR NO KEY UPDATE SKIP LOCKED;
             CONTINUE WHEN FOUND IS FALSE AND EXISTS (SELECT 1 FROM @extschema@.channel AS c WHERE c.id = v_due.channel_id);
             -- (Read again under the lock: its release and pending count.)
             v_channel := @extschema@._channel_config(v_due.channel_id, v_due.channel);
         END IF;
-        v_count := v_count + 1;
         IF v_is_dead THEN
             PERFORM @extschema@._message_bury(
                 v_due.id, v_due.channel_id, v_due.channel, 'lock expired', p_now, v_channel.dedup_window_ms
             );
         ELSIF v_is_held THEN
-            UPDATE @extschema@.message AS m
-            SET is_held = TRUE, is_admitted = FALSE
-            WHERE m.id = v_due.id;
+            UPDATE @extschema@.message AS m SET is_held = TRUE, is_admitted = FALSE WHERE m.id = v_due.id;
         ELSIF v_due.is_locked AND v_due.is_admitted AND v_channel.release_interval_ms > 0
             AND (v_channel.release_at > p_now OR v_channel.num_pending > 0) THEN
             -- An expired lock's new delivery waits for its channel's
@@ -97,7 +94,6 @@ BEGIN
             PERFORM @extschema@._channel_admit(v_due.channel_id, v_due.is_admitted::integer, 0, FALSE, p_now);
         END IF;
     END LOOP;
-    RETURN v_count;
 END;
 $$;
 

@@ -23,19 +23,10 @@ BEGIN
     )
 
     INSERT INTO @extschema@.dead_letter (
-        id, channel, key, content, state, num_attempts, created_at, dead_at,
-        last_error, attempt_log
+        id, channel, key, content, state, num_attempts, created_at, dead_at, last_error, attempt_log
     )
     SELECT
-        g.id,
-        p_channel,
-        g.key,
-        g.content,
-        g.state,
-        g.num_attempts,
-        g.created_at,
-        p_now,
-        p_error,
+        g.id, p_channel, g.key, g.content, g.state, g.num_attempts, g.created_at, p_now, p_error,
         @extschema@._attempt_log_append(g.attempt_log, g.num_attempts, p_now, p_error)
     FROM gone AS g
     RETURNING key INTO v_key;

@@ -2,8 +2,10 @@
 -- channel_pause, channel_resume): its messages are admitted again under the
 -- new configuration p_channel (already stored, its row locked by the
 -- caller).  Every ready message is held (a paused channel delivers
--- nothing, a limited one only what it admits); the locked ones are what
--- is admitted; then a channel with limits admits its held messages while it
+-- nothing, a limited one only what it admits); the locks are what is
+-- admitted (live or expired, ready or held again: each goes back to the
+-- due index at its expiry, where the next promotion recovers an expired
+-- one); then a channel with limits admits its held messages while it
 -- has room (_channel_admit), and one without places them all, in
 -- (dequeue_at, id) order (_message_place).  Costs the channel's messages,
 -- once: an administrative call.
@@ -26,10 +28,16 @@ BEGIN
     SET
         position = NULL,
         is_early = FALSE,
-        is_held = m.is_held OR m.position IS NOT NULL,
-        is_admitted = v_limited AND m.is_locked AND m.position IS NULL
+        is_held = NOT m.is_locked AND (m.is_held OR m.position IS NOT NULL),
+        -- (A lock that was ready or held again re-enters the due index
+        -- above the due mark, which may have passed its expiry.)
+        dequeue_at = CASE
+            WHEN m.is_locked AND (m.is_held OR m.position IS NOT NULL) THEN GREATEST(m.dequeue_at, p_now)
+            ELSE m.dequeue_at
+        END,
+        is_admitted = v_limited AND m.is_locked
     WHERE m.channel_id = p_channel.id AND m.channel = p_channel.name
-        AND (m.position IS NOT NULL OR m.is_admitted OR m.is_locked AND v_limited);
+        AND (m.position IS NOT NULL OR m.is_admitted OR m.is_locked AND (v_limited OR m.is_held));
     UPDATE @extschema@.channel AS c
     SET
         num_admitted = CASE WHEN v_limited THEN (

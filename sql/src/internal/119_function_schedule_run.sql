@@ -52,9 +52,7 @@ BEGIN
         END IF;
         UPDATE @extschema@.schedule AS s
         SET
-            next_at = v_due + v_schedule.every_ms,
-            last_run_at = p_now,
-            num_runs = s.num_runs + 1,
+            next_at = v_due + v_schedule.every_ms, last_run_at = p_now, num_runs = s.num_runs + 1,
             num_missed = LEAST(s.num_missed::numeric + v_missed, 9223372036854775807)
         WHERE s.name = v_schedule.name;
     END LOOP;
