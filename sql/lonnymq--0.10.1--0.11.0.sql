@@ -582,7 +582,6 @@ BEGIN
         RETURN v_channel;
     END IF;
     PERFORM @extschema@._channel_guard_shared(v_message.channel);
-    PERFORM 1 FROM @extschema@.message AS m WHERE m.id = p_id FOR UPDATE;
     SELECT c.* INTO v_channel
     FROM @extschema@.channel AS c
     WHERE c.id = v_message.channel_id AND c.name = v_message.channel
@@ -1026,6 +1025,13 @@ BEGIN
     -- whose plan could walk message_pkey), each message checked against its
     -- own pair's token (array_position: the first pair of its id; a
     -- repeated id's later pairs are reported as not completed).
+    -- Channel rows before message rows: the rows of the channels whose
+    -- counts the completion changes (limits, max_size) are locked, in id
+    -- order, before any message is deleted (an InitPlan, evaluated before
+    -- the first delete).  A completion that deleted first and then waited
+    -- for a channel row deadlocked with a dequeue that held that row (its
+    -- own completion's) while its take followed the deleted message's
+    -- update chain: FOR UPDATE SKIP LOCKED waits there (soak test).
     WITH gone AS (
         DELETE FROM @extschema@.message AS m
         WHERE
@@ -1033,6 +1039,16 @@ BEGIN
             AND m.num_attempts = p_num_attempts[pg_catalog.array_position(p_ids, m.id)]
             AND m.is_locked
             AND COALESCE(m.locked_by = p_caller, TRUE)
+            AND (
+                SELECT pg_catalog.count(*) FROM (
+                    SELECT 1 FROM @extschema@.channel AS c
+                    WHERE
+                        c.id = ANY(ARRAY(SELECT x.channel_id FROM @extschema@.message AS x WHERE x.id = ANY(p_ids)))
+                        AND (@extschema@._channel_admits(c) OR c.max_size IS NOT NULL)
+                    ORDER BY c.id
+                    FOR NO KEY UPDATE OF c
+                ) AS l
+            ) >= 0
         RETURNING m.id, m.channel_id, m.channel, m.key, m.is_admitted, m AS message
     )
 
@@ -2192,10 +2208,15 @@ BEGIN
         (v_turns[1]).position >= v_mark + 16 * 1048576 OR (v_turns[1]).id % 16 = 0
         OR pg_catalog.cardinality(v_out) >= 16
     ) THEN
+        -- The turns' first and last positions, and where other ready ones
+        -- may lie: after the last when the turns were the first of the
+        -- round order (at most one round apart each), else from the first.
+        -- (FOR UPDATE returns a row that another call's swap moved while
+        -- this one waited for it with its new position, far behind.)
         PERFORM @extschema@._marks_raise(
-            v_now, (v_turns[1]).position, (v_turns[pg_catalog.cardinality(v_turns)]).position,
-            CASE WHEN p_channel IS NULL THEN (v_turns[pg_catalog.cardinality(v_turns)]).position + 1 ELSE (v_turns[1]).position END
-        );
+            v_now, t.first, t.last, CASE WHEN p_channel IS NULL AND t.last - t.first < t.n * 1048576 THEN t.last + 1 ELSE t.first END
+        )
+        FROM (SELECT min(r.position) AS first, max(r.position) AS last, count(*) AS n FROM pg_catalog.unnest(v_turns) AS r) AS t;
     END IF;
     FOREACH v_delivery IN ARRAY COALESCE(v_out, '{}') LOOP
         RETURN NEXT v_delivery;
@@ -2266,6 +2287,18 @@ BEGIN
     -- that had expired and was promoted (ready again) is taken back out of
     -- the round order: its holder keeps it.
     PERFORM @extschema@._epoch_enter();
+    -- (Channel rows before message rows, as completions lock them: the row
+    -- of the channel of a lock made ready again, which may be its pending
+    -- delivery.)
+    -- (The message by primary key only: a condition on its position let a
+    -- plan made on an empty queue walk message_ready_ix.)
+    PERFORM 1 FROM @extschema@.channel AS c
+    WHERE c.id = (
+        SELECT CASE WHEN m.position IS NOT NULL AND m.is_admitted THEN m.channel_id END
+        FROM @extschema@.message AS m
+        WHERE m.id = p_id
+    )
+    FOR NO KEY UPDATE;
     WITH old AS (
         SELECT m.id, m.position IS NOT NULL AND m.is_admitted AS was_pending
         FROM @extschema@.message AS m

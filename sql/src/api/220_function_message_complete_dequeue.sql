@@ -244,10 +244,15 @@ BEGIN
         (v_turns[1]).position >= v_mark + 16 * 1048576 OR (v_turns[1]).id % 16 = 0
         OR pg_catalog.cardinality(v_out) >= 16
     ) THEN
+        -- The turns' first and last positions, and where other ready ones
+        -- may lie: after the last when the turns were the first of the
+        -- round order (at most one round apart each), else from the first.
+        -- (FOR UPDATE returns a row that another call's swap moved while
+        -- this one waited for it with its new position, far behind.)
         PERFORM @extschema@._marks_raise(
-            v_now, (v_turns[1]).position, (v_turns[pg_catalog.cardinality(v_turns)]).position,
-            CASE WHEN p_channel IS NULL THEN (v_turns[pg_catalog.cardinality(v_turns)]).position + 1 ELSE (v_turns[1]).position END
-        );
+            v_now, t.first, t.last, CASE WHEN p_channel IS NULL AND t.last - t.first < t.n * 1048576 THEN t.last + 1 ELSE t.first END
+        )
+        FROM (SELECT min(r.position) AS first, max(r.position) AS last, count(*) AS n FROM pg_catalog.unnest(v_turns) AS r) AS t;
     END IF;
     FOREACH v_delivery IN ARRAY COALESCE(v_out, '{}') LOOP
         RETURN NEXT v_delivery;

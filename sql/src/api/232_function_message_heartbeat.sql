@@ -18,6 +18,18 @@ BEGIN
     -- that had expired and was promoted (ready again) is taken back out of
     -- the round order: its holder keeps it.
     PERFORM @extschema@._epoch_enter();
+    -- (Channel rows before message rows, as completions lock them: the row
+    -- of the channel of a lock made ready again, which may be its pending
+    -- delivery.)
+    -- (The message by primary key only: a condition on its position let a
+    -- plan made on an empty queue walk message_ready_ix.)
+    PERFORM 1 FROM @extschema@.channel AS c
+    WHERE c.id = (
+        SELECT CASE WHEN m.position IS NOT NULL AND m.is_admitted THEN m.channel_id END
+        FROM @extschema@.message AS m
+        WHERE m.id = p_id
+    )
+    FOR NO KEY UPDATE;
     WITH old AS (
         SELECT m.id, m.position IS NOT NULL AND m.is_admitted AS was_pending
         FROM @extschema@.message AS m

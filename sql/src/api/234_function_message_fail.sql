@@ -5,8 +5,8 @@
 -- else 'dead' (moved to dead_letter with p_error and its attempt log).  Returns
 -- NULL, changing nothing, for a stale token or a message that is not
 -- locked.  Every failure is logged in the message's attempt_log.  Lock
--- order, as everywhere: the message row, then the channel row (of a
--- configured channel, _message_channel).  The retry goes back to its
+-- order, as everywhere: the channel row (of a configured channel,
+-- _message_channel), then the message row.  The retry goes back to its
 -- channel through _message_requeue (a backoff of 0: ready now).
 CREATE FUNCTION @extschema@.message_fail(
     p_id bigint,

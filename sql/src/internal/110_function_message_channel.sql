@@ -1,16 +1,13 @@
 -- Internal: the configuration of message p_id's channel, for a call that
 -- settles the message or returns it to its channel (fail, defer, cancel),
 -- with the channel's row locked when it has one (admission or max_size
--- counts will change).  The order: the channel guard, then the message's
--- row, then the channel's: message rows before channel rows, as completions
--- and takes lock them (a completion deletes its messages, then counts them
--- in their channels' rows; a fail that locked the row first deadlocked
--- with the completion of the same message by its stale holder, found by
--- the soak test).  id NULL: no such message.
+-- counts will change): channel rows before message rows, as completions
+-- lock them (see _message_complete_set), so these calls do not deadlock
+-- each other.  id NULL: no such message.
 -- Parameters: p_id.
 -- Returns: a channel row (_channel_config).
 -- Calls: _channel_config.
--- Tables: message, channel (lock).
+-- Tables: reads message; channel (lock).
 CREATE FUNCTION @extschema@._message_channel(p_id bigint)
 RETURNS @extschema@.channel
 LANGUAGE plpgsql VOLATILE
@@ -26,7 +23,6 @@ BEGIN
         RETURN v_channel;
     END IF;
     PERFORM @extschema@._channel_guard_shared(v_message.channel);
-    PERFORM 1 FROM @extschema@.message AS m WHERE m.id = p_id FOR UPDATE;
     SELECT c.* INTO v_channel
     FROM @extschema@.channel AS c
     WHERE c.id = v_message.channel_id AND c.name = v_message.channel
