@@ -60,6 +60,8 @@ DECLARE
     v_is_resolved boolean := FALSE;
     v_is_passed boolean;
     v_turns @extschema@._turn[];
+    v_first bigint;
+    v_last bigint;
     v_out @extschema@.delivery[];
     v_admitted bigint[];
     v_delivery @extschema@.delivery;
@@ -120,7 +122,7 @@ BEGIN
         WITH head AS MATERIALIZED (
             SELECT a.*
             FROM (
-                SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position
+                SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position, r.is_early
                 FROM @extschema@.message AS r
                 WHERE p_channel IS NULL AND v_turns IS NULL AND r.position >= v_mark
                 ORDER BY r.position, r.dequeue_at, r.id
@@ -130,7 +132,7 @@ BEGIN
             UNION ALL
             SELECT b.*
             FROM (
-                SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position
+                SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position, r.is_early
                 FROM @extschema@.message AS r
                 WHERE
                     p_channel IS NOT NULL AND v_turns IS NULL AND r.channel_id = v_channel_id
@@ -161,7 +163,12 @@ BEGIN
                     WHERE
                         x.channel_id = h.channel_id AND x.is_early AND x.position IS NOT NULL
                         AND (x.dequeue_at, x.id) < (h.dequeue_at, h.id)
-                )), FALSE) AS is_passed
+                )), FALSE) AS is_passed,
+                -- The first and last positions of the round order this call
+                -- took, for the raise: FOR UPDATE returns a row that another
+                -- call's swap moved (an early one) while this call waited
+                -- for it, with its new, far position.
+                pg_catalog.min(h.position) AS first, pg_catalog.max(h.position) FILTER (WHERE NOT h.is_early) AS last
             FROM head AS h
         ),
 
@@ -204,8 +211,8 @@ BEGIN
                 pg_catalog.array_position(u.ids, m.id) AS k
         )
 
-        SELECT u.turns, u.is_passed, d.deliveries, d.admitted
-        INTO v_turns, v_is_passed, v_out, v_admitted
+        SELECT u.turns, u.is_passed, d.deliveries, d.admitted, COALESCE(u.first, v_first), COALESCE(u.last, v_last)
+        INTO v_turns, v_is_passed, v_out, v_admitted, v_first, v_last
         FROM turns AS u
         CROSS JOIN LATERAL (
             SELECT
@@ -240,19 +247,12 @@ BEGIN
     -- marks: it knows every position it took (its turns, in position
     -- order, all taken when any was), which its own reads no longer see, and
     -- which a rollback or a crash would make ready again.
-    IF v_may_raise AND (
-        (v_turns[1]).position >= v_mark + 16 * 1048576 OR (v_turns[1]).id % 16 = 0
-        OR pg_catalog.cardinality(v_out) >= 16
-    ) THEN
-        -- The turns' first and last positions, and where other ready ones
-        -- may lie: after the last when the turns were the first of the
-        -- round order (at most one round apart each), else from the first.
-        -- (FOR UPDATE returns a row that another call's swap moved while
-        -- this one waited for it with its new position, far behind.)
-        PERFORM @extschema@._marks_raise(
-            v_now, t.first, t.last, CASE WHEN p_channel IS NULL AND t.last - t.first < t.n * 1048576 THEN t.last + 1 ELSE t.first END
-        )
-        FROM (SELECT min(r.position) AS first, max(r.position) AS last, count(*) AS n FROM pg_catalog.unnest(v_turns) AS r) AS t;
+    IF v_may_raise AND (v_first >= v_mark + 16 * 1048576 OR (v_turns[1]).id % 16 = 0
+        OR pg_catalog.cardinality(v_out) >= 16) THEN
+        -- (Other ready positions may lie after the last when the turns
+        -- were the first of the round order, else from the first.)
+        PERFORM @extschema@._marks_raise(v_now, v_first, COALESCE(v_last, v_first),
+            CASE WHEN p_channel IS NULL AND v_last IS NOT NULL THEN v_last + 1 ELSE v_first END);
     END IF;
     FOREACH v_delivery IN ARRAY COALESCE(v_out, '{}') LOOP
         RETURN NEXT v_delivery;
