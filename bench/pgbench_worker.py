@@ -16,6 +16,7 @@ their ratios to the at-most-once median.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import statistics
 import subprocess
@@ -62,13 +63,17 @@ TITLES = {
 }
 
 
-def pgbench(target: Target, script: Path, seconds: float) -> float:
+def pgbench(target: Target, script: Path, seconds: float, *, dbname: str = "lonnymq_bench",
+            defines: tuple[str, ...] = ("id=0", "num_attempts=0"), options: str | None = None) -> float:
+    """tps of one pgbench run; options: PGOPTIONS for the clients' sessions
+    (e.g. "-c synchronous_commit=off")."""
     c = target.cluster
+    env = {**os.environ, "PGOPTIONS": options} if options else None
     out = subprocess.run(
         ["pgbench", "-n", "-M", "prepared", "-c", str(CLIENTS), "-j", "2", "-T", str(int(seconds)),
-         "-D", "id=0", "-D", "num_attempts=0", "-f", str(script),
-         "-h", str(c.socket_dir), "-p", str(c.port), "-U", c.superuser, "lonnymq_bench"],
-        capture_output=True, text=True,
+         *(a for d in defines for a in ("-D", d)), "-f", str(script),
+         "-h", str(c.socket_dir), "-p", str(c.port), "-U", c.superuser, dbname],
+        capture_output=True, text=True, env=env,
     )
     m = re.search(r"^tps = ([0-9.]+)", out.stdout, re.M)
     failed = re.search(r"number of failed transactions: ([0-9]+)", out.stdout)

@@ -83,6 +83,15 @@ def worker_call(kind: str, lock_ms: int = 60_000, args: tuple[str, str] = PGBENC
     return create, f"SELECT {columns} FROM {take}({args[0]}, {args[1]}, {lock_ms})"
 
 
+def rate_script(kind: str, channels: int) -> str:
+    """The pgbench script of `rate`: one transaction = one message, producers
+    picking one of `channels` channels at random."""
+    if kind == "amo":
+        return SCRIPTS["amo"]
+    create, take = worker_call(kind)
+    return f"\\set c random(1, {channels})\n{create};\n{take} \\gset\n"
+
+
 def reset(conn, kind: str, channels: int, backlog: int) -> None:
     """An empty queue of this kind, then its backlog spread over `channels`."""
     if kind == "amo":
@@ -124,11 +133,7 @@ def rate(args) -> list[str]:
                 for shape, kind in plan:
                     n = SHAPES[shape]
                     script = Path(tmp) / f"{kind.replace('@', '_')}-{shape}.sql"  # (pgbench reads file@weight)
-                    if kind == "amo":
-                        script.write_text(SCRIPTS["amo"])
-                    else:
-                        create, take = worker_call(kind)
-                        script.write_text(f"\\set c random(1, {n})\n{create};\n{take} \\gset\n")
+                    script.write_text(rate_script(kind, n))
                     with target.connect() as conn:
                         reset(conn, kind, n, BACKLOG)
                     rates[(shape, kind)].append(pgbench(target, script, args.seconds))

@@ -83,7 +83,8 @@ def vacuum_queue(conn, baseline: bool) -> None:
             conn.execute(f"VACUUM ANALYZE {FLOOR_SCHEMA}.m")
     else:
         for t in ("message", "channel", "channel_wake", "channel_quota"):
-            conn.execute(f"VACUUM ANALYZE lonnymq.{t}")
+            if conn.execute("SELECT to_regclass(%s) IS NOT NULL", (f"lonnymq.{t}",)).fetchone()[0]:
+                conn.execute(f"VACUUM ANALYZE lonnymq.{t}")
 
 
 # --------------------------------------------------------------------- fixtures
@@ -96,18 +97,23 @@ def setup_channels(conn, names: list[str], max_concurrency: int | None = None) -
 
 
 def _fill(conn, channel: str, n: int, dequeue_at_sql: str) -> None:
-    """n messages in `channel`, written straight into lonnymq.message (ids from its
-    sequence, unlocked, empty content: no latency sample).  The channel must have
-    been given a message through message_create first, so that it has its wake-up
-    (or its place in the rotation) exactly as the API leaves it."""
+    """n messages in `channel` (empty content: no latency sample), dated
+    `dequeue_at_sql`, through message_create_batch, 10,000 a call: the API of
+    every version the bench compares, so that each version's own data model
+    holds them as its functions leave it."""
     conn.execute(
         f"""
-        INSERT INTO lonnymq.message (channel_id, dequeue_at, created_at, content)
-        SELECT c.id, {dequeue_at_sql}, lonnymq.to_epoch(clock_timestamp()), '\\x'::bytea
-        FROM lonnymq.channel AS c, generate_series(1, %s)
-        WHERE c.name = %s
+        SELECT count(*)
+        FROM (SELECT {dequeue_at_sql} AS at) AS t,
+            generate_series(0, (%(n)s - 1) / 10000) AS g,
+            LATERAL lonnymq.message_create_batch(
+                %(channel)s,
+                array_fill('\\x'::bytea, ARRAY[LEAST(10000, %(n)s - g * 10000)]),
+                array_fill(t.at, ARRAY[LEAST(10000, %(n)s - g * 10000)])
+            )
+        WHERE %(n)s > 0
         """,
-        (n, channel),
+        {"n": n, "channel": channel},
     )
 
 
@@ -178,12 +184,15 @@ def setup_future_backlog(conn, variant: Variant) -> None:
     )
     conn.execute(
         f"""
-        INSERT INTO lonnymq.message (channel_id, dequeue_at, created_at, content)
-        SELECT c.id, {future}, lonnymq.to_epoch(clock_timestamp()), '\\x'::bytea
-        FROM lonnymq.channel AS c, generate_series(1, %s)
-        WHERE c.name LIKE 'future-%%'
+        SELECT count(*)
+        FROM generate_series(1, %s) AS g,
+            LATERAL lonnymq.message_create_batch(
+                'future-' || lpad(g::text, 5, '0'),
+                array_fill('\\x'::bytea, ARRAY[%s]),
+                array_fill({future}, ARRAY[%s])
+            )
         """,
-        (per_other - 1,),
+        (others, per_other - 1, per_other - 1),
     )
 
 
@@ -192,39 +201,38 @@ def setup_saturated(conn, variant: Variant) -> None:
     for a day (so at its limit, next turn a day ahead) and one ready message
     behind it; plus the clients' unconstrained channel.
 
-    Built as: channel_set (the API), two messages per channel inserted directly,
-    every channel put in the rotation (next_at = a minute ago, as a consumer's
-    wake-up leaves it), then message_dequeue with a one-day lock, 1000 at a time,
-    until nothing is deliverable: the API saturates them."""
+    Built through the API: channel_set, two messages per channel
+    (message_create_batch), then message_dequeue with a one-day lock, 1000 at a
+    time, until nothing is deliverable: the API saturates them."""
     n = variant.params["channels"]
     names = [f"sat-{i:05d}" for i in range(1, n + 1)]
     setup_channels(conn, names, max_concurrency=1)
     conn.execute(
         """
-        INSERT INTO lonnymq.message (channel_id, dequeue_at, created_at, content)
-        SELECT c.id, lonnymq.to_epoch(now()) - 60000, lonnymq.to_epoch(now()), '\\x'::bytea
-        FROM lonnymq.channel AS c, generate_series(1, 2)
-        WHERE c.name LIKE 'sat-%'
-        ORDER BY c.id
-        """
-    )
-    conn.execute(
-        """
-        UPDATE lonnymq.channel
-        SET next_at = lonnymq.to_epoch(now()) - 60000,
-            turn = nextval('lonnymq.channel_turn_seq'),
-            wait_at = NULL
-        WHERE name LIKE 'sat-%'
-        """
+        SELECT count(*)
+        FROM unnest(%s::text[]) AS n,
+            LATERAL lonnymq.message_create_batch(
+                n, ARRAY['\\x', '\\x']::bytea[],
+                ARRAY[lonnymq.to_epoch(now()) - 60000, lonnymq.to_epoch(now()) - 60000]
+            )
+        """,
+        (names,),
     )
     for _ in range(4 * n // 1000 + 10):
         got = conn.execute(f"SELECT count(*) FROM lonnymq.message_dequeue({DAY_MS}, 1000)").fetchone()[0]
         if got == 0:
             break
+    # Saturated: one lock a day long and one ready message in each channel
+    # (read from the messages, the same in every version).
     saturated = conn.execute(
         """
-        SELECT count(*) FROM lonnymq.channel
-        WHERE name LIKE 'sat-%%' AND num_locked = 1 AND next_at > lonnymq.to_epoch(now()) + %s
+        SELECT count(*) FROM (
+            SELECT m.channel_id
+            FROM lonnymq.message AS m
+            GROUP BY m.channel_id
+            HAVING count(*) FILTER (WHERE m.is_locked AND m.dequeue_at > lonnymq.to_epoch(now()) + %s) = 1
+                AND count(*) FILTER (WHERE NOT m.is_locked) = 1
+        ) AS s
         """,
         (DAY_MS // 2,),
     ).fetchone()[0]

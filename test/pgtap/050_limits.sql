@@ -15,7 +15,18 @@ SELECT is((SELECT count(*) FROM lonnymq.message_dequeue(60000, 10, 'lim')), 1::b
 SELECT ok(lonnymq.message_defer(g.id, g.num_attempts, pg_temp.lmq_now() + 3600000), 'deferring a locked message')
 FROM (SELECT * FROM got WHERE channel = 'lim' ORDER BY id LIMIT 1 OFFSET 1) AS g;
 SELECT is((SELECT count(*) FROM lonnymq.message_dequeue(60000, 10, 'lim')), 1::bigint, 'frees a slot too');
-SELECT is((SELECT num_locked FROM lonnymq.channel WHERE name = 'lim'), 2, 'the channel counts 2 locked messages');
+-- 0.11.0: the count is admission's (channel.num_admitted, message.is_admitted,
+-- which replace num_locked and is_counted): the two locked messages, and
+-- nothing else of the channel (the deferred one gave its place back).
+SELECT is(
+    ARRAY[
+        (SELECT num_admitted FROM lonnymq.channel WHERE name = 'lim')::bigint,
+        (SELECT count(*) FROM lonnymq.message WHERE channel = 'lim' AND is_admitted),
+        (SELECT count(*) FROM lonnymq.message WHERE channel = 'lim' AND is_admitted AND is_locked)
+    ],
+    ARRAY[2, 2, 2]::bigint[],
+    'the channel counts 2 admitted messages, its 2 locked ones'
+);
 
 -- A saturated channel recovers its own expired locks.
 SELECT lonnymq.channel_set('sat', p_max_concurrency => 1);

@@ -1,5 +1,5 @@
 \ir include/setup.psql
-SELECT plan(22);
+SELECT plan(23);
 
 SELECT lonnymq.message_create('w', 'job') AS mid \gset
 CREATE TEMP TABLE d1 AS SELECT * FROM lonnymq.message_dequeue(50, 1, 'w');
@@ -44,6 +44,32 @@ SELECT is((SELECT num_attempts FROM d4), 4, 'and is delivered when due');
 -- Complete
 SELECT is(lonnymq.message_complete(:mid, 4), TRUE, 'complete with the current token');
 SELECT is(lonnymq.message_complete(:mid, 4), FALSE, 'a second complete returns false');
+
+-- Deliveries that roll back give their messages back: a worker's
+-- transaction that takes 40 messages one at a time and then fails leaves
+-- all 40 deliverable.  (0.11.0: its takes also raise the marks, which must
+-- never pass a message that the rollback makes ready again.)
+CREATE FUNCTION pg_temp.take_n(p_n integer)
+RETURNS integer
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_got integer := 0;
+    v_one integer;
+BEGIN
+    FOR i IN 1 .. p_n LOOP
+        SELECT count(*) INTO v_one FROM lonnymq.message_dequeue(60000, 1);
+        v_got := v_got + v_one;
+    END LOOP;
+    RETURN v_got;
+END;
+$$;
+SELECT count(lonnymq.message_create('rb', convert_to('r' || g, 'UTF8'))) FROM generate_series(1, 40) AS g;
+SAVEPOINT worker;
+SELECT pg_temp.take_n(40);
+ROLLBACK TO SAVEPOINT worker;
+SELECT is((SELECT count(*) FROM lonnymq.message_dequeue(60000, 1000)), 40::bigint,
+    'a worker''s 40 takes rolled back: all 40 messages are delivered again');
 
 SELECT * FROM finish();
 ROLLBACK;

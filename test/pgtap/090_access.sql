@@ -45,7 +45,7 @@ SELECT is(
 );
 SELECT is(
     pg_temp.lmq_can('lmq_pgtap_ops'),
-    'channel_drop,channel_pause,channel_resume,channel_set,dead_letter_delete,dead_letter_redrive,history_prune,'
+    'channel_drop,channel_pause,channel_resume,channel_set,channel_stats,dead_letter_delete,dead_letter_redrive,history_prune,'
     'message_cancel,message_complete,message_complete_batch,message_complete_dequeue,message_create,message_create_batch,'
     'message_defer,message_dequeue,message_fail,message_heartbeat,schedule_drop,schedule_set,tick,to_epoch',
     'the admin set'

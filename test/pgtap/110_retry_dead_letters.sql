@@ -32,21 +32,30 @@ BEGIN
 END;
 $$;
 
--- A channel's counters against the messages it really holds: num_locked
--- (kept for max_concurrency) and num_created - num_removed (kept for
--- max_size).  'exact' or what differs.
+-- A channel's counters against the messages it really holds: for
+-- max_concurrency, admission (0.11.0, replacing num_locked): num_admitted
+-- is the number of admitted messages, at most max_concurrency, every lock
+-- is admitted, and no message is held while the channel has room (no
+-- release interval, not paused); for max_size, num_created - num_removed.
+-- 'exact' or what differs.
 CREATE FUNCTION pg_temp.counters(p_channel text)
 RETURNS text
 LANGUAGE sql
 AS $$
     SELECT coalesce(nullif(concat_ws(', ',
-        CASE WHEN c.max_concurrency IS NOT NULL AND c.num_locked <> l.n THEN 'num_locked ' || c.num_locked || ' but ' || l.n || ' locked' END,
+        CASE WHEN c.max_concurrency IS NOT NULL AND c.num_admitted <> a.n THEN 'num_admitted ' || c.num_admitted || ' but ' || a.n || ' admitted' END,
+        CASE WHEN c.num_admitted > c.max_concurrency THEN 'num_admitted ' || c.num_admitted || ' over max_concurrency' END,
+        CASE WHEN c.max_concurrency IS NOT NULL AND l.n > 0 THEN l.n || ' locked but not admitted' END,
+        CASE WHEN c.max_concurrency IS NOT NULL AND NOT c.is_paused AND c.release_interval_ms = 0
+            AND c.num_admitted < c.max_concurrency AND w.n > 0 THEN w.n || ' held with room' END,
         CASE WHEN c.max_size IS NOT NULL AND q.num_created - c.num_removed <> h.n THEN 'held count ' || (q.num_created - c.num_removed) || ' but ' || h.n || ' held' END
     ), ''), 'exact')
     FROM lonnymq.channel AS c
     LEFT JOIN lonnymq.channel_quota AS q ON q.channel_id = c.id
-    CROSS JOIN LATERAL (SELECT count(*) AS n FROM lonnymq.message AS m WHERE m.channel_id = c.id AND m.is_locked) AS l
-    CROSS JOIN LATERAL (SELECT count(*) AS n FROM lonnymq.message AS m WHERE m.channel_id = c.id) AS h
+    CROSS JOIN LATERAL (SELECT count(*) AS n FROM lonnymq.message AS m WHERE m.channel = c.name AND m.is_admitted) AS a
+    CROSS JOIN LATERAL (SELECT count(*) AS n FROM lonnymq.message AS m WHERE m.channel = c.name AND m.is_locked AND NOT m.is_admitted) AS l
+    CROSS JOIN LATERAL (SELECT count(*) AS n FROM lonnymq.message AS m WHERE m.channel = c.name AND m.is_held) AS w
+    CROSS JOIN LATERAL (SELECT count(*) AS n FROM lonnymq.message AS m WHERE m.channel = c.name) AS h
     WHERE c.name = p_channel
 $$;
 
@@ -184,8 +193,15 @@ SELECT lonnymq.message_create('dfc', 'a') AS dfc_a, lonnymq.message_create('dfc'
 SELECT is(pg_temp.deliver('dfc'), :dfc_a || ':1', 'max_concurrency 1: a delivered');
 SELECT is(pg_temp.deliver('dfc'), NULL, 'saturated');
 SELECT is(lonnymq.message_fail(:dfc_a, 1, 'x'), 'dead', 'max_attempts 1: the first failure is dead');
-SELECT is(pg_temp.counters('dfc'), 'exact', 'num_locked and the held count follow');
-SELECT is((SELECT num_locked FROM lonnymq.channel WHERE name = 'dfc'), 0, 'nothing locked');
+SELECT is(pg_temp.counters('dfc'), 'exact', 'admission and the held count follow');
+-- (0.11.0: num_admitted replaces num_locked; the dead message's place went
+-- to b, admitted and ready, not locked.)
+SELECT is(
+    ARRAY[(SELECT count(*) FROM lonnymq.message WHERE channel = 'dfc' AND is_locked),
+        (SELECT num_admitted FROM lonnymq.channel WHERE name = 'dfc')],
+    ARRAY[0, 1]::bigint[],
+    'nothing locked, b admitted in its place'
+);
 SELECT is(pg_temp.deliver('dfc'), :dfc_b || ':1', 'the channel is no longer saturated');
 SELECT is(
     ARRAY[lonnymq.message_create('dfc', 'c') IS NULL, lonnymq.message_create('dfc', 'd') IS NULL, lonnymq.message_create('dfc', 'e') IS NULL],
@@ -268,7 +284,7 @@ SELECT is(lonnymq.dead_letter_redrive('ra', ARRAY[:a1, :a2]::bigint[]), 1, 'both
 SELECT is((SELECT count(*) FROM lonnymq.dead_letter WHERE channel IN ('ra', 'rb')), 0::bigint, 'those dead letters are gone');
 SELECT is(
     (SELECT string_agg(concat_ws(' ', c.name, convert_from(m.content, 'UTF8'), m.id > :c_new, m.num_attempts, NOT m.is_locked, m.dequeue_at <= pg_temp.lmq_now(), coalesce(m.key, '-'), jsonb_array_length(m.attempt_log)), ', ' ORDER BY m.id)
-     FROM lonnymq.message AS m INNER JOIN lonnymq.channel AS c ON c.id = m.channel_id WHERE c.name IN ('ra', 'rb')),
+     FROM lonnymq.message AS m INNER JOIN lonnymq.channel AS c ON c.name = m.channel WHERE c.name IN ('ra', 'rb')),
     'ra a2 t 0 t t - 1, rb b1 t 0 t t kb 1, rb b2 t 0 t t - 1, ra a1 t 0 t t ka 1',
     'redriven: new ids, num_attempts 0, deliverable now, keys and attempt logs kept'
 );

@@ -8,8 +8,9 @@ RETURNS text
 LANGUAGE sql
 AS $$
     SELECT k.message_id || ' ' || coalesce(k.expires_at::text, 'held')
-    FROM lonnymq.message_key AS k INNER JOIN lonnymq.channel AS c ON c.id = k.channel_id
-    WHERE c.name = p_channel AND k.key = p_key
+    FROM lonnymq.message_key AS k
+    -- (0.11.0: a channel's id is the hash of its name, row or not.)
+    WHERE k.channel_id = hashtextextended(p_channel, 0) AND k.key = p_key
 $$;
 
 -- ---------------------------------------------------------------- while the message exists

@@ -84,15 +84,15 @@ SELECT lonnymq.channel_set('p', p_max_concurrency => 5);
 SELECT is((SELECT is_paused FROM lonnymq.channel WHERE name = 'p'), TRUE, 'channel_set keeps it paused');
 SELECT is(pg_temp.take('p'), NULL, 'and it still delivers nothing');
 
--- A channel that a consumer had declared idle, given a message (a wake-up)
--- and then paused.
+-- A channel that a consumer had emptied, given a message (ready, with its
+-- place in the round order) and then paused.
 SELECT lonnymq.message_create('i', 'i0');
 SELECT is(pg_temp.take('i'), 'i:i0', 'i0');
 SELECT lonnymq.message_complete(m.id, m.num_attempts) FROM lonnymq.message AS m WHERE m.content = 'i0';
 SELECT is(pg_temp.take('i'), NULL, '(i is idle now)');
 SELECT lonnymq.message_create('i', 'i1');
 SELECT lonnymq.channel_pause('i');
-SELECT is(pg_temp.take(NULL), NULL, 'its pending wake-up does not deliver from a paused channel');
+SELECT is(pg_temp.take(NULL), NULL, 'a message made ready before the pause is not delivered from a paused channel');
 
 -- An unknown channel is created paused.
 SELECT is(lonnymq.channel_pause('new'), TRUE, 'pausing an unknown channel: true');

@@ -1,11 +1,12 @@
 \ir include/setup.psql
--- A channel without limits that is the only eligible one is served without
--- writing its row: serving it leaves it first in the rotation anyway, so
--- any number of consumers take from it at once, as from a plain SKIP
--- LOCKED table, and it gets no new row version per serve (nor when its
--- floor is raised: that is channel_floor).  Alone or in batches, and the
--- rotation is what it would have been.
-SELECT plan(17);
+-- A channel without limits has no row (0.11.0: its messages carry its name
+-- and the hash of it), so serving it writes nothing but its messages: no
+-- channel row is created, locked or written by its producers or its
+-- consumers, whatever they do (create, take one or a batch, complete,
+-- recover an expired lock, defer, fail), and any number of consumers take
+-- from it as from a plain SKIP LOCKED table (test_concurrency.py runs
+-- eight).  Alone or beside other channels, it gets one delivery per round.
+SELECT plan(21);
 
 CREATE FUNCTION pg_temp.take(p_limit integer DEFAULT 1, p_lock_ms bigint DEFAULT 60000)
 RETURNS text
@@ -16,29 +17,33 @@ AS $$
         WITH ORDINALITY AS d (id, channel, content, state, num_attempts, dequeue_at, is_recovered, ord)
 $$;
 
--- Row versions of the channel table written so far by this transaction.
-CREATE FUNCTION pg_temp.channel_writes()
+-- Rows inserted, updated or deleted so far by this transaction in every
+-- table of lonnymq but message.
+CREATE FUNCTION pg_temp.other_writes()
 RETURNS bigint
 LANGUAGE sql
 AS $$
-    SELECT n_tup_upd + n_tup_ins FROM pg_stat_xact_user_tables
-    WHERE schemaname = 'lonnymq' AND relname = 'channel'
+    SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0)::bigint FROM pg_stat_xact_user_tables
+    WHERE schemaname = 'lonnymq' AND relname <> 'message'
 $$;
 
 -- ---------------------------------------------------------------- one channel
+SELECT pg_temp.other_writes() AS writes \gset
 SELECT lonnymq.message_create('solo', 'a');
 SELECT lonnymq.message_create('solo', 'b');
 SELECT lonnymq.message_create('solo', 'c');
 SELECT lonnymq.message_create('solo', 'd');
--- The first dequeue finds the new channel through its wake-up, and leaves
--- it in the rotation, eligible.
+SELECT is(
+    (SELECT count(*) FROM lonnymq.message AS m WHERE m.channel = 'solo' AND m.channel_id = lonnymq._channel_id('solo')),
+    4::bigint,
+    'its messages carry its name and the hash of it'
+);
 SELECT is(pg_temp.take(), 'solo:a', 'a is delivered');
-SELECT pg_temp.channel_writes() AS writes \gset
-SELECT is(pg_temp.take(), 'solo:b', 'b, from the only eligible channel');
-SELECT is(pg_temp.take(5), 'solo:c,solo:d', 'a batch from the only eligible channel, in order');
--- (The first serve raised the channel's floor: in channel_floor, not here.)
-SELECT is(pg_temp.channel_writes() - :writes, 0::bigint,
-    'neither wrote the channel row');
+SELECT is(pg_temp.take(), 'solo:b', 'b');
+SELECT is(pg_temp.take(5), 'solo:c,solo:d', 'a batch, in order');
+SELECT is((SELECT count(*) FROM lonnymq.channel WHERE name = 'solo'), 0::bigint, 'the channel has no row');
+SELECT is(pg_temp.other_writes() - :writes, 0::bigint,
+    'its producer and its consumers wrote nothing but its messages');
 
 -- What a delivery returns: the dequeue_at before the lock, is_recovered.
 SELECT lonnymq.message_create('solo', 'urgent', -5) AS urgent_id \gset
@@ -63,33 +68,47 @@ SELECT is(
     'lock expired',
     'and logged'
 );
--- The priority message lowered the floor (a lowering row); the next raise
--- superseded it.  Neither is a write of the channel row.
+-- A defer and a retry put the message back; a complete ends it.
+SELECT is(lonnymq.message_defer(:short_id, 2), TRUE, 'deferred');
+SELECT d.id AS s_id, d.num_attempts AS s_tok FROM lonnymq.message_dequeue(60000) AS d \gset
+SELECT is(lonnymq.message_fail(:s_id, :s_tok, 'once'), 'retry', 'failed, retried');
+SELECT lonnymq.message_create('solo', 'last') AS last_id \gset
+SELECT lonnymq.message_complete(d.id, d.num_attempts) FROM lonnymq.message_dequeue(60000) AS d;
 SELECT is(
-    (pg_temp.channel_writes() - :writes) || ' ' || (SELECT count(*) FROM lonnymq.channel_floor WHERE NOT is_raise),
+    (SELECT count(*) FROM lonnymq.message AS m WHERE m.id = :last_id),
+    0::bigint,
+    'completed'
+);
+SELECT is(
+    (pg_temp.other_writes() - :writes) || ' ' || (SELECT count(*) FROM lonnymq.channel),
     '0 0',
-    'these never wrote the channel row; the floor rose past the priority message'
+    'none of these wrote anything but messages, and no channel row exists'
 );
 
--- ---------------------------------------------------------------- the rotation
--- A second channel becomes ready: the rotation alternates as before.  (solo
--- was last served before other became ready, so solo comes first.)
+-- ---------------------------------------------------------------- rounds
+-- A second channel becomes ready: one delivery each per round.  (solo's
+-- two messages take two rounds; other joins the round of s1, or the next
+-- when its place in that one has passed, before s2 either way.)
+SELECT lonnymq.message_cancel(m.id) FROM lonnymq.message AS m WHERE m.channel = 'solo' AND NOT m.is_locked;
 SELECT lonnymq.message_create('solo', 's1');
 SELECT lonnymq.message_create('solo', 's2');
 SELECT lonnymq.message_create('other', 'o1');
 SELECT lonnymq.message_create('other', 'o2');
-SELECT is(pg_temp.take(), 'solo:s1', 'solo first');
-SELECT is(pg_temp.take(), 'other:o1', 'then the new channel');
-SELECT is(pg_temp.take(), 'solo:s2', 'then solo again');
-SELECT is(pg_temp.take(), 'other:o2', 'round-robin');
+SELECT is(
+    ARRAY[pg_temp.take(), pg_temp.take(), pg_temp.take(), pg_temp.take()],
+    ARRAY['solo:s1', 'other:o1', 'solo:s2', 'other:o2'],
+    'round-robin'
+);
+SELECT is(pg_temp.other_writes() - :writes, 0::bigint, 'still without a write beside the messages');
 
 -- ---------------------------------------------------------------- limits and dead letters
--- A channel given a limit has its row locked and written: max_concurrency
+-- A channel given a limit has a row, which admission writes: max_concurrency
 -- holds.
 SELECT lonnymq.channel_set('limited', p_max_concurrency => 1);
 SELECT lonnymq.message_create('limited', 'm1');
 SELECT lonnymq.message_create('limited', 'm2');
 SELECT is(pg_temp.take(5), 'limited:m1', 'max_concurrency 1: one message of a batch of 5');
+SELECT is((SELECT num_admitted FROM lonnymq.channel WHERE name = 'limited'), 1, 'its row counts it');
 
 -- An expired lock past max_attempts goes to the dead letters, and the
 -- batch gets the next message.

@@ -68,9 +68,9 @@ def test_batch_workers_keep_the_limit_counters_exact(db, kind):
     assert outcome["completed"] + outcome["dead"] == total
     assert scalar(admin, "SELECT count(*) FROM lonnymq.message") == 0
     assert scalar(admin, "SELECT count(*) FROM lonnymq.dead_letter WHERE channel = 'lim'") == outcome["dead"]
-    num_locked, num_removed = admin.execute(
-        "SELECT num_locked, num_removed FROM lonnymq.channel WHERE name = 'lim'").fetchone()
-    assert num_locked == 0
+    num_admitted, num_removed = admin.execute(
+        "SELECT num_admitted, num_removed FROM lonnymq.channel WHERE name = 'lim'").fetchone()
+    assert num_admitted == 0, "the channel is empty: nothing is admitted"
     if kind == "max_size":
         created = scalar(admin, "SELECT q.num_created FROM lonnymq.channel_quota AS q "
                                  "JOIN lonnymq.channel AS c ON c.id = q.channel_id WHERE c.name = 'lim'")

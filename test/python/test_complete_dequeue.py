@@ -116,5 +116,5 @@ def test_concurrent_workers_complete_every_message_exactly_once(db):
     with db.connect(autocommit=True) as conn:
         assert conn.execute("SELECT count(*) FROM lonnymq.message").fetchone()[0] == 0
         assert conn.execute(
-            "SELECT array_agg(num_locked ORDER BY name) FROM lonnymq.channel WHERE name LIKE 'one_%'"
+            "SELECT array_agg(num_admitted ORDER BY name) FROM lonnymq.channel WHERE name LIKE 'one_%'"
         ).fetchone()[0] == [0, 0]

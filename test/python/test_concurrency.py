@@ -92,9 +92,10 @@ def test_an_open_producer_transaction_blocks_no_one(db, channel_state):
             conn.execute("SELECT lonnymq.message_complete(id, num_attempts) "
                          "FROM lonnymq.message_dequeue(1, 1, 'a')")
             time.sleep(0.01)
-            # the consumer sees it empty: out of the rotation
-            conn.execute("SELECT * FROM lonnymq.message_dequeue(1000, 1, 'a')")
-            assert conn.execute("SELECT next_at FROM lonnymq.channel WHERE name = 'a'").fetchone()[0] is None
+            # the consumer sees it empty: nothing of 'a' is left, not even a row
+            assert conn.execute("SELECT * FROM lonnymq.message_dequeue(1000, 1, 'a')").fetchall() == []
+            assert conn.execute("SELECT (SELECT count(*) FROM lonnymq.message WHERE channel = 'a'),"
+                                " (SELECT count(*) FROM lonnymq.channel WHERE name = 'a')").fetchone() == (0, 0)
 
     producer = db.connect(autocommit=False)
     producer.execute("SELECT lonnymq.message_create('a', 'uncommitted')")
@@ -113,8 +114,8 @@ def test_an_open_producer_transaction_blocks_no_one(db, channel_state):
         # the uncommitted message is invisible to consumers
         seen = _quick(db, "SELECT convert_from(content, 'UTF8') FROM lonnymq.message_dequeue(60000, 10, 'a')")
         assert ("uncommitted",) not in seen
-        # dequeues that find 'a' empty must not take it out of the rotation
-        # while the producer is in flight (it holds FOR KEY SHARE)
+        # dequeues that find 'a' empty while the producer is in flight must
+        # not lose its message (checked after the commit, below)
         _quick(db, "SELECT * FROM lonnymq.message_dequeue(60000, 10, 'a')")
     finally:
         producer.commit()
@@ -144,58 +145,58 @@ def test_a_message_committed_while_its_channel_goes_idle_is_not_lost(db):
                          "FROM lonnymq.message_dequeue(60000, 1, NULL)")
         assert [r[2] for r in got] == [f"r{round_}"], f"round {round_}: message lost or late"
         _quick(db, "SELECT lonnymq.message_complete(%s, %s)", got[0][:2])
-        # and the consumer that empties it again takes it out of the rotation
-        _quick(db, "SELECT * FROM lonnymq.message_dequeue(60000, 1, 'race')")
+        # and the consumer finds it empty again
+        assert _quick(db, "SELECT * FROM lonnymq.message_dequeue(60000, 1, 'race')") == []
 
 
 @pytest.mark.parametrize("holder_call", ["dequeue", "cancel"])
-def test_a_message_another_consumer_holds_keeps_its_channel_in_the_rotation(db, holder_call):
-    """A channel whose last message is served goes to wait at once (0.4.0),
-    but only when nothing deliverable is left: a message that another
-    transaction holds right now, and may roll back, counts.  Otherwise it
-    would sit undelivered until the served message's lock expired (a minute
-    here).  The holder is a consumer (whose fast path also holds the channel
-    guard shared, so the channel cannot be made to wait anyway), or a
-    message_cancel (which holds only the message row): then only the probes
-    keep the channel in the rotation."""
+def test_a_message_another_consumer_holds_is_delivered_at_once_when_it_rolls_back(db, holder_call):
+    """A message that another transaction holds right now (and may roll
+    back) is skipped, not waited for, and keeps its place: when the holder
+    rolls back it is delivered at once, not after a lock expiry (0.4.0 to
+    0.10.1: its channel stayed in the rotation).  The holder is a consumer
+    or a message_cancel (which holds only the message row).  By the round
+    property, the held message occupies its channel's place in the current
+    round: a channel that becomes ready meanwhile joins that round, and is
+    served before the held message's channel's next place (the next
+    round)."""
     setup = db.connect()
     setup.execute("SELECT lonnymq.message_create('x', 'x0'), lonnymq.message_create('x', 'x1'),"
                   " lonnymq.message_create('x', 'x2')")
-    # x0 delivered and completed: x is in the rotation, its wake-up applied.
+    # x0 delivered and completed.
     setup.execute("SELECT lonnymq.message_complete(d.id, d.num_attempts) FROM lonnymq.message_dequeue(60000) AS d")
     holder = db.connect(autocommit=False)
     if holder_call == "dequeue":
-        # The only eligible channel: its fast path locks x1, uncommitted.
+        # The first ready message: x1, locked, uncommitted.
         held = dequeue(holder, columns="convert_from(content, 'UTF8')")
         assert held == [("x1",)]
     else:
         x1 = setup.execute("SELECT id FROM lonnymq.message WHERE content = 'x1'").fetchone()[0]
         assert holder.execute("SELECT lonnymq.message_cancel(%s)", (x1,)).fetchone()[0] is True
     setup.execute("SELECT lonnymq.message_create('y', 'y1')")
-    # Two eligible channels: x is served first (x1 skipped: held).
+    # x1 skipped (held): y joined x1's round, x2 is in the next one.
     other = db.connect()
+    other.execute("SET lock_timeout = '3s'")
     got = dequeue(other, columns="convert_from(content, 'UTF8')")
-    assert got == [("x2",)]
-    state = setup.execute("SELECT wait_at, next_at <= lonnymq.to_epoch(clock_timestamp()) FROM lonnymq.channel WHERE name = 'x'").fetchone()
-    assert state == (None, True), "x must stay in the rotation while x1 may come back"
+    assert got == [("y1",)]
     holder.rollback()
-    delivered = set()
+    delivered = []
     for _ in range(3):
         rows = dequeue(other, columns="convert_from(content, 'UTF8')")
-        delivered.update(r[0] for r in rows)
-    assert delivered == {"x1", "y1"}, "the rolled-back x1 is delivered at once, with y1"
+        delivered.extend(r[0] for r in rows)
+    assert delivered == ["x1", "x2"], "the rolled-back x1 is delivered at once, before x2"
 
 
 def test_consumers_holding_the_front_block_no_one(db):
-    """Two consumers in open transactions have each just served one of the
-    front channels of the rotation (f and g) and a third channel w gets its
+    """Two consumers in open transactions have each just taken the message at
+    the front of one of the channels f and g, and a third channel w gets its
     first message.  A third consumer is blocked by none of them and never
     comes back empty: in three calls it gets f3, g3 (the channels without
-    limits are not held by their consumers) and w1 (its wake-up is due)."""
+    limits are not held by their consumers) and w1 (it joined the round)."""
     setup = db.connect()
     setup.execute("SELECT lonnymq.message_create(c, convert_to(c || g, 'UTF8')) "
                   "FROM unnest(ARRAY['f', 'g']) AS c, generate_series(1, 3) AS g")
-    # f1 and g1 served from their wake-ups: f and g are in the rotation.
+    # f1 and g1 delivered and completed.
     for _ in range(2):
         setup.execute("SELECT lonnymq.message_complete(d.id, d.num_attempts) FROM lonnymq.message_dequeue(60000) AS d")
     holders = [db.connect(autocommit=False) for _ in range(2)]
@@ -211,18 +212,20 @@ def test_consumers_holding_the_front_block_no_one(db):
     assert sorted(rows[0][0] for rows in got) == ["f3", "g3", "w1"]
 
 
-def test_batch_consumers_miss_nothing_below_a_moving_floor(db):
-    """0.7.0: batch dequeues walk a channel from its floor, which they raise
-    once a second.  Consumers take batches from a standing backlog (the fast
-    path, from the floor) while producers create priority messages below it
-    (negative dequeue_at; some in REPEATABLE READ).  Every message is
-    delivered once, and each priority message within a few batches of its
-    commit, not after the backlog (a message below the floor that batches
-    passed over would wait for the channel to drain)."""
+def test_batch_consumers_miss_nothing_below_a_moving_mark(db):
+    """Batch dequeues take from the position mark, which they raise as they
+    consume (0.7.0 to 0.10.1: the channel's floor).  Consumers take batches
+    from a standing backlog while producers create priority messages (negative
+    dequeue_at: their channel's first place; some in REPEATABLE READ, whose
+    snapshot may predate a raise).  Every message is delivered once, and each
+    priority message within a few batches of its commit, not after the
+    backlog (a message placed below the mark, which batches pass over, would
+    never be delivered)."""
     backlog, consumers, batch, urgent_per_producer, producers = 8000, 3, 20, 25, 2
     with db.connect() as conn:
         conn.execute("SELECT count(*) FROM lonnymq.message_create_batch('fl', array_fill('n'::bytea, ARRAY[%s]))",
                      (backlog,))
+        first = conn.execute("SELECT min(position) FROM lonnymq.message").fetchone()[0]
     delivered: list[int] = []  # ids in completion order
     urgent_at: dict[int, int] = {}  # urgent id -> len(delivered) when it was committed
     errors: list[BaseException] = []
@@ -232,7 +235,7 @@ def test_batch_consumers_miss_nothing_below_a_moving_floor(db):
     def producer(k: int):
         try:
             with db.connect() as conn:
-                time.sleep(1.2)  # the floor rises to the backlog's date first
+                time.sleep(1.2)  # the consumers raise the mark into the backlog first
                 for i in range(urgent_per_producer):
                     sql = "SELECT lonnymq.message_create('fl', 'u', %s)"
                     if k == 0 and i % 3 == 0:
@@ -285,5 +288,5 @@ def test_batch_consumers_miss_nothing_below_a_moving_floor(db):
         f"{len(late)} of {len(urgent_at)} priority messages came after more than {3 * consumers * batch} "
         f"others delivered since their commit (the worst: {max(late.values())}): batches passed them over"
     )
-    floor, = db.call("SELECT lonnymq._channel_scan_from(c.id) FROM lonnymq.channel AS c WHERE c.name = 'fl'")[0]
-    assert floor > -(2**63), "no batch raised the floor: the test did not exercise it"
+    mark, = db.call("SELECT last_value FROM lonnymq.position_mark_seq")[0]
+    assert mark > first, "no batch raised the mark into the backlog: the test did not exercise it"

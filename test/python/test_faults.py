@@ -59,27 +59,43 @@ def _setup_channel(conn, channel: str, kind: str) -> int:
 
 
 def _counters(conn, channel: str) -> dict:
-    """The channel's counters next to what they count."""
+    """The channel's counters next to what they count (a channel without
+    configuration has no row: its counters are None)."""
     row = conn.execute(
         """
-        SELECT c.max_concurrency, c.num_locked,
-               (SELECT count(*) FROM lonnymq.message AS m WHERE m.channel_id = c.id AND m.is_locked),
-               c.max_size, q.num_created - c.num_removed,
-               (SELECT count(*) FROM lonnymq.message AS m WHERE m.channel_id = c.id)
-        FROM lonnymq.channel AS c
+        SELECT c.max_concurrency, c.release_interval_ms, c.num_admitted, m.admitted, c.num_pending, m.pending,
+               m.locked, c.max_size, q.num_created - c.num_removed, m.held
+        FROM (
+            SELECT count(*) FILTER (WHERE is_admitted) AS admitted,
+                   count(*) FILTER (WHERE is_admitted AND (NOT is_locked OR position IS NOT NULL)) AS pending,
+                   count(*) FILTER (WHERE is_locked) AS locked,
+                   count(*) AS held
+            FROM lonnymq.message WHERE channel = %s
+        ) AS m
+        LEFT JOIN lonnymq.channel AS c ON c.name = %s
         LEFT JOIN lonnymq.channel_quota AS q ON q.channel_id = c.id
-        WHERE c.name = %s
         """,
-        (channel,),
+        (channel, channel),
     ).fetchone()
-    keys = ("max_concurrency", "num_locked", "locked", "max_size", "held_counter", "held")
+    keys = ("max_concurrency", "release_interval_ms", "num_admitted", "admitted", "num_pending", "pending",
+            "locked", "max_size", "held_counter", "held")
     return dict(zip(keys, row))
 
 
 def _assert_counters_consistent(conn, channel: str) -> dict:
+    """Admission agrees with the messages (every lock of a max_concurrency
+    channel admitted, never more admitted than it allows; one admitted
+    undelivered message at most with a release interval), and so does the
+    quota of a max_size channel."""
     c = _counters(conn, channel)
+    if c["max_concurrency"] is not None or (c["release_interval_ms"] or 0) > 0:
+        assert c["num_admitted"] == c["admitted"], f"{channel}: num_admitted disagrees with the messages: {c}"
+    else:
+        assert c["admitted"] == 0, f"{channel}: admitted messages in a channel without limits: {c}"
     if c["max_concurrency"] is not None:
-        assert c["num_locked"] == c["locked"], f"{channel}: num_locked disagrees with the messages: {c}"
+        assert c["locked"] <= c["admitted"] <= c["max_concurrency"], f"{channel}: admission broke the limit: {c}"
+    if (c["release_interval_ms"] or 0) > 0:
+        assert c["num_pending"] == c["pending"] <= 1, f"{channel}: num_pending disagrees with the messages: {c}"
     if c["max_size"] is not None:
         assert c["held_counter"] == c["held"], f"{channel}: created - removed disagrees with the messages: {c}"
     return c
@@ -165,7 +181,7 @@ def _check_available_at_once(conn, channel: str, mid: int) -> None:
     """After a dequeue that never committed: no lock, no attempt."""
     assert _message(conn, mid)[:2] == (False, 0), "the rolled-back dequeue left a lock or an attempt"
     c = _assert_counters_consistent(conn, channel)
-    assert c["num_locked"] == 0
+    assert c["locked"] == 0
     rows, _, _, _ = _poll_dequeue(conn, channel, 30_000)
     assert [(r[0], r[2], r[4]) for r in rows] == [(mid, 1, False)], (
         "the message must be deliverable at once, as a first attempt"
@@ -216,7 +232,7 @@ def test_terminated_worker_after_dequeue_commit_is_recovered_after_lock_expiry(d
     assert _message(admin, mid) == (True, 1, expiry)
     c = _assert_counters_consistent(admin, channel)
     if kind == "max_concurrency":
-        assert c["num_locked"] == 1
+        assert (c["num_admitted"], c["locked"]) == (1, 1)
 
     token = _check_redelivery_after_expiry(admin, channel, mid, 1, expiry)
     _finish_after_recovery(admin, channel, mid, 1, token)
@@ -296,7 +312,8 @@ def test_sigkilled_worker_process(db, mode):
         _check_available_at_once(admin, channel, mid)
         return
     assert _message(admin, mid) == (True, 1, expiry), "the committed delivery must outlive its worker"
-    assert _assert_counters_consistent(admin, channel)["num_locked"] == 1
+    c = _assert_counters_consistent(admin, channel)
+    assert (c["num_admitted"], c["locked"]) == (1, 1)
     new_token = _check_redelivery_after_expiry(admin, channel, mid, 1, expiry)
     _finish_after_recovery(admin, channel, mid, 1, new_token)
 
@@ -520,8 +537,11 @@ def _drain(conn, lock_ms: int, locked_at_crash: dict, attempts_before: dict, dea
             assert time.monotonic() < deadline, (
                 "messages are stuck after the crash: "
                 + repr(conn.execute(
-                    "SELECT m.id, c.name, m.is_locked, m.dequeue_at, c.next_at, c.wait_at, c.num_locked, "
-                    f"({NOW_MS}) FROM lonnymq.message AS m JOIN lonnymq.channel AS c ON c.id = m.channel_id "
+                    "SELECT m.id, m.channel, m.is_locked, m.dequeue_at, m.position, m.is_held, m.is_admitted, "
+                    "c.num_admitted, c.num_pending, c.release_at, "
+                    f"({NOW_MS}), (SELECT last_value FROM lonnymq.position_mark_seq), "
+                    "(SELECT last_value FROM lonnymq.due_mark_seq) "
+                    "FROM lonnymq.message AS m LEFT JOIN lonnymq.channel AS c ON c.id = m.channel_id "
                     "ORDER BY m.id LIMIT 20"
                 ).fetchall())
             )
@@ -615,7 +635,8 @@ def _crash_scenario(cluster: Cluster, dsn: str) -> None:
         # the limit counters agree with the messages
         for ch in ("conc", "size"):
             _assert_counters_consistent(conn, ch)
-        assert _counters(conn, "conc")["num_locked"] <= CONC_LIMIT
+        assert _counters(conn, "conc")["num_admitted"] <= CONC_LIMIT
+        assert _counters(conn, "conc")["locked"] <= CONC_LIMIT
         assert _counters(conn, "size")["held"] <= SIZE_LIMIT
 
         locked_at_crash = {r[0]: (r[3], r[4]) for r in rows if r[2]}

@@ -4,20 +4,20 @@
 
 An old snapshot keeps VACUUM, HOT pruning and the index's dead-entry hints
 from removing anything that died after it, so every message consumed since
-stays in `message_channel_ix`, in front of the live ones.  A take starts at
-the channel's floor, raised when it is 20 ms behind: what it walks is the
-messages consumed in the last tens of milliseconds, not since the snapshot.
-With 0.7.0's floor (raised once a second behind) the same take read about
-fifty times as many buffers after 40 s of a hold.
+stays in `message_ready_ix` (and its lock's expiry in `message_due_ix`), in
+front of the live ones.  A take starts at the position mark, which dequeues
+raise as they consume (doc/dequeue-design.md, "Marks"): what it walks is the
+messages consumed since the last raises, not since the snapshot.  (0.7.0's
+floor, raised once a second behind, made the same take read about fifty
+times as many buffers after 40 s of a hold; test_position_marks.py holds a
+snapshot over single-session loads, backlog and near empty.)
 
 Workers create and consume on one channel with a standing backlog; a probe
 connection runs `EXPLAIN (ANALYZE, BUFFERS)` of one dequeue as the workers
 call it, in a transaction it rolls back, several times before a REPEATABLE
 READ transaction with an xid takes its snapshot and several times at the
 end of the hold, and compares the medians (a single probe can coincide with
-a floor raise, whose fresh probe walks the lag once).  One channel only:
-with many channels every serve still rewrites a channel row, which a held
-snapshot does not let anyone clean (see doc/dequeue-design.md).
+a raise of the marks).
 """
 
 from __future__ import annotations

@@ -164,7 +164,7 @@ class Churn:
                 boundaries.append(time.monotonic())
                 while next_mark <= count:
                     next_mark += WINDOW
-                monitor.execute("VACUUM lonnymq.message, lonnymq.channel, lonnymq.channel_wake")
+                monitor.execute("VACUUM lonnymq.message, lonnymq.channel")
                 if count >= TOTAL:
                     break
             elif time.monotonic() - boundaries[-1] > WINDOW_TIMEOUT_S:
@@ -200,7 +200,7 @@ class Churn:
             monitor.execute("SELECT pg_stat_clear_snapshot()")
             dead = monitor.execute(
                 "SELECT relname, n_live_tup, n_dead_tup FROM pg_stat_user_tables WHERE schemaname = 'lonnymq'"
-                " AND relname IN ('message', 'channel', 'channel_wake', 'channel_quota') ORDER BY relname"
+                " AND relname IN ('message', 'channel', 'channel_quota') ORDER BY relname"
             ).fetchall()
             if dict((r[0], r[1]) for r in dead).get("message") == 0:
                 break
@@ -209,7 +209,7 @@ class Churn:
             "SELECT c.relname, pg_relation_size(c.oid) FROM pg_class AS c"
             " JOIN pg_namespace AS n ON n.oid = c.relnamespace"
             " WHERE n.nspname = 'lonnymq' AND c.relname IN ('message', 'message_pkey', 'message_channel_ix',"
-            " 'message_locked_ix') ORDER BY c.relname").fetchall()
+            " 'message_ready_ix', 'message_due_ix') ORDER BY c.relname").fetchall()
         left = monitor.execute("SELECT count(*) FROM lonnymq.message").fetchone()[0]
         monitor.close()
 

@@ -45,6 +45,8 @@ def test_a_message_that_kills_its_workers_ends_in_the_dead_letters(db):
     assert dead[0] == 2 and dead[1] == "lock expired"
     assert [e["error"] for e in dead[2]] == ["lock expired", "lock expired"]
     assert [e["attempt"] for e in dead[2]] == [1, 2]
-    num_locked = scalar(admin, "SELECT num_locked FROM lonnymq.channel WHERE name = 'poison'")
-    assert num_locked == 1, "only the good message is locked"
+    counted = admin.execute(
+        "SELECT c.num_admitted, (SELECT array_agg(m.id) FROM lonnymq.message AS m"
+        " WHERE m.channel = 'poison' AND m.is_locked) FROM lonnymq.channel AS c WHERE c.name = 'poison'").fetchone()
+    assert counted == (1, [good]), "only the good message is locked, and admitted"
     assert scalar(admin, "SELECT dead FROM lonnymq.channel_stats WHERE channel = 'poison'") == 1

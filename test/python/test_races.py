@@ -45,7 +45,7 @@ def _wait_until_blocked(db, marker: str, timeout: float = 10.0) -> None:
 
 
 def test_a_repeatable_read_consumer_never_loses_a_message_committed_after_its_snapshot(db):
-    # 'x' is in the rotation but empty.
+    # 'x' has delivered its message and is empty.
     _one(db, "SELECT lonnymq.message_create('x', 'first')")
     got = _one(db, "SELECT id, num_attempts FROM lonnymq.message_dequeue(60000, 1, 'x')")
     _one(db, "SELECT lonnymq.message_complete(%s, %s)", got[0])
@@ -63,8 +63,9 @@ def test_a_repeatable_read_consumer_never_loses_a_message_committed_after_its_sn
 
 
 def test_channel_set_counts_locks_taken_by_consumers_in_flight(db):
-    """A consumer serving the channel (row lock) and one taking from it as a
-    busy channel (no turn) are both in flight when max_concurrency is set."""
+    """Two consumers have each taken a message of the channel, uncommitted,
+    when max_concurrency is set: both locks are admitted (counted), so the
+    channel delivers nothing more."""
     _one(db, "SELECT lonnymq.message_create('x', convert_to(g::text, 'UTF8')) FROM generate_series(1, 6) AS g")
     _one(db, "SELECT * FROM lonnymq.message_dequeue(1, 1, 'nothing')")
 
@@ -79,7 +80,7 @@ def test_channel_set_counts_locks_taken_by_consumers_in_flight(db):
     busy.commit()
     t.join(20)
     assert "error" not in result, result
-    assert _one(db, "SELECT num_locked FROM lonnymq.channel WHERE name = 'x'") == [(2,)]
+    assert _one(db, "SELECT num_admitted FROM lonnymq.channel WHERE name = 'x'") == [(2,)]
     assert _one(db, "SELECT * FROM lonnymq.message_dequeue(60000, 5, 'x')") == [], \
         "max_concurrency 2 with 2 locks in flight must deliver nothing more"
     serving.close()
@@ -102,7 +103,11 @@ def test_channel_set_does_not_count_a_lock_completed_in_flight(db):
     locked = _one(db, "SELECT count(*) FROM lonnymq.message AS m JOIN lonnymq.channel AS c "
                       "ON c.id = m.channel_id WHERE c.name = 'x' AND m.is_locked")[0][0]
     assert locked == 1
-    assert _one(db, "SELECT num_locked FROM lonnymq.channel WHERE name = 'x'") == [(1,)]
+    # admitted: the lock in flight and, in the one free slot, one ready message
+    assert _one(db, "SELECT c.num_admitted, count(*) FILTER (WHERE m.is_admitted AND m.is_locked),"
+                    " count(*) FILTER (WHERE m.is_admitted) FROM lonnymq.channel AS c"
+                    " JOIN lonnymq.message AS m ON m.channel_id = c.id"
+                    " WHERE c.name = 'x' GROUP BY c.num_admitted") == [(2, 1, 2)]
     # one slot is free: exactly one more message is delivered
     assert len(_one(db, "SELECT * FROM lonnymq.message_dequeue(60000, 5, 'x')")) == 1
     # max_size 10 with 3 held: 7 more fit, the 8th is dropped
@@ -145,7 +150,9 @@ def test_a_repeatable_read_producer_fails_rather_than_miss_a_channel_going_idle(
     producer.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
     producer.execute("SELECT 1")
     _one(db, "SELECT * FROM lonnymq.message_dequeue(60000, 1, 'x')")  # x goes idle
-    assert _one(db, "SELECT next_at FROM lonnymq.channel WHERE name = 'x'") == [(None,)]
+    # idle: nothing of x left, and nothing behind for a channel without configuration
+    assert _one(db, "SELECT count(*) FROM lonnymq.message WHERE channel = 'x'") == [(0,)]
+    assert _one(db, "SELECT count(*) FROM lonnymq.channel WHERE name = 'x'") == [(0,)]
     try:
         producer.execute("SELECT lonnymq.message_create('x', 'late')")
         producer.commit()
@@ -157,36 +164,121 @@ def test_a_repeatable_read_producer_fails_rather_than_miss_a_channel_going_idle(
     assert got == [("late",)]
 
 
-def test_a_repeatable_read_producer_below_a_floor_raised_after_its_snapshot_is_not_passed_over(db):
-    """0.7.0: batch dequeues start their walk at the channel's floor.  A
-    REPEATABLE READ producer reads the channel row from its snapshot, which
-    may predate a raise: its message, dated at its transaction's start, can
-    fall below the raised floor while the floor it read was lower.  It lowers
-    the floor whatever it read (0.8.0: a lowering row of channel_floor)."""
+def _mark(db) -> int:
+    return _one(db, "SELECT last_value FROM lonnymq.position_mark_seq")[0][0]
+
+
+def test_a_repeatable_read_producer_whose_snapshot_predates_a_raise_of_the_marks_is_not_passed_over(db):
+    """Takes start at the position mark, which dequeues raise past what was
+    consumed (0.8.0 to 0.10.1: the channel's floor).  A REPEATABLE READ
+    producer reads the front and its channel's places from its snapshot,
+    which may predate a raise: what it sees ready there lies below the mark.
+    Its message is placed at or above the mark whatever it read, and is
+    delivered in its channel's (dequeue_at, id) order: dated at its
+    transaction's start, before the messages created since."""
     _one(db, "SELECT count(*) FROM lonnymq.message_create_batch('r', ARRAY['a', 'b']::bytea[])")
-    # The first batch finds the new channel through its wake-up (the general
-    # way); the channel is then alone in the rotation.
-    assert len(_one(db, "SELECT id FROM lonnymq.message_dequeue(60000, 2)")) == 2
+    seen_ready, = _one(db, "SELECT max(position) FROM lonnymq.message WHERE channel = 'r'")[0]
 
     producer = db.connect(autocommit=False)
     producer.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-    producer.execute("SELECT 1")  # the snapshot; now() is its start
+    producer.execute("SELECT count(*) FROM lonnymq.message")  # the snapshot (a, b ready); now() is its start
     time.sleep(1.2)
+    assert len(_one(db, "SELECT id FROM lonnymq.message_dequeue(60000, 2)")) == 2
     _one(db, "SELECT count(*) FROM lonnymq.message_create_batch('r', ARRAY['c', 'd', 'e']::bytea[])")
     got = _one(db, "SELECT convert_from(content, 'UTF8') FROM lonnymq.message_dequeue(60000, 2)")
     assert [g[0] for g in got] == ["c", "d"]
-    floor_at, started = _one(
-        db,
-        "SELECT lonnymq._channel_scan_from(c.id), "
-        "(SELECT lonnymq.to_epoch(xact_start) FROM pg_stat_activity WHERE pid = %s) "
-        "FROM lonnymq.channel AS c WHERE c.name = 'r'",
-        (producer.info.backend_pid,),
-    )[0]
-    assert floor_at is not None and floor_at > started, "the raise did not put the floor above the producer's start"
+    # Other work goes on until the dequeues have raised the mark past all
+    # that the producer's snapshot sees ready.
+    _one(db, "SELECT count(*) FROM lonnymq.message_create_batch('f', array_fill('f'::bytea, ARRAY[64]))")
+    for _ in range(64):
+        if _mark(db) > seen_ready:
+            break
+        _one(db, "SELECT lonnymq.message_complete(id, num_attempts) FROM lonnymq.message_dequeue(60000, 1, 'f')")
+    assert _mark(db) > seen_ready, "the dequeues never raised the mark past the producer's snapshot"
+    _one(db, "SELECT lonnymq.message_complete(id, num_attempts) FROM lonnymq.message_dequeue(60000, 64, 'f')")
 
     producer.execute("SELECT lonnymq.message_create('r', 'late')")
     producer.commit()
     producer.close()
-    assert _one(db, "SELECT count(*) FROM lonnymq.channel_floor WHERE NOT is_raise") == [(1,)], "no lowering"
+    mark = _mark(db)
+    assert _one(db, "SELECT count(*) FROM lonnymq.message WHERE position < %s", (mark,)) == [(0,)], \
+        "a message was placed below the mark, where no take looks"
     got = _one(db, "SELECT convert_from(content, 'UTF8') FROM lonnymq.message_dequeue(60000, 5)")
     assert [g[0] for g in got] == ["late", "e"]
+
+
+def test_a_dequeue_and_the_holder_of_an_expired_lock_completing_it_do_not_deadlock(db):
+    """The holder of an expired lock may still complete its message until it
+    is delivered again.  Here a dequeue re-delivers it (with a message of
+    another channel) while the holder completes it: both channels have a
+    release interval, so a delivery restarts its channel's interval in the
+    channel's row, and the complete locks the channel's row after the
+    message's.  A worker completing a message of the first channel in an
+    open transaction holds that channel's row.  0.10.1's dequeue waited for
+    it, between taking the messages and counting them, and a holder's
+    complete had to come second; since 0.11.0 the take locks such a row
+    SKIP LOCKED and leaves the message for a later call, so it waits for no
+    one: it delivers the recovered message at once, the first channel's
+    next one after the worker commits, and the holder's complete is refused
+    (a stale token)."""
+    first, second = (r[0] for r in _one(
+        db, "SELECT n FROM unnest(ARRAY['ra', 'rb']) AS n ORDER BY hashtextextended(n, 0)"))
+    for name in (first, second):
+        _one(db, "SELECT lonnymq.channel_set(%s, p_release_interval_ms => 1)", (name,))
+    _one(db, "SELECT lonnymq.message_create(%s, 'a1'), lonnymq.message_create(%s, 'a2'),"
+             " lonnymq.message_create(%s, 'm')", (first, first, second))
+    a1 = _one(db, "SELECT id, num_attempts FROM lonnymq.message_dequeue(60000, 1, %s)", (first,))[0]
+    m = _one(db, "SELECT id, num_attempts FROM lonnymq.message_dequeue(1, 1, %s)", (second,))[0]
+    time.sleep(0.05)
+    # Another consumer's dequeue recovers m's expired lock and a2's turn comes.
+    assert _one(db, "SELECT * FROM lonnymq.message_dequeue(60000, 1, 'elsewhere')") == []
+
+    worker = db.connect(autocommit=False)
+    assert complete(worker, *a1) is True  # holds the first channel's row until it commits
+    t_dequeue, dequeued = _in_thread(
+        lambda: _one(db, "SELECT convert_from(content, 'UTF8') FROM lonnymq.message_dequeue(60000, 2) /* re-deliver */"))
+    t_dequeue.join(20)
+    assert not t_dequeue.is_alive(), "the dequeue waited for the worker's transaction"
+    assert "error" not in dequeued, dequeued.get("error")
+    assert [r[0] for r in dequeued["value"]] == ["m"], "the busy channel's message is left for a later call"
+    assert _one(db, "SELECT lonnymq.message_complete(%s, %s) /* holder */", m) == [(False,)], \
+        "the holder's token went stale with the re-delivery"
+    worker.commit()
+    worker.close()
+    assert _one(db, "SELECT convert_from(content, 'UTF8') FROM lonnymq.message_dequeue(60000, 2)") == [("a2",)]
+
+
+def test_a_message_dated_before_its_channels_last_is_delivered_first(db):
+    """Within a channel, (dequeue_at, id) order (doc/dequeue-design.md, the
+    contract and "Turns, and priority"): a message created in a transaction
+    that began more than a second before another producer's (dated at its
+    start, now()), or given a past dequeue_at, is delivered before the
+    channel's messages dated after it, by a single-message dequeue as by a
+    batch.  Less than a second apart, new messages keep the order they were
+    created in (concurrent producers' transaction starts differ by
+    milliseconds; the design's table of differences says so): checked last."""
+    for channel, limit in (("one", 1), ("any", 1), ("batch", 5)):
+        early = db.connect(autocommit=False)
+        early.execute("SELECT 1")  # its transaction, and now(), begin here
+        time.sleep(1.3)
+        _one(db, "SELECT lonnymq.message_create(%s, 'b')", (channel,))
+        early.execute("SELECT lonnymq.message_create(%s, 'a: older transaction')", (channel,))
+        early.commit()
+        early.close()
+        _one(db, "SELECT lonnymq.message_create(%s, 'c')", (channel,))
+        _one(db, "SELECT lonnymq.message_create(%s, 'a: past', lonnymq.to_epoch(clock_timestamp()) - 5000)",
+             (channel,))
+        got = []
+        for _ in range(4):
+            got += _one(db, "SELECT convert_from(content, 'UTF8') FROM lonnymq.message_dequeue(60000, %s, %s)",
+                        (limit, None if channel == "any" else channel))
+        assert [g[0] for g in got] == ["a: past", "a: older transaction", "b", "c"], channel
+    early = db.connect(autocommit=False)
+    early.execute("SELECT 1")
+    time.sleep(0.3)
+    _one(db, "SELECT lonnymq.message_create('near', 'first created')")
+    early.execute("SELECT lonnymq.message_create('near', 'older by 300 ms, created second')")
+    early.commit()
+    early.close()
+    got = _one(db, "SELECT convert_from(content, 'UTF8') FROM lonnymq.message_dequeue(60000, 5, 'near')")
+    assert [g[0] for g in got] == ["first created", "older by 300 ms, created second"]

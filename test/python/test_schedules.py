@@ -71,8 +71,7 @@ def test_missed_periods_coalesce_into_one_message(db):
     admin.execute("SELECT lonnymq.schedule_set('late', 'late', 'x', 1000, %s)", (start,))
     assert scalar(admin, "SELECT lonnymq.tick()") == 1
     rows = admin.execute(
-        "SELECT dequeue_at FROM lonnymq.message AS m JOIN lonnymq.channel AS c ON c.id = m.channel_id "
-        "WHERE c.name = 'late'").fetchall()
+        "SELECT dequeue_at FROM lonnymq.message WHERE channel = 'late'").fetchall()
     assert len(rows) == 1
     assert rows[0][0] == start + 10 * 1000, "the message is for the latest missed boundary"
     runs, missed, next_at = admin.execute(

@@ -154,7 +154,14 @@ CREATE TABLE public.message (id bigint, channel_id bigint, dequeue_at bigint, is
                              num_attempts integer, created_at bigint, content bytea, state bytea);
 GRANT SELECT, INSERT ON public.message TO PUBLIC;
 CREATE TABLE public.channel (id bigint, name text);
-CREATE TABLE public.channel_wake (id bigint, channel_id bigint, wake_at bigint);
+CREATE SEQUENCE public.position_mark_seq START 4611686018427387904;
+CREATE SEQUENCE public.position_bound_seq START 4611686018427387904;
+CREATE FUNCTION public.pg_sequence_last_value(regclass) RETURNS bigint LANGUAGE sql
+    AS $$ INSERT INTO public.hijacked VALUES ('pg_sequence_last_value'); SELECT 4611686018427387904::bigint $$;
+CREATE FUNCTION public.hashtextextended(text, bigint) RETURNS bigint LANGUAGE sql
+    AS $$ INSERT INTO public.hijacked VALUES ('hashtextextended'); SELECT 0::bigint $$;
+CREATE FUNCTION public.pg_advisory_xact_lock_shared(integer, integer) RETURNS void LANGUAGE sql
+    AS $$ INSERT INTO public.hijacked VALUES ('pg_advisory_xact_lock_shared') $$;
 CREATE FUNCTION public.now() RETURNS timestamptz LANGUAGE sql
     AS $$ INSERT INTO public.hijacked VALUES ('now'); SELECT 'epoch'::timestamptz $$;
 CREATE FUNCTION public.clock_timestamp() RETURNS timestamptz LANGUAGE sql

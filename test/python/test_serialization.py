@@ -53,7 +53,7 @@ CASES = {
     "message_defer": Case(ONE_LOCKED, HEARTBEAT, f"SELECT lonnymq.message_defer({LOCKED}, {TOKEN})"),
     "message_fail": Case(ONE_LOCKED, HEARTBEAT, f"SELECT lonnymq.message_fail({LOCKED}, {TOKEN}, 'x')"),
     "message_heartbeat": Case(ONE_LOCKED, HEARTBEAT, f"SELECT lonnymq.message_heartbeat({LOCKED}, {TOKEN}, 1000)"),
-    # A channel with limits: its row changes with every serve, complete, create.
+    # A channel with limits: its row changes with every admission (a create, a complete).
     "message_cancel": Case(
         ONE_LOCKED, f"SELECT lonnymq.message_complete({LOCKED}, {TOKEN})",
         "SELECT lonnymq.message_cancel((SELECT max(id) FROM lonnymq.message))"),

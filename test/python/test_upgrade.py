@@ -12,9 +12,13 @@ The module builds, on the session cluster:
   fresh      CREATE EXTENSION lonnymq (default version), with the same
              grant_access / revoke_access calls as the upgraded one.
 
-and checks that the rows survive (by column name; new columns of old rows hold
-what a fresh install gives them), that the old fencing tokens, locks, limits,
-wake-ups and delivery order behave as before, that the roles granted before the
+and checks that the rows survive (by column name, but for what an upgrade
+retires or renames, listed with what becomes of each value in
+upgrade/scenario.py, RETIRED_*: 0.11.0's new data model; new columns of old
+rows hold what a fresh install gives them), that the old fencing tokens,
+locks, limits, pending wake-ups and delivery order behave as before (0.11.0
+keeps the order within each channel and serves channels in rounds), that the
+roles granted before the
 upgrade got the new functions of their sets and PUBLIC nothing, that a dump and
 restore of the upgraded database keeps rows and grants, that every pgTAP file
 passes against (a drained clone of) the upgraded database, and that the
@@ -24,7 +28,6 @@ config-dump registrations, member objects, initial privileges, privileges).
 
 from __future__ import annotations
 
-import itertools
 import os
 import re
 import subprocess
@@ -53,6 +56,7 @@ class Upgrade:
     loaded: scenario.Loaded
     before: dict
     after: dict
+    expected: dict
     new: dict
     extversion: str
     update_path: str | None
@@ -94,6 +98,7 @@ def upgrade(cluster):
                 "SELECT path FROM pg_extension_update_paths('lonnymq') "
                 "WHERE source = %s AND target = %s", (FROM_VERSION, extversion)).fetchone() or (None,)
             after, new = scenario.project(conn, before)
+            expected = scenario.carry(conn, before, scenario.clock(conn))
         if extversion != DEFAULT_VERSION:
             pytest.fail(f"ALTER EXTENSION lonnymq UPDATE left version {extversion}, but lonnymq.control "
                         f"says {DEFAULT_VERSION}: is the current build installed (make install)?",
@@ -105,7 +110,7 @@ def upgrade(cluster):
             conn.execute("CREATE EXTENSION lonnymq")
             scenario.apply_role_ops(conn)
 
-        yield Upgrade(cluster, upgraded, reference, fresh, loaded, before, after, new, extversion, path)
+        yield Upgrade(cluster, upgraded, reference, fresh, loaded, before, after, expected, new, extversion, path)
     finally:
         for name in made:
             cluster.drop_database(name)
@@ -148,22 +153,85 @@ def test_update_reaches_the_default_version(upgrade):
 
 
 def test_rows_survive_by_column_name(upgrade):
-    """Every row of every 0.1.0 table, every sequence position: unchanged.  New
-    columns and tables may appear (they are listed on failure)."""
-    before = {"tables": upgrade.before["tables"], "sequences": upgrade.before["sequences"]}
-    problems = []
-    for t, rows in before["tables"].items():
-        got = upgrade.after["tables"][t]
-        if got != rows:
-            lines = [f"lonnymq.{t}: {len(rows)} rows before, {len(got)} after"]
-            for b, a in zip(rows, got):
-                if a != b:
-                    lines.append(f"  before {b}\n  after  {a}")
-            problems.append("\n".join(lines[:12]))
-    for s, pos in before["sequences"].items():
-        if upgrade.after["sequences"][s] != pos:
-            problems.append(f"lonnymq.{s}: {pos} before, {upgrade.after['sequences'][s]} after")
+    """Every row of every 0.1.0 table, every sequence position: unchanged, read
+    by column name, but for what an upgrade retires or renames
+    (scenario.RETIRED_*), whose values become what scenario.carry() says:
+    0.11.0 drops the rotation (channel.next_at, turn, wait_at, channel_wake,
+    the channel sequences), keeps the last serve as release_at and the counted
+    locks as admission, gives channels the hash of their name as id (in
+    messages and quotas too), drops the rows of channels without
+    configuration, and admits the ready messages of channels with limits.
+    New columns and tables may appear (they are listed on failure)."""
+    problems = scenario.differences(upgrade.expected, upgrade.after)
     assert not problems, "\n".join(problems) + f"\n(new columns / tables: {upgrade.new})"
+
+
+def test_what_0_11_0_retires_is_carried_where_it_still_means_something(upgrade):
+    """The values of what 0.11.0 retires, as the new model keeps them: the
+    configured channels keep their configuration and their counts, the
+    others lose their row and nothing else; the counted locks are admitted;
+    the last serve of a channel with a release interval holds its next
+    delivery back; a pending wake-up is a ready message (a place in the round
+    order), a wake-up due later a scheduled one; every lock keeps its expiry
+    and token."""
+    before = upgrade.before["tables"]
+    old_names = {c["id"]: c["name"] for c in before["channel"]}
+    with upgrade_conn(upgrade) as conn:
+        now = scenario.clock(conn)
+        cur = conn.execute("SELECT * FROM lonnymq.channel")
+        rows = {r[1]: dict(zip([d.name for d in cur.description], r)) for r in cur}
+        ids = dict(conn.execute("SELECT name, lonnymq._channel_id(name) FROM unnest(%s::text[]) AS name",
+                                (list(old_names.values()),)).fetchall())
+        cur = conn.execute("SELECT * FROM lonnymq.message")
+        messages = {bytes(r["content"]).decode(): r for r in
+                    (dict(zip([d.name for d in cur.description], row)) for row in cur)}
+
+    # Channels: only the configured ones have a row, with their configuration.
+    configured = {"conc", "conc1", "sized", "roomy", "slow", "capped"}
+    assert set(rows) == configured, f"channel rows after the upgrade: {sorted(rows)}"
+    for old in before["channel"]:
+        if old["name"] not in configured:
+            continue
+        new = rows[old["name"]]
+        assert new["id"] == ids[old["name"]]
+        for col in ("max_concurrency", "max_size", "release_interval_ms", "num_removed", "created_at"):
+            assert new[col] == old[col], (old["name"], col, old[col], new[col])
+    # The counted locks are admitted, and so is what the upgrade admitted.
+    want = {"conc": (2, 0), "conc1": (1, 0), "slow": (2, 1), "capped": (1, 1), "sized": (0, 0), "roomy": (0, 0)}
+    got = {n: (r["num_admitted"], r["num_pending"]) for n, r in rows.items()}
+    assert got == want, f"(num_admitted, num_pending): {got}"
+    for content in ("c1", "c2", "k1", "w1"):
+        assert messages[content]["is_locked"] and messages[content]["is_admitted"], content
+    for content in ("p1", "p2", "p5", "s1"):
+        assert messages[content]["is_locked"] and not messages[content]["is_admitted"], content
+    # The last serve: slow delivers nothing before it plus its interval; w2 is
+    # admitted for then, w3 held; capped, never served, delivers x1 now.
+    old_slow = next(c for c in before["channel"] if c["name"] == "slow")
+    assert rows["slow"]["release_at"] == old_slow["last_served_at"] + HOUR > now + scenario.FAR
+    assert (messages["w2"]["dequeue_at"], messages["w2"]["position"], messages["w2"]["is_held"]) == \
+        (rows["slow"]["release_at"], None, False)
+    assert messages["w3"]["is_held"] and messages["w3"]["position"] is None
+    assert rows["capped"]["release_at"] is None
+    assert messages["x1"]["position"] is not None and messages["x1"]["is_admitted"]
+    assert all(messages[x]["is_held"] for x in ("x2", "x3", "x4"))
+    assert all(messages[c]["is_held"] and not messages[c]["is_admitted"] for c in ("c3", "c4", "k2"))
+    # Pending wake-ups: their messages are ready, in their channel's slot; one
+    # due in an hour: scheduled.
+    mask = (1 << scenario.SLOT_BITS) - 1
+    for content, channel in (("g1", "woken"), ("n1", "newborn"), ("n2", "newborn")):
+        m = messages[content]
+        assert m["position"] is not None and m["position"] & mask == ids[channel] & mask, (content, m)
+    assert messages["n1"]["position"] < messages["n2"]["position"], "one place per round, in order"
+    h1 = messages["h1"]
+    assert (h1["position"], h1["is_held"], h1["is_locked"]) == (None, False, False) and h1["dequeue_at"] > now
+    # Every message keeps its channel (by name), id, lock and token.
+    for old in before["message"]:
+        m = messages[bytes(old["content"]).decode()]
+        assert (m["id"], m["channel"], m["channel_id"], m["is_locked"], m["num_attempts"]) == \
+            (old["id"], old_names[old["channel_id"]], ids[old_names[old["channel_id"]]], old["is_locked"],
+             old["num_attempts"])
+        if old["is_locked"]:
+            assert m["dequeue_at"] == old["dequeue_at"] and m["position"] is None
 
 
 def test_new_columns_of_old_rows_match_a_fresh_install(upgrade, clone):
@@ -173,11 +241,36 @@ def test_new_columns_of_old_rows_match_a_fresh_install(upgrade, clone):
     times (*_at) are left out: the replay runs later.  So is message.locked_by
     (0.9.0), the role holding a lock, which no update can know: it is NULL
     on every old row, and such a lock may be settled by any role, as before
-    (test/pgtap/210_lock_holder.sql)."""
+    (test/pgtap/210_lock_holder.sql).
+
+    message.position (0.11.0) is a place in the round order, which depends on
+    history (the rounds served so far, the marks): what is compared is what
+    it means, whether the message is ready (placed) or not, its channel's
+    slot (the low bits of the channel's id), and the order of each channel's
+    ready messages in the order their channel's turns deliver them ((dequeue_at,
+    id): a turn delivers its channel's first ready message).  message.is_early
+    (0.11.0) says that a message was placed behind messages it sorts before,
+    which depends on the order the replay created them in; the upgrade places
+    every channel's ready messages in order, so none is early, and the
+    delivery order compared here is what it is for.  An expired lock counts
+    as such, placed or not: the replay's later dequeues promoted it, the
+    upgrade leaves it to the first dequeue, and either way it is recovered
+    there.
+
+    channel: the replay's channel_set('idle_set') keeps a row with the
+    default configuration; 0.10.1 could not tell it from a channel its first
+    message created, and the upgrade drops both (RETIRED_*): the rows
+    compared are the upgraded ones.
+
+    Admission (0.11.0): a new message of a channel with limits waits, due at
+    once, until a dequeue or tick() admits it, so the replay's last creates
+    in such a channel are still waiting; the upgrade admits what a channel
+    has room for at once.  Both sides are compared after one tick(), which
+    admits what waits (and recovers what has expired, on both sides)."""
     with upgrade_conn(upgrade) as u_conn:
         if "locked_by" in upgrade.new.get("message", []):
             assert u_conn.execute("SELECT count(*) FROM lonnymq.message WHERE locked_by IS NOT NULL").fetchone()[0] == 0
-    new_cols = {t: [c for c in upgrade.new.get(t, []) if not c.endswith("_at") and c != "locked_by"]
+    new_cols = {t: [c for c in upgrade.new.get(t, []) if not c.endswith("_at") and c not in ("locked_by", "is_early")]
                 for t in ("channel", "message")}
     new_cols = {t: cols for t, cols in new_cols.items() if cols}
     if not new_cols:
@@ -185,15 +278,31 @@ def test_new_columns_of_old_rows_match_a_fresh_install(upgrade, clone):
     fresh = clone(upgrade.fresh)
     with fresh.connect() as conn:
         scenario.load(conn, roles=False)
+    mask = (1 << scenario.SLOT_BITS) - 1
+    placed = ("CASE WHEN is_locked AND dequeue_at <= lonnymq.to_epoch(clock_timestamp()) THEN 'expired lock' "
+              "WHEN position IS NULL THEN 'not placed' "
+              f"WHEN position & {mask} = channel_id & {mask} THEN 'placed' ELSE 'placed off its slot' END")
     problems = []
-    with fresh.connect() as f_conn, upgrade_conn(upgrade) as u_conn:
+    upgraded = clone()  # tick() changes it: a clone, not the module's database
+    with fresh.connect() as f_conn, upgraded.connect() as u_conn:
+        for conn in (f_conn, u_conn):
+            conn.execute("SELECT lonnymq.tick()")
         for t, cols in new_cols.items():
             key = "name" if t == "channel" else "convert_from(content, 'UTF8')"
-            query = f"SELECT {key}, " + ", ".join(f'"{c}"' for c in cols) + f" FROM lonnymq.{t}"
+            query = f"SELECT {key}, " + ", ".join(placed if c == "position" else f'"{c}"' for c in cols) + \
+                f" FROM lonnymq.{t}"
             want = {r[0]: r[1:] for r in f_conn.execute(query)}
             got = {r[0]: r[1:] for r in u_conn.execute(query)}
             problems += [f"lonnymq.{t} {k!r} {cols}: upgraded {got[k]}, fresh {want.get(k)}"
                          for k in sorted(got) if got[k] != want.get(k)]
+            if t == "channel":
+                assert set(want) - set(got) == {"idle_set"} and set(got) <= set(want), (sorted(want), sorted(got))
+        if "position" in new_cols.get("message", []):
+            order = ("SELECT channel, array_agg(convert_from(content, 'UTF8') ORDER BY dequeue_at, id) "
+                     "FROM lonnymq.message WHERE position IS NOT NULL AND NOT is_locked GROUP BY channel")
+            want, got = dict(f_conn.execute(order).fetchall()), dict(u_conn.execute(order).fetchall())
+            if got != want:
+                problems.append(f"ready messages of each channel, in their order: upgraded {got}, fresh {want}")
     assert not problems, "\n".join(problems[:30])
 
 
@@ -260,20 +369,54 @@ def test_expired_locks_are_recovered_with_one_more_attempt(upgrade, clone):
 def test_delivery_order_is_the_one_0_1_0_would_have_given(upgrade, clone):
     """Drain the queue (one at a time, then in batches of 7, completing each
     delivery) on clones of the upgraded database and of the 0.1.0 database
-    taken before the update: the same messages, in the same order, with the
-    same attempts, recovery flags and states."""
+    taken before the update: the same messages, with the same attempts,
+    recovery flags, states and dequeue_at, and within each channel in the
+    same order.
+
+    Across channels the order is no longer 0.1.0's, by design (0.11.0,
+    doc/dequeue-design.md, "Where the new order differs"): 0.1.0 served its
+    rotation of channel rows, which 0.11.0 retires; a ready message now has a
+    place in the round order, at its channel's slot (a fixed place in every
+    round, from the hash of its name), so a round serves its channels in slot
+    order, and the upgrade gives each ready message of a channel without
+    limits the channel's place in successive rounds.  What both orders
+    promise, and what is checked across channels instead, is the round
+    property: no channel gets a second delivery before every other ready
+    channel got one (a batch of N counts as N deliveries).  Precisely: at
+    every point of the drain, no channel has two deliveries more than a
+    channel that still holds a message the upgrade made ready.  Channels
+    whose messages become ready during the drain (an expired lock that the
+    first dequeue recovers, a held message admitted when its channel's
+    concurrency frees) join a round and are held to the same bound as the
+    others, but are not waited for: a joiner may wait up to one round."""
     for limit in (1, 7):
         up, ref = clone(), clone(upgrade.reference)
         with up.connect() as u, ref.connect() as r:
+            placed = {row[0]: row[1] for row in u.execute(
+                "SELECT id, channel FROM lonnymq.message WHERE position IS NOT NULL AND NOT is_locked")}
             want = scenario.drain_order(r, limit)
             got = scenario.drain_order(u, limit)
-        flat = [m for batch in want for m in batch]
-        assert (len(flat), sum(m[6] for m in flat)) == (18, 2), \
-            f"0.1.0 should deliver 18 messages, 2 of them recovered: {flat}"
-        assert got == want, (
-            f"p_limit {limit}: the upgraded queue delivers differently from 0.1.0 (batches)\n"
-            + "\n".join(f"{'   ' if g == w else '!! '}0.1.0 {w}\n{'   ' if g == w else '!! '}now   {g}"
-                        for w, g in itertools.zip_longest(want, got)))
+        flat_want = [m for batch in want for m in batch]
+        flat_got = [m for batch in got for m in batch]
+        assert (len(flat_want), sum(m[6] for m in flat_want)) == (18, 2), \
+            f"0.1.0 should deliver 18 messages, 2 of them recovered: {flat_want}"
+        assert all(1 <= len(batch) <= limit for batch in got), [len(batch) for batch in got]
+
+        def by_channel(flat):
+            out: dict[str, list] = {}
+            for m in flat:
+                out.setdefault(m[1], []).append(m)
+            return out
+
+        w, g = by_channel(flat_want), by_channel(flat_got)
+        assert g == w, (
+            f"p_limit {limit}: within a channel the upgraded queue delivers differently from 0.1.0\n"
+            + "\n".join(f"{'   ' if g.get(c) == w.get(c) else '!! '}{c}\n      0.1.0 {w.get(c)}\n      now   {g.get(c)}"
+                        for c in sorted(set(w) | set(g))))
+        assert set(placed.values()) >= {"plain", "roomy", "sized", "woken", "newborn", "capped"}, placed
+
+        problem = scenario.round_violation([(m[0], m[1]) for m in flat_got], placed)
+        assert problem is None, f"p_limit {limit}: {problem}\n" + " ".join(f"{m[1]}:{m[2]}" for m in flat_got)
 
 
 def test_max_size_channel_still_refuses(upgrade, clone):
@@ -291,38 +434,50 @@ def test_max_size_channel_still_refuses(upgrade, clone):
 
 
 def test_waiting_and_empty_channels_are_woken_by_new_messages(upgrade, clone):
+    """0.1.0 kept a channel that a consumer found with nothing deliverable out
+    of its rotation (wait_at), and a producer left a wake-up (channel_wake)
+    for it.  0.11.0 retires both: a ready message has its place in the round
+    order from its create (or from the upgrade), whatever its channel did
+    before, and a channel without configuration needs no row.  So: the
+    messages of the pending wake-ups are delivered, and a new message of a
+    waiting, an emptied or an unused channel is delivered at once, by a
+    dequeue of its channel and by a dequeue of any channel."""
     db = clone()
     with db.connect() as conn:
-        def take(channel):
+        def take(channel=None, limit=10):
             return [r[0] for r in conn.execute(
-                "SELECT convert_from(content, 'UTF8') FROM lonnymq.message_dequeue(%s, 10, %s)",
-                (HOUR, channel))]
+                "SELECT convert_from(content, 'UTF8') FROM lonnymq.message_dequeue(%s, %s, %s)",
+                (HOUR, limit, channel))]
 
-        def wakes(channel):
-            return one(conn, "SELECT count(*) FROM lonnymq.channel_wake AS w JOIN lonnymq.channel AS c "
-                             "ON c.id = w.channel_id WHERE c.name = %s", (channel,))
+        def has_row(channel):
+            return one(conn, "SELECT count(*) FROM lonnymq.channel WHERE name = %s", (channel,)) == 1
 
         # Pending wake-ups left by 0.1.0 producers are applied.
         assert take("woken") == ["g1"]
         assert take("newborn") == ["n1", "n2"]
         assert take("woken_future") == [], "h1 is an hour away"
         assert take("capped") == ["x1"], "capped: one delivery, then its release interval"
-        # A channel waiting for a future message: a new, ready message wakes it.
-        assert take("future") == []
-        assert one(conn, "SELECT wait_at IS NOT NULL FROM lonnymq.channel WHERE name = 'future'") is True
-        assert wakes("future") == 0
+        # A channel waiting for a future message, an emptied one, one that
+        # never had messages: none has a row, none needs one.
+        assert take("future") == [] and take("emptied") == [] and take("idle_set") == []
+        for channel in ("future", "emptied", "idle_set", "woken", "newborn", "woken_future"):
+            assert not has_row(channel), f"{channel} has no configuration, and no row"
         conn.execute("SELECT lonnymq.message_create('future', 'f-now')")
-        assert wakes("future") == 1, "the producer leaves a wake-up for the waiting channel"
-        assert take("future") == ["f-now"]
-        # An empty channel (out of the rotation) likewise.
+        assert take("future") == ["f-now"], "a new, ready message of a waiting channel"
         conn.execute("SELECT lonnymq.message_create('emptied', 'e-now')")
-        assert wakes("emptied") == 1
         assert take("emptied") == ["e-now"]
-        # A channel that never had messages.
         conn.execute("SELECT lonnymq.message_create('idle_set', 'i-now')")
         assert take("idle_set") == ["i-now"]
         # Nothing delivered early, no release interval skipped.
         assert take("slow") == []
+        # The same without naming the channel: once everything ready is
+        # delivered, a new message of a waiting channel is the next delivery.
+        scenario.drain_order(conn, 10)
+        for channel, content in (("future", "f-again"), ("emptied", "e-again"), ("idle_set", "i-again")):
+            conn.execute("SELECT lonnymq.message_create(%s, %s)", (channel, content))
+            assert take() == [content], f"{channel}: a new message is delivered at once"
+            assert not has_row(channel)
+        assert take() == [], "nothing early: f1, h1, p3, p-future an hour away, slow and capped in their interval"
 
 
 # ---------------------------------------------------------------- privileges
@@ -466,7 +621,8 @@ def test_dump_and_restore_of_the_upgraded_database_keep_rows_and_grants(upgrade)
 def test_schema_is_the_fresh_install_schema(upgrade):
     """pg_dump --schema-only --schema=lonnymq of the upgraded and of the fresh
     database (members detached from the extension in throwaway clones):
-    identical but for the order of the columns."""
+    identical, first with the columns of each table sorted (so that a
+    difference reads as one), then in their order."""
     if DEFAULT_VERSION != FROM_VERSION:
         pg_config = os.environ.get("PG_CONFIG") or "pg_config"  # as pgcluster.pg_bindir
         sharedir = subprocess.run([pg_config, "--sharedir"], capture_output=True, text=True,
@@ -476,12 +632,21 @@ def test_schema_is_the_fresh_install_schema(upgrade):
             f"{script} is not installed: the fresh install would itself go through the update "
             "scripts and the comparison would prove nothing")
     cluster = upgrade.cluster
-    up = schema.normalise(schema.dump_schema(cluster, upgrade.upgraded))
-    fresh = schema.normalise(schema.dump_schema(cluster, upgrade.fresh))
+    up_dump, fresh_dump = schema.dump_schema(cluster, upgrade.upgraded), schema.dump_schema(cluster, upgrade.fresh)
+    up = schema.normalise(up_dump)
+    fresh = schema.normalise(fresh_dump)
     assert sum(1 for line in fresh if line.startswith("CREATE FUNCTION")) > 10, "the dump looks empty"
     if up != fresh:
         pytest.fail("the upgraded schema differs from a fresh install (pg_dump --schema-only, "
                     "columns sorted):\n" + schema.unified_diff(fresh, up, "fresh install", "upgraded"),
+                    pytrace=False)
+    # The columns in their order too: at its release the version's fingerprint
+    # (upgrade/released_schemas.txt) is taken from a fresh install, and from
+    # then on the version is installed through this upgrade.
+    up, fresh = schema.ordered(up_dump), schema.ordered(fresh_dump)
+    if up != fresh:
+        pytest.fail("the columns of the upgraded schema are not in a fresh install's order (pg_dump "
+                    "--schema-only):\n" + schema.unified_diff(fresh, up, "fresh install", "upgraded"),
                     pytrace=False)
 
 

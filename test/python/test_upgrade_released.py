@@ -9,8 +9,11 @@ script installed at its release; the installs here must match it.
 test_upgrade.py starts from 0.1.0 and so runs every update script in turn;
 this module starts from each of FROM with the 0.2.0 features in use (retry policy,
 dead letters, dedup keys, schedules, history, a paused channel, locks), runs
-ALTER EXTENSION lonnymq UPDATE, and checks that the rows and tokens survive,
-that the queue works on, and that the schema is the fresh install's.
+ALTER EXTENSION lonnymq UPDATE, and checks that the rows survive by column
+name (every table, as upgrade/scenario.py's project() reads them, but for what
+an upgrade retires or renames, whose values become what carry() says: 0.11.0's
+new data model), that the tokens and keys survive, that the queue works on,
+and that the schema is the fresh install's.
 """
 
 from __future__ import annotations
@@ -72,6 +75,15 @@ SELECT lonnymq.message_create('limited', convert_to('l' || g, 'UTF8')) FROM gene
 SELECT lonnymq.message_create('plain', convert_to('p' || g, 'UTF8')) FROM generate_series(1, 20) AS g;
 SELECT lonnymq.schedule_set('every-hour', 'plain', 'tick', 3600000, lonnymq.to_epoch(now()) + 3600000);
 SELECT lonnymq.channel_pause('paused');
+SELECT lonnymq.message_create('paused', convert_to('q' || g, 'UTF8')) FROM generate_series(1, 2) AS g;
+SELECT lonnymq.channel_set('doomed', p_max_attempts => 1);
+SELECT lonnymq.message_create('doomed', 'd1');
+"""
+# From 0.9.0 (p_notify_payload): a channel whose notifications carry its id,
+# which 0.11.0 changes (the hash of its name), and one that carries nothing.
+LOAD_0_9_0 = """
+SELECT lonnymq.channel_set('notified', p_notify => TRUE, p_notify_payload => 'id');
+SELECT lonnymq.channel_set('quiet', p_notify => TRUE, p_notify_payload => 'none');
 """
 
 
@@ -94,6 +106,10 @@ def dbs(cluster, request):
             for row in rows[1:3]:
                 assert conn.execute("SELECT lonnymq.message_fail(%s, %s, 'boom')", row).fetchone()[0] == "retry"
             locked = rows[3:]
+            doomed = conn.execute("SELECT id, num_attempts FROM lonnymq.message_dequeue(60000, 1, 'doomed')").fetchone()
+            assert conn.execute("SELECT lonnymq.message_fail(%s, %s, 'fatal')", doomed).fetchone()[0] == "dead"
+            if tuple(map(int, start.split("."))) >= (0, 9, 0):
+                conn.execute(LOAD_0_9_0)
             held = conn.execute("SELECT id, num_attempts FROM lonnymq.message_dequeue(60000, 2, 'limited')").fetchall()
             if start == "0.7.0":
                 # 0.7.0 marked a message created under REPEATABLE READ in
@@ -107,20 +123,15 @@ def dbs(cluster, request):
                 conn.execute("SELECT lonnymq.message_create('marked', 'urgent', -1000)")
                 conn.execute("COMMIT")
                 assert conn.execute("SELECT count(*) FROM lonnymq.channel_floor_mark").fetchone()[0] >= 1
-            before = {
-                "message": conn.execute("SELECT id, channel_id, dequeue_at, is_locked, num_attempts, content, key "
-                                        "FROM lonnymq.message ORDER BY id").fetchall(),
-                "history": conn.execute("SELECT id, channel, key FROM lonnymq.message_history ORDER BY id").fetchall(),
-                "keys": conn.execute("SELECT channel_id, key, message_id FROM lonnymq.message_key "
-                                     "ORDER BY 1, 2").fetchall(),
-                "schedule": conn.execute("SELECT name, next_at FROM lonnymq.schedule").fetchall(),
-            }
+            before = scenario.snapshot(conn)
             conn.execute("ALTER EXTENSION lonnymq UPDATE")
             version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'lonnymq'").fetchone()[0]
+            after, new = scenario.project(conn, before)
+            expected = scenario.carry(conn, before, scenario.clock(conn))
         with scenario.connect(cluster, fresh) as conn:
             conn.execute("CREATE EXTENSION lonnymq")
         yield {"cluster": cluster, "upgraded": upgraded, "fresh": fresh, "version": version, "from": start,
-               "before": before, "locked": locked, "held": held}
+               "before": before, "after": after, "expected": expected, "new": new, "locked": locked, "held": held}
     finally:
         cluster.drop_database(upgraded)
         cluster.drop_database(fresh)
@@ -130,15 +141,29 @@ def test_the_update_reaches_the_default_version(dbs):
     assert dbs["version"] == DEFAULT_VERSION
 
 
+def test_rows_survive_by_column_name(dbs):
+    """Every row of every table of the old version (messages, keys, history,
+    dead letters, schedules, grants, channels), every sequence position:
+    unchanged by column name, but for what an upgrade retires or renames
+    (scenario.RETIRED_*), whose values become what scenario.carry() says."""
+    problems = scenario.differences(dbs["expected"], dbs["after"])
+    assert not problems, f"upgraded from {dbs['from']}:\n" + "\n".join(problems) + \
+        f"\n(new columns / tables: {dbs['new']})"
+    # What the load put in each state is there to be carried.
+    tables = dbs["before"]["tables"]
+    assert len(tables["message_history"]) == 1 and len(tables["message_key"]) == 6 and len(tables["schedule"]) == 1
+    assert len(tables["dead_letter"]) == 1 and sum(m["is_locked"] for m in tables["message"]) >= 5
+    assert any(c["is_paused"] for c in tables["channel"])
+    if "notify_payload" in dbs["before"]["columns"]["channel"]:
+        with scenario.connect(dbs["cluster"], dbs["upgraded"]) as conn:
+            payloads = dict(conn.execute("SELECT name, notify_payload FROM lonnymq.channel "
+                                         "WHERE name IN ('notified', 'quiet')").fetchall())
+            new_id = conn.execute("SELECT lonnymq._channel_id('notified')::text").fetchone()[0]
+        assert payloads == {"notified": new_id, "quiet": ""}, payloads
+
+
 def test_rows_survive_and_the_queue_works_on(dbs):
     with scenario.connect(dbs["cluster"], dbs["upgraded"]) as conn:
-        b = dbs["before"]
-        assert conn.execute("SELECT id, channel_id, dequeue_at, is_locked, num_attempts, content, key "
-                            "FROM lonnymq.message ORDER BY id").fetchall() == b["message"]
-        assert conn.execute("SELECT id, channel, key FROM lonnymq.message_history ORDER BY id").fetchall() == b["history"]
-        assert conn.execute("SELECT channel_id, key, message_id FROM lonnymq.message_key "
-                            "ORDER BY 1, 2").fetchall() == b["keys"]
-        assert conn.execute("SELECT name, next_at FROM lonnymq.schedule").fetchall() == b["schedule"]
         # Tokens handed out by the old version still complete, on both kinds of channel.
         for row in dbs["locked"] + dbs["held"]:
             assert conn.execute("SELECT lonnymq.message_complete(%s, %s)", row).fetchone()[0] is True
@@ -151,14 +176,31 @@ def test_rows_survive_and_the_queue_works_on(dbs):
                            "GROUP BY channel ORDER BY channel").fetchall()
         marked = [("marked", 1)] if dbs["from"] == "0.7.0" else []
         assert got == [("limited", 2), *marked, ("plain", 20), ("retry", 2)], got
+        # The paused channel held its messages; resumed, it delivers them.
+        conn.execute("SELECT lonnymq.channel_resume('paused')")
+        got = conn.execute("SELECT convert_from(content, 'UTF8') FROM lonnymq.message_dequeue(60000, 100)").fetchall()
+        assert got == [("q1",), ("q2",)], got
+        # A channel that chose its id as payload notifies its new id.
+        if "notify_payload" in dbs["before"]["columns"]["channel"]:
+            with scenario.connect(dbs["cluster"], dbs["upgraded"]) as listener:
+                listener.execute("LISTEN lonnymq")
+                conn.execute("SELECT lonnymq.message_create('notified', 'n1')")
+                conn.execute("SELECT lonnymq.message_create('quiet', 'n2')")
+                got = [n.payload for n in listener.notifies(timeout=1.0, stop_after=2)]
+                want = conn.execute("SELECT lonnymq._channel_id('notified')::text").fetchone()[0]
+                assert got == [want, ""], got
 
 
 def test_schema_is_the_fresh_install_schema(dbs):
     cluster = dbs["cluster"]
-    up = schema.normalise(schema.dump_schema(cluster, dbs["upgraded"]))
-    fresh = schema.normalise(schema.dump_schema(cluster, dbs["fresh"]))
+    up_dump, fresh_dump = schema.dump_schema(cluster, dbs["upgraded"]), schema.dump_schema(cluster, dbs["fresh"])
+    up, fresh = schema.normalise(up_dump), schema.normalise(fresh_dump)
     assert any("message_channel_ix" in line and "IS NOT NULL" in line for line in fresh), \
         "the fresh schema lacks the 0.3.0 index predicate"
     if up != fresh:
         pytest.fail(f"the schema upgraded from {dbs['from']} differs from a fresh install:\n"
+                    + schema.unified_diff(fresh, up, "fresh install", f"upgraded from {dbs['from']}"), pytrace=False)
+    up, fresh = schema.ordered(up_dump), schema.ordered(fresh_dump)
+    if up != fresh:
+        pytest.fail(f"the columns of the schema upgraded from {dbs['from']} are not in a fresh install's order:\n"
                     + schema.unified_diff(fresh, up, "fresh install", f"upgraded from {dbs['from']}"), pytrace=False)

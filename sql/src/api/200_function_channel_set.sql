@@ -1,18 +1,15 @@
--- Create a channel or set its configuration, recounting exactly what the
--- new limits need.  Declarative: the call states the whole configuration,
--- and an omitted parameter takes its default (a paused channel stays
--- paused: see channel_pause).  Lock order, as everywhere: channel row, then message rows.
--- FOR UPDATE on the channel row waits for every consumer serving it (FOR NO
--- KEY UPDATE) and every complete or defer updating its counters; the channel
--- guard, taken exclusively, waits for every producer and every consumer
--- taking from it as a busy channel (both hold it shared); FOR SHARE on the
--- channel's locked messages waits for completes, defers and heartbeats in
--- flight.  Only then are the counts taken, each
--- with a fresh snapshot, so no in-flight change is missed or counted twice.
--- (Without limits before or after, nothing is counted and nothing waited
--- for.)  Giving a channel max_concurrency marks its locks counted
--- (message.is_counted), which walks the channel's messages once; every
--- other call finds its locks through message_locked_ix.
+-- Create a channel or set its configuration.  Declarative: the call states
+-- the whole configuration, and an omitted parameter takes its default (a
+-- paused channel stays paused: see channel_pause).  Lock order: the channel
+-- guard, taken exclusively (it waits for the calls in flight that decided a
+-- message's state under the old configuration: producers, fails, defers,
+-- promotions), then the channel row (created with the defaults when the
+-- channel had none), then the channel's locked messages FOR SHARE (waits
+-- for completes and fails in flight), so that the counts are taken after
+-- every change in flight.  A new max_size recounts the channel's messages
+-- (channel_quota); new limits (max_concurrency, release_interval_ms) admit
+-- the channel's messages again (_channel_readmit), which reads the
+-- channel's messages once.  Other changes write the row only.
 CREATE FUNCTION @extschema@.channel_set(
     p_channel text,
     p_max_concurrency integer DEFAULT NULL,
@@ -40,10 +37,10 @@ DECLARE
     v_max bigint := COALESCE(p_backoff_max_ms, 3600000);
     v_jitter double precision := COALESCE(p_backoff_jitter, 0.1);
     v_window bigint := COALESCE(p_dedup_window_ms, 0);
+    v_bound bigint;
     v_channel @extschema@.channel%ROWTYPE;
-    v_locked integer := 0;
+    v_new @extschema@.channel%ROWTYPE;
     v_held bigint;
-    v_next bigint;
 BEGIN
     PERFORM @extschema@._check_channel_name(p_channel);
     IF p_max_concurrency < 1 THEN
@@ -90,41 +87,24 @@ BEGIN
             USING ERRCODE = '22023';
     END IF;
 
+    v_bound := @extschema@._epoch_enter();
     v_now := @extschema@._clock_ms();
+    -- The guard first, then the row: producers hold the guard when they
+    -- lock the row (admission).
+    PERFORM @extschema@._channel_guard_exclusive(p_channel);
     v_channel := @extschema@._channel_lock(p_channel, v_now);
 
-    PERFORM @extschema@._channel_guard_exclusive(p_channel);
-    IF v_channel.max_concurrency IS NOT NULL THEN
-        -- Its locks are counted (message.is_counted): message_locked_ix.
-        PERFORM 1
-        FROM @extschema@.message AS m
-        WHERE m.channel_id = v_channel.id AND m.is_locked AND m.is_counted
-        FOR SHARE;
-    ELSIF p_max_concurrency IS NOT NULL THEN
-        -- It gets max_concurrency: its locks are counted from now on.  The
-        -- UPDATE waits for their row locks as FOR SHARE does.  They are not
-        -- indexed apart: this walks the channel's messages once.  No new
-        -- lock can be taken meanwhile (the channel row and guard).
-        UPDATE @extschema@.message AS m
-        SET is_counted = TRUE
-        WHERE m.channel_id = v_channel.id AND m.is_locked;
-    ELSIF p_max_size IS NOT NULL THEN
-        PERFORM 1
-        FROM @extschema@.message AS m
-        WHERE m.channel_id = v_channel.id AND m.is_locked
-        FOR SHARE;
-    END IF;
-
-    IF p_max_concurrency IS NOT NULL THEN
-        SELECT pg_catalog.count(*) INTO v_locked
-        FROM @extschema@.message AS m
-        WHERE m.channel_id = v_channel.id AND m.is_locked AND m.is_counted;
-    END IF;
-
+    -- Wait for the calls in flight that remove or settle the channel's
+    -- messages (completes, fails: they lock a message row, not the guard),
+    -- so that the counts below are their outcome.
+    PERFORM 1
+    FROM @extschema@.message AS m
+    WHERE m.channel_id = v_channel.id AND m.channel = v_channel.name AND m.is_locked
+    FOR SHARE;
     IF p_max_size IS NOT NULL THEN
         SELECT pg_catalog.count(*) INTO v_held
         FROM @extschema@.message AS m
-        WHERE m.channel_id = v_channel.id;
+        WHERE m.channel_id = v_channel.id AND m.channel = v_channel.name;
         INSERT INTO @extschema@.channel_quota AS q (channel_id, num_created)
         VALUES (v_channel.id, v_channel.num_removed + v_held)
         ON CONFLICT (channel_id) DO UPDATE
@@ -132,20 +112,6 @@ BEGIN
     ELSE
         DELETE FROM @extschema@.channel_quota AS q
         WHERE q.channel_id = v_channel.id;
-    END IF;
-
-    -- A channel in the rotation may now be eligible sooner (a shorter
-    -- interval, a higher concurrency limit).  Lowering next_at is always
-    -- safe: the next visit recomputes it.
-    v_next := v_channel.next_at;
-    IF v_next IS NOT NULL THEN
-        v_next := LEAST(
-            v_next,
-            GREATEST(
-                v_now,
-                COALESCE(v_channel.last_served_at + v_interval, v_now)
-            )
-        );
     END IF;
 
     UPDATE @extschema@.channel AS c
@@ -161,11 +127,14 @@ BEGIN
         dedup_window_ms = v_window,
         retain_history = COALESCE(p_retain_history, FALSE),
         notify = COALESCE(p_notify, FALSE),
-        notify_payload = CASE p_notify_payload WHEN 'id' THEN c.id::text WHEN 'none' THEN '' END,
-        num_locked = v_locked,
-        next_at = v_next,
-        turn = @extschema@._channel_turn(c.next_at, v_next, c.turn)
-    WHERE c.id = v_channel.id;
+        notify_payload = CASE p_notify_payload WHEN 'id' THEN c.id::text WHEN 'none' THEN '' END
+    WHERE c.id = v_channel.id
+    RETURNING c.* INTO v_new;
+    -- New limits: the channel's messages are admitted again under them.
+    IF (v_new.max_concurrency, v_new.release_interval_ms) IS DISTINCT FROM
+        (v_channel.max_concurrency, v_channel.release_interval_ms) THEN
+        PERFORM @extschema@._channel_readmit(v_new, v_bound, v_now);
+    END IF;
 END;
 $$;
 

@@ -21,27 +21,30 @@ BEGIN
             USING ERRCODE = '22004';
     END IF;
 
-    SELECT c.id INTO v_channel_id
+    v_channel_id := @extschema@._channel_id(p_channel);
+    PERFORM @extschema@._channel_guard_exclusive(p_channel);
+    -- A channel exists while it has a row (configuration) or messages.
+    PERFORM 1
     FROM @extschema@.channel AS c
-    WHERE c.name = p_channel
+    WHERE c.id = v_channel_id AND c.name = p_channel
     FOR UPDATE;
-    IF NOT FOUND THEN
+    IF NOT FOUND AND NOT EXISTS (
+        SELECT 1 FROM @extschema@.message AS m
+        WHERE m.channel_id = v_channel_id AND m.channel = p_channel
+    ) THEN
         RETURN FALSE;
     END IF;
-    PERFORM @extschema@._channel_guard_exclusive(p_channel);
 
     IF NOT p_purge AND EXISTS (
         SELECT 1 FROM @extschema@.message AS m
-        WHERE m.channel_id = v_channel_id
+        WHERE m.channel_id = v_channel_id AND m.channel = p_channel
     ) THEN
         RAISE EXCEPTION 'lonnymq: channel "%" still holds messages', p_channel
             USING ERRCODE = '55006',
             HINT = 'Pass p_purge => true to delete them with the channel.';
     END IF;
 
-    DELETE FROM @extschema@.message AS m WHERE m.channel_id = v_channel_id;
-    DELETE FROM @extschema@.channel_wake AS w WHERE w.channel_id = v_channel_id;
-    DELETE FROM @extschema@.channel_floor AS f WHERE f.channel_id = v_channel_id;
+    DELETE FROM @extschema@.message AS m WHERE m.channel_id = v_channel_id AND m.channel = p_channel;
     DELETE FROM @extschema@.message_key AS k WHERE k.channel_id = v_channel_id;
     DELETE FROM @extschema@.channel_quota AS q WHERE q.channel_id = v_channel_id;
     DELETE FROM @extschema@.channel AS c WHERE c.id = v_channel_id;

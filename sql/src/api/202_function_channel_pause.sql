@@ -1,33 +1,34 @@
 -- Pause a channel: from the commit on it delivers nothing (not even expired
 -- locks) and keeps accepting messages; locked messages can still be
--- completed, deferred, failed and heartbeated.  It leaves the rotation:
--- next_at and wait_at go NULL, so producers leave no wake-ups for it.  Like
--- channel_set, it takes the channel row (waiting for consumers serving it)
--- and the channel guard exclusively (waiting for producers in flight and
--- for consumers taking from it as a busy channel), so no delivery from the
--- channel commits after the pause.  An unknown channel is created paused.
--- Returns false when the channel was already paused.
+-- completed, deferred, failed and heartbeated.  Its ready messages are held
+-- (_channel_readmit: a cost in proportion to the channel's messages, once),
+-- and what comes to it meanwhile is held too.  Like channel_set, it takes
+-- the channel guard exclusively (waiting for producers in flight) and then
+-- the channel's row.  An unknown channel gets a row, paused.  Returns false
+-- when the channel was already paused.
 CREATE FUNCTION @extschema@.channel_pause(p_channel text)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
+    v_bound bigint;
+    v_now bigint;
     v_channel @extschema@.channel%ROWTYPE;
 BEGIN
     PERFORM @extschema@._check_channel_name(p_channel);
-    v_channel := @extschema@._channel_lock(p_channel, @extschema@._clock_ms());
+    v_bound := @extschema@._epoch_enter();
+    v_now := @extschema@._clock_ms();
+    PERFORM @extschema@._channel_guard_exclusive(p_channel);
+    v_channel := @extschema@._channel_lock(p_channel, v_now);
     IF v_channel.is_paused THEN
         RETURN FALSE;
     END IF;
-    PERFORM @extschema@._channel_guard_exclusive(p_channel);
     UPDATE @extschema@.channel AS c
-    SET
-        is_paused = TRUE,
-        next_at = NULL,
-        turn = NULL,
-        wait_at = NULL
-    WHERE c.id = v_channel.id;
+    SET is_paused = TRUE
+    WHERE c.id = v_channel.id
+    RETURNING c.* INTO v_channel;
+    PERFORM @extschema@._channel_readmit(v_channel, v_bound, v_now);
     RETURN TRUE;
 END;
 $$;

@@ -1,32 +1,34 @@
--- Resume a paused channel: it rejoins the rotation at the back (now, or
--- after its release interval), and the next consumer to reach it decides
--- whether it has anything to deliver.  Returns false when the channel does
--- not exist or is not paused.  With notify on, a notification is sent.
+-- Resume a paused channel: its held messages are admitted again
+-- (_channel_readmit): a channel with limits admits them while it has room,
+-- one without takes them into the round order at its next turns.  Returns
+-- false when the channel does not exist or is not paused.  With notify on,
+-- a notification is sent.
 CREATE FUNCTION @extschema@.channel_resume(p_channel text)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
+    v_bound bigint;
     v_now bigint;
     v_channel @extschema@.channel%ROWTYPE;
 BEGIN
     PERFORM @extschema@._check_channel_name(p_channel);
+    v_bound := @extschema@._epoch_enter();
+    v_now := @extschema@._clock_ms();
+    PERFORM @extschema@._channel_guard_exclusive(p_channel);
     SELECT c.* INTO v_channel
     FROM @extschema@.channel AS c
-    WHERE c.name = p_channel
+    WHERE c.id = @extschema@._channel_id(p_channel) AND c.name = p_channel
     FOR UPDATE;
     IF NOT FOUND OR NOT v_channel.is_paused THEN
         RETURN FALSE;
     END IF;
-    v_now := @extschema@._clock_ms();
     UPDATE @extschema@.channel AS c
-    SET
-        is_paused = FALSE,
-        next_at = GREATEST(v_now, COALESCE(c.last_served_at + c.release_interval_ms, v_now)),
-        turn = pg_catalog.nextval('@extschema@.channel_turn_seq'),
-        wait_at = NULL
-    WHERE c.id = v_channel.id;
+    SET is_paused = FALSE
+    WHERE c.id = v_channel.id
+    RETURNING c.* INTO v_channel;
+    PERFORM @extschema@._channel_readmit(v_channel, v_bound, v_now);
     IF v_channel.notify THEN
         PERFORM pg_catalog.pg_notify('lonnymq', COALESCE(v_channel.notify_payload, p_channel));
     END IF;
@@ -35,6 +37,6 @@ END;
 $$;
 
 COMMENT ON FUNCTION @extschema@.channel_resume(text) IS
-'Resume a paused channel: it rejoins the rotation at the back. Returns false when it does not exist or is not paused.';
+'Resume a paused channel: its messages are delivered again, in the round order. Returns false when it does not exist or is not paused.';
 
 REVOKE ALL ON FUNCTION @extschema@.channel_resume(text) FROM PUBLIC;

@@ -1,8 +1,32 @@
 -- Create a message.  Inside the caller's transaction: the message exists if
--- and only if that transaction commits.  For a channel without max_size this
--- writes one message row (and, only when the channel is waiting, one
--- wake-up row); it never writes the channel row, so producers neither block
--- each other nor consumers.
+-- and only if that transaction commits.
+--
+-- Two statements in the common case (a channel without limits, no key):
+--   1. one SELECT: the epoch (position_bound_seq) and its parity held shared
+--      (the epoch guard: a raise of the marks waits for this writer), the
+--      channel guard held shared (a configuration change in flight waits
+--      for this producer, and it for the change), the channel's
+--      configuration (one probe of channel_pkey, which finds no row for a
+--      channel without one) and its place in the round order
+--      (_message_place: two probes);
+--   2. the INSERT, which re-reads the epoch: when a raise started a new
+--      epoch after statement 1 read it, the bound may have passed the place,
+--      and the two statements run again.
+-- Its state follows from its time and its channel:
+--   ready      its dequeue_at has passed and its channel has no limit: at
+--              its channel's next place; no channel row is written or
+--              locked, so producers block neither each other nor consumers;
+--   scheduled  its dequeue_at is ahead: message_due_ix promotes it;
+--   waiting    its channel has max_concurrency, a release interval or a
+--              pause: due at once in message_due_ix, so that the next
+--              dequeue admits it (a producer never locks a limited
+--              channel's row: producers would wait for each other, and
+--              deadlock across channels); and any message of a
+--              SERIALIZABLE producer, which the next dequeue places: a
+--              placement reads where its channel's last message is, and
+--              two serializable producers of one channel that read and
+--              insert there would fail each other with 40001.
+-- One with max_size counts it (channel_quota: its producers serialise).
 --
 -- p_key (optional) deduplicates: while a message with that key exists in the
 -- channel, or was completed or dead-lettered there less than the channel's
@@ -10,8 +34,11 @@
 -- stored (see _message_key_claim).  The key is checked before max_size: a
 -- duplicate of a stored message is never reported as dropped.
 -- With the channel's notify on, a message deliverable now sends
--- NOTIFY lonnymq with the channel name as payload (PostgreSQL delivers one
--- per transaction and payload).
+-- NOTIFY lonnymq with the channel name (or its notify_payload) as payload
+-- (PostgreSQL delivers one per transaction and payload).
+-- Calls: _message_place (inlined), _message_key_claim, _channel_quota_take,
+--   _message_key_release.
+-- Tables: channel (read), message (insert), message_key, channel_quota.
 CREATE FUNCTION @extschema@.message_create(
     p_channel text,
     p_content bytea,
@@ -23,56 +50,100 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
+    v_channel_id bigint := @extschema@._channel_id(p_channel);
+    -- The default is the transaction's start, so that messages created in one
+    -- transaction share a dequeue_at and keep their order by id.
+    v_dequeue_at bigint := COALESCE(p_dequeue_at, @extschema@.to_epoch(pg_catalog.now()));
+    v_epoch bigint;
+    v_place bigint;
+    v_is_early boolean;
+    v_waits boolean;
+    -- (Read once: a setting, not a query.)
+    v_is_serializable boolean := pg_catalog.current_setting('transaction_isolation') = 'serializable';
+    v_max_size integer;
+    v_notify text;
     v_now bigint;
-    v_dequeue_at bigint;
-    v_channel @extschema@.channel%ROWTYPE;
     v_id bigint;
-    v_existing bigint;
+    v_created bigint;
 BEGIN
-    IF p_channel IS NULL OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 THEN
+    -- One expression for valid input; the checks say what is wrong.
+    IF p_channel IS NULL OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 OR p_content IS NULL
+        OR pg_catalog.octet_length(p_content) > @extschema@._max_content_bytes()
+        OR pg_catalog.length(p_key) NOT BETWEEN 1 AND 1024 THEN
         PERFORM @extschema@._check_channel_name(p_channel);
-    END IF;
-    IF p_content IS NULL THEN
-        RAISE EXCEPTION 'lonnymq: p_content must not be NULL'
-            USING ERRCODE = '22004';
-    END IF;
-    IF pg_catalog.octet_length(p_content) > @extschema@._max_content_bytes() THEN
+        IF p_content IS NULL THEN
+            RAISE EXCEPTION 'lonnymq: p_content must not be NULL'
+                USING ERRCODE = '22004';
+        END IF;
         PERFORM @extschema@._check_size('p_content', pg_catalog.octet_length(p_content), @extschema@._max_content_bytes());
-    END IF;
-    IF pg_catalog.length(p_key) NOT BETWEEN 1 AND 1024 THEN
         PERFORM @extschema@._check_key(p_key);
     END IF;
 
-    v_now := @extschema@._clock_ms();
-    -- The default is the transaction's start, so that messages created in one
-    -- transaction share a dequeue_at and keep their order by id.
-    v_dequeue_at := COALESCE(p_dequeue_at, @extschema@.to_epoch(pg_catalog.now()));
-    v_channel := @extschema@._channel_for_producer(p_channel, v_now);
-    v_id := pg_catalog.nextval('@extschema@.message_id_seq');
-    IF p_key IS NOT NULL THEN
-        v_existing := @extschema@._message_key_claim(v_channel.id, p_key, v_id, v_now);
-        IF v_existing IS NOT NULL THEN
-            RETURN v_existing;
+    LOOP
+        -- k is one row whose columns are computed in order: the epoch is
+        -- read, its parity and the channel guard held, then the clock read
+        -- (a subquery with volatile columns is never flattened into its
+        -- caller).
+        SELECT
+            k.epoch,
+            k.now,
+            p.place,
+            p.is_early,
+            COALESCE(@extschema@._channel_admits(c), FALSE) OR v_is_serializable,
+            c.max_size,
+            CASE WHEN c.notify AND NOT c.is_paused THEN COALESCE(c.notify_payload, p_channel) END
+        INTO v_epoch, v_now, v_place, v_is_early, v_waits, v_max_size, v_notify
+        FROM (
+            SELECT
+                e.epoch,
+                @extschema@._epoch_hold(e.epoch) AS in_epoch,
+                @extschema@._channel_guard_shared(p_channel) AS in_channel,
+                @extschema@._clock_ms() AS now
+            FROM (SELECT pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') AS epoch) AS e
+        ) AS k
+        LEFT JOIN @extschema@.channel AS c ON c.id = v_channel_id AND c.name = p_channel
+        -- (A SERIALIZABLE producer's bound is NULL: the probes' condition
+        -- can never hold, so they read nothing.)
+        CROSS JOIN LATERAL @extschema@._message_place(
+            v_channel_id, CASE WHEN NOT v_is_serializable THEN k.epoch >> 1 END, v_dequeue_at,
+            CASE WHEN p_dequeue_at IS NULL THEN 1000 ELSE 0 END
+        ) AS p;
+
+        -- Once, not again when the epoch changed.
+        IF v_id IS NULL AND (p_key IS NOT NULL OR v_max_size IS NOT NULL) THEN
+            v_id := pg_catalog.nextval('@extschema@.message_id_seq');
+            IF p_key IS NOT NULL THEN
+                v_created := @extschema@._message_key_claim(v_channel_id, p_key, v_id, v_now);
+                IF v_created IS NOT NULL THEN
+                    RETURN v_created;
+                END IF;
+            END IF;
+            IF v_max_size IS NOT NULL AND @extschema@._channel_quota_take(v_channel_id, v_max_size, 1) = 0 THEN
+                IF p_key IS NOT NULL THEN
+                    PERFORM @extschema@._message_key_release(v_channel_id, p_key, v_id, 0, 0);
+                END IF;
+                RETURN NULL;
+            END IF;
         END IF;
+
+        INSERT INTO @extschema@.message (id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early)
+        SELECT
+            COALESCE(v_id, pg_catalog.nextval('@extschema@.message_id_seq')), v_channel_id, p_channel, v_dequeue_at,
+            v_now, p_content, p_key,
+            CASE WHEN v_dequeue_at <= v_now AND NOT v_waits THEN v_place END,
+            v_dequeue_at <= v_now AND NOT v_waits AND v_is_early
+        WHERE pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') = v_epoch
+        RETURNING id INTO v_created;
+        EXIT WHEN v_created IS NOT NULL;
+    END LOOP;
+    IF v_notify IS NOT NULL AND v_dequeue_at <= v_now THEN
+        PERFORM pg_catalog.pg_notify('lonnymq', v_notify);
     END IF;
-
-    IF v_channel.max_size IS NOT NULL
-        AND @extschema@._channel_quota_take(v_channel.id, v_channel.max_size, 1) = 0 THEN
-        IF p_key IS NOT NULL THEN
-            PERFORM @extschema@._message_key_release(v_channel.id, p_key, v_id, 0, 0);
-        END IF;
-        RETURN NULL;
-    END IF;
-
-    INSERT INTO @extschema@.message (id, channel_id, dequeue_at, created_at, content, key)
-    VALUES (v_id, v_channel.id, v_dequeue_at, v_now, p_content, p_key);
-
-    PERFORM @extschema@._channel_arrival(v_channel, v_dequeue_at, v_now);
-    RETURN v_id;
+    RETURN v_created;
 END;
 $$;
 
 COMMENT ON FUNCTION @extschema@.message_create(text, bytea, bigint, text) IS
-'Create a message in a channel (created with no limits if unknown). p_dequeue_at: epoch ms before which it is not delivered; past or negative values give priority within the channel. p_key: a deduplication key (the existing message''s id is returned while the key is held). Returns the id, or NULL when the channel is at max_size (nothing stored).';
+'Create a message in a channel (a channel needs no creation). p_dequeue_at: epoch ms before which it is not delivered; past or negative values give priority within the channel. p_key: a deduplication key (the existing message''s id is returned while the key is held). Returns the id, or NULL when the channel is at max_size (nothing stored).';
 
 REVOKE ALL ON FUNCTION @extschema@.message_create(text, bytea, bigint, text) FROM PUBLIC;

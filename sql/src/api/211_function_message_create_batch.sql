@@ -6,7 +6,11 @@
 -- gives the first occurrence's id).  NULL p_dequeue_at (or a NULL element)
 -- means the transaction start; NULL p_keys (or a NULL element) means no
 -- key.  Set-based: one INSERT for the messages; keys are claimed with one
--- INSERT and only conflicting ones are looked at one by one.
+-- INSERT and only conflicting ones are looked at one by one.  The ready
+-- messages of a channel without limits take its next turns, one per
+-- round, in (dequeue_at, id) order, from one _message_place; those more
+-- than a second before the channel's last ready message are early, as
+-- message_create's are.
 CREATE FUNCTION @extschema@.message_create_batch(
     p_channel text,
     p_contents bytea[],
@@ -19,6 +23,11 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_n integer;
+    v_bound bigint;
+    v_limited boolean;
+    v_next bigint;
+    v_last_at bigint;
+    v_last_is_early boolean;
     v_now bigint;
     v_default bigint;
     v_channel @extschema@.channel%ROWTYPE;
@@ -75,9 +84,15 @@ BEGIN
         PERFORM @extschema@._check_key(v_key);
     END IF;
 
+    PERFORM @extschema@._channel_guard_shared(p_channel);
+    v_bound := @extschema@._epoch_enter();
     v_now := @extschema@._clock_ms();
     v_default := @extschema@.to_epoch(pg_catalog.now());
-    v_channel := @extschema@._channel_for_producer(p_channel, v_now);
+    v_channel := @extschema@._channel_config(@extschema@._channel_id(p_channel), p_channel);
+    -- Waiting for a dequeue to admit or place them, as message_create's:
+    -- a channel with limits, or a SERIALIZABLE producer.
+    v_limited := @extschema@._channel_admits(v_channel)
+        OR pg_catalog.current_setting('transaction_isolation') = 'serializable';
     v_ids := ARRAY(
         SELECT s.id
         FROM (
@@ -150,27 +165,46 @@ BEGIN
         END IF;
     END IF;
 
-    INSERT INTO @extschema@.message (id, channel_id, dequeue_at, created_at, content, key)
-    SELECT
-        v_ids[r.i],
-        v_channel.id,
-        COALESCE(r.dequeue_at, v_default),
-        v_now,
-        r.content,
-        r.key
-    FROM ROWS FROM (
-        pg_catalog.unnest(p_contents),
-        pg_catalog.unnest(p_dequeue_at),
-        pg_catalog.unnest(p_keys)
-    ) WITH ORDINALITY AS r (content, dequeue_at, key, i)
-    WHERE v_keep[r.i]
-    ORDER BY r.i;
-
     SELECT pg_catalog.min(COALESCE(r.dequeue_at, v_default)) INTO v_ready_at
     FROM ROWS FROM (pg_catalog.unnest(p_dequeue_at), pg_catalog.unnest(v_keep)) AS r (dequeue_at, keep)
-    WHERE r.keep;
+    WHERE r.keep AND COALESCE(r.dequeue_at, v_default) <= v_now;
+    IF v_ready_at IS NOT NULL AND NOT v_limited THEN
+        SELECT p.place, p.last_dequeue_at, p.last_is_early
+        INTO v_next, v_last_at, v_last_is_early
+        FROM @extschema@._message_place(v_channel.id, v_bound, v_ready_at, 1000) AS p;
+    END IF;
+
+    -- The ready ones take the channel's next turns, one a round, in
+    -- (dequeue_at, id) order; those more than a second before the channel's
+    -- last ready message are early (_message_place).
+    INSERT INTO @extschema@.message (
+        id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early, is_held
+    )
+    SELECT
+        v_ids[r.i], v_channel.id, v_channel.name, r.at, v_now, r.content, r.key,
+        CASE WHEN r.is_ready THEN
+            v_next + 1048576 * (pg_catalog.row_number() OVER (PARTITION BY r.is_ready ORDER BY r.at, r.i) - 1)
+        END,
+        r.is_ready AND COALESCE(
+            r.at < v_last_at - CASE WHEN v_last_is_early OR NOT r.is_default THEN 0 ELSE 1000 END, FALSE
+        ),
+        FALSE
+    FROM (
+        SELECT c.content, COALESCE(c.dequeue_at, v_default) AS at, c.key, c.i, c.dequeue_at IS NULL AS is_default,
+            COALESCE(c.dequeue_at, v_default) <= v_now AND NOT v_limited AS is_ready
+        FROM ROWS FROM (
+            pg_catalog.unnest(p_contents),
+            pg_catalog.unnest(p_dequeue_at),
+            pg_catalog.unnest(p_keys)
+        ) WITH ORDINALITY AS c (content, dequeue_at, key, i)
+        WHERE v_keep[c.i]
+    ) AS r
+    ORDER BY r.i;
+
     IF v_ready_at IS NOT NULL THEN
-        PERFORM @extschema@._channel_arrival(v_channel, v_ready_at, v_now);
+        IF v_channel.notify AND NOT v_channel.is_paused THEN
+            PERFORM pg_catalog.pg_notify('lonnymq', COALESCE(v_channel.notify_payload, v_channel.name));
+        END IF;
     END IF;
 
     RETURN QUERY

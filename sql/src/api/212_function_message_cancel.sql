@@ -13,28 +13,30 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_channel @extschema@.channel%ROWTYPE;
-    v_key text;
+    v_gone record;
 BEGIN
     IF p_id IS NULL THEN
         RAISE EXCEPTION 'lonnymq: p_id must not be NULL'
             USING ERRCODE = '22004';
     END IF;
-    v_channel := @extschema@._channel_of_message(p_id, FALSE, TRUE, FALSE);
+    v_channel := @extschema@._message_channel(p_id);
     IF v_channel.id IS NULL THEN
         RETURN FALSE;
     END IF;
     DELETE FROM @extschema@.message AS m
     WHERE m.id = p_id AND NOT m.is_locked
-    RETURNING m.key INTO v_key;
+    RETURNING m.key, m.is_admitted INTO v_gone;
     IF NOT FOUND THEN
         RETURN FALSE;
     END IF;
-    IF v_key IS NOT NULL THEN
-        PERFORM @extschema@._message_key_release(v_channel.id, v_key, p_id, 0, 0);
+    IF v_gone.key IS NOT NULL THEN
+        PERFORM @extschema@._message_key_release(v_channel.id, v_gone.key, p_id, 0, 0);
     END IF;
-    UPDATE @extschema@.channel AS c
-    SET num_removed = c.num_removed + 1
-    WHERE c.id = v_channel.id AND c.max_size IS NOT NULL;
+    PERFORM @extschema@._channel_removed(ARRAY[v_channel.id]);
+    IF v_gone.is_admitted THEN
+        -- Admitted and not delivered: it also held the release interval's turn.
+        PERFORM @extschema@._channel_admit(v_channel.id, 1, 1, FALSE, @extschema@._clock_ms());
+    END IF;
     RETURN TRUE;
 END;
 $$;

@@ -8,35 +8,33 @@
 -- and the token, so that a worker can log it; the deliveries go on.
 -- message_dequeue is this call with nothing to complete.
 --
--- The delivery: one path for 1 or N messages, with or without p_channel.
--- Every step is a bounded number of index probes:
---   1. due schedules (up to 4 materialised) and due wake-ups (up to 8
---      applied: a waiting channel that got an earlier message joins the
---      rotation at the back as of the wake-up's time), checked in the same
---      statement that reads the front of the rotation (channel_rotation_ix);
---   2. hold up to p_limit front channels (or the one of p_channel): a
---      channel with max_concurrency or a release interval, or one this call
---      will move to the back (it is not alone), is locked as it was read
---      (SKIP LOCKED); one with limits that another consumer holds or has
---      moved is skipped, one without is passed over for the next and taken
---      from without its row when the front has nothing more.  A channel
---      without limits that is alone is taken from by any number of
---      consumers at once, as from a plain SKIP LOCKED table.  The consumer
---      guard is held shared, so that a channel_set giving the channel
---      limits waits for this call (and its locks are counted);
---   3. share the batch among them round-robin, each channel's share in one
---      take (the one statement that takes messages: one index range scan
---      from the channel's floor);
---      a channel that gives less than its share drops out and the rest is
---      shared again, reading more channels from the front when all dropped
---      (at most p_limit + 16 visited);
---   4. one decision per visited channel of where it goes next
---      (_channel_place), in the order of its last delivery in this batch,
---      so that the rotation continues as if the messages had been taken one
---      at a time.
--- The rows come back in that order too.  In the common case (one channel
--- without limits) this is the front read, the guard, the channel's fresh
--- row, its take, and no write of the channel row.
+-- The delivery (doc/dequeue-design.md), every step a bounded number of
+-- index probes:
+--   1. one statement: the epoch, whose parity it holds shared (the take
+--      writes lock expiries into message_due_ix), the marks, and whether a
+--      schedule or a message of message_due_ix is due (one probe each, from
+--      the due mark);
+--   2. only when something is due: up to 4 periodic messages
+--      (_schedule_run) and up to 8 due messages promoted (_message_promote:
+--      schedules, retries, recovered locks, dead letters, admission);
+--   3. the take, one statement: the first p_limit turns of the round order
+--      from the position mark (or p_channel's first turns), FOR UPDATE SKIP
+--      LOCKED, locked and counted by primary key.  A batch of N is N
+--      deliveries shared round-robin among the channels at the front, and
+--      comes back in that order.  A turn delivers its channel's first
+--      ready message in (dequeue_at, id) order: its holder, unless an early
+--      message of its channel sorts before it; then the take takes nothing,
+--      _message_turns_resolve gives the turns to the right messages, and
+--      the take runs once more;
+--   4. only when needed: an admitted message of a channel with a release
+--      interval admits the next one (_channel_admit); a call that took 16
+--      messages or more, or whose first message's id is a multiple of 16
+--      (one call in 16), or that took positions 16 rounds past the mark,
+--      tries to raise the marks (_marks_raise), if its transaction wrote
+--      nothing before it.
+-- In the common case (channels without limits, nothing due) that is three
+-- statements, the completion's included, and no write but the messages
+-- completed and taken.
 CREATE FUNCTION @extschema@.message_complete_dequeue(
     p_ids bigint[],
     p_num_attempts integer[],
@@ -49,327 +47,216 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_now bigint;
     v_limit integer := COALESCE(p_limit, 1);
     -- Evaluated once, not once per message taken.
     v_caller pg_catalog.regrole := @extschema@._caller_role();
-    v_remaining integer;
-    v_applied boolean := FALSE;
-    v_reread boolean;
+    v_channel_id bigint := @extschema@._channel_id(p_channel);
+    v_may_raise boolean := pg_catalog.pg_current_xact_id_if_assigned() IS NULL;
+    v_now bigint;
+    v_mark bigint;
+    v_due_mark bigint;
     v_schedule_due boolean;
-    v_wake_due boolean;
-    v_front @extschema@.channel[];
-    v_is_alone boolean;
-    v_wake record;
-    v_next bigint;
-    v_channel @extschema@.channel%ROWTYPE;
-    -- The channels visited, in rotation order, and what each gave.
-    v_first integer;
-    v_visits @extschema@._channel_visit[] := '{}';
-    v_visit @extschema@._channel_visit;
-    v_seen bigint[] := '{}';
-    v_is_held boolean;
-    v_busy @extschema@.channel[] := '{}';
-    v_busy_turn boolean := FALSE;
-    v_live integer;
-    v_share integer;
-    v_extra integer;
-    v_rank integer;
-    v_want integer;
-    v_got integer;
-    v_new integer;
-    v_pass integer;
-    v_expired_only boolean;
-    v_dead_ids bigint[];
-    v_id bigint;
-    v_min_at bigint;
-    i integer;
-    -- The messages taken, returned in rotation order at the end.
-    v_out @extschema@._taken[] := '{}';
+    v_due boolean;
+    v_is_resolved boolean := FALSE;
+    v_is_passed boolean;
+    v_turns @extschema@._turn[];
+    v_first bigint;
+    v_last bigint;
+    v_out @extschema@.delivery[];
+    v_admitted bigint[];
+    v_delivery @extschema@.delivery;
 BEGIN
-    IF p_lock_ms IS NULL OR p_lock_ms NOT BETWEEN 1 AND @extschema@._max_duration_ms() THEN
+    -- One expression for valid input; the checks say what is wrong.
+    IF p_lock_ms IS NULL OR p_lock_ms NOT BETWEEN 1 AND @extschema@._max_duration_ms()
+        OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 OR v_limit NOT BETWEEN 1 AND 1000 THEN
         PERFORM @extschema@._check_lock_ms(p_lock_ms);
-    END IF;
-    IF p_channel IS NOT NULL AND pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 THEN
-        PERFORM @extschema@._check_channel_name(p_channel);
-    END IF;
-    IF v_limit NOT BETWEEN 1 AND 1000 THEN
+        IF p_channel IS NOT NULL THEN
+            PERFORM @extschema@._check_channel_name(p_channel);
+        END IF;
         RAISE EXCEPTION 'lonnymq: p_limit must be between 1 and 1000, got %', v_limit
             USING ERRCODE = '22023';
     END IF;
     IF p_ids IS NOT NULL OR p_num_attempts IS NOT NULL THEN
         PERFORM @extschema@._message_complete_set(COALESCE(p_ids, '{}'), COALESCE(p_num_attempts, '{}'), v_caller, TRUE);
     END IF;
-    v_remaining := v_limit;
-    WHILE v_remaining > 0 LOOP
-        -- 1 and 2. The front of the rotation (one more channel than is
-        -- served: is the first one alone?), and whether anything is due.
-        -- After the due wake-ups were applied, the channels of those left
-        -- (another consumer is applying them right now: SKIP LOCKED below)
-        -- are served after the front when it is short, read in the same
-        -- snapshot (_channel_wake_front is STABLE), so that their consumers
-        -- never find them empty meanwhile.
+
+    -- 1.  k is one row whose columns are computed in order: the epoch's
+    -- parity is held before the clock is read, so that a lock's expiry
+    -- written with this clock is above the due mark (a subquery with
+    -- volatile columns is never flattened into its caller).
+    -- (Sub-selects of k: the due mark is a parameter of their index scan,
+    -- so the range starts at the mark whatever the plan.)
+    SELECT
+        k.now, k.mark, k.due_mark,
+        EXISTS (SELECT 1 FROM @extschema@.schedule AS sc WHERE sc.next_at <= k.now),
+        EXISTS (
+            SELECT 1
+            FROM @extschema@.message AS m
+            WHERE
+                GREATEST(m.dequeue_at, m.created_at) >= k.due_mark AND GREATEST(m.dequeue_at, m.created_at) <= k.now
+                AND m.position IS NULL AND NOT m.is_held
+        )
+    INTO v_now, v_mark, v_due_mark, v_schedule_due, v_due
+    FROM (
         SELECT
-            NOT v_applied AND EXISTS (
-                SELECT 1 FROM @extschema@.schedule AS s WHERE s.next_at <= k.now
-            ),
-            NOT v_applied AND EXISTS (
-                SELECT 1 FROM @extschema@.channel_wake AS w WHERE w.wake_at <= k.now
-            ),
-            f.front || CASE
-                WHEN v_applied AND pg_catalog.cardinality(f.front) < v_remaining
-                    THEN @extschema@._channel_wake_front(k.now, v_seen, p_channel)
-                ELSE '{}'
-            END,
-            k.now
-        INTO v_schedule_due, v_wake_due, v_front, v_now
-        FROM
-            -- The clock, read after this statement's snapshot was taken: a
-            -- channel that another consumer's committed write put at its
-            -- own clock is eligible here (read before, it could be later
-            -- than ours, and the channel missed).
-            (SELECT @extschema@._clock_ms() AS now) AS k,
-            LATERAL (
-                SELECT CASE
-                    WHEN p_channel IS NULL THEN ARRAY(
-                        SELECT c
-                        FROM @extschema@.channel AS c
-                        WHERE c.next_at <= k.now AND c.id <> ALL(v_seen)
-                        ORDER BY c.next_at, c.turn
-                        LIMIT GREATEST(LEAST(v_remaining + 1, v_limit + 16 - pg_catalog.cardinality(v_seen)), 0)
-                    )
-                    ELSE ARRAY(
-                        SELECT c
-                        FROM @extschema@.channel AS c
-                        WHERE c.name = p_channel AND c.next_at <= k.now AND c.id <> ALL(v_seen)
-                    )
-                END AS front
-            ) AS f;
-        IF v_schedule_due OR v_wake_due THEN
-            v_applied := TRUE;
-            -- Read the front again unless nothing that was applied can
-            -- change it (wake-ups of other channels than p_channel's).
-            v_reread := CASE WHEN v_schedule_due THEN @extschema@._schedule_run(v_now, 4) > 0 ELSE FALSE END;
-            v_reread := v_reread OR p_channel IS NULL;
-            -- A waiting channel got a message deliverable earlier than it
-            -- was waiting for.  It joins the rotation at the back as of the
-            -- wake-up's time (when that message became deliverable, never
-            -- before it was created), not at the message's dequeue_at.
-            FOR v_wake IN
-                SELECT w.id AS wake_id, w.wake_at, c.*
-                FROM @extschema@.channel_wake AS w
-                INNER JOIN @extschema@.channel AS c ON c.id = w.channel_id
-                WHERE w.wake_at <= v_now
-                ORDER BY w.wake_at, w.id
-                LIMIT 8
-                FOR UPDATE OF w SKIP LOCKED
-                FOR NO KEY UPDATE OF c SKIP LOCKED
-            LOOP
-                IF v_wake.wait_at IS NOT NULL THEN
-                    -- Not before its release interval; a channel already due
-                    -- earlier (or, at max_concurrency, waiting for a lock's
-                    -- expiry) keeps that time.
-                    v_next := CASE
-                        WHEN v_wake.num_locked >= v_wake.max_concurrency AND v_wake.next_at IS NOT NULL
-                            THEN v_wake.next_at
-                        ELSE LEAST(
-                            v_wake.next_at,
-                            GREATEST(v_wake.wake_at, v_wake.last_served_at + v_wake.release_interval_ms)
-                        )
-                    END;
-                    UPDATE @extschema@.channel AS c
-                    SET
-                        wait_at = NULL,
-                        next_at = v_next,
-                        turn = @extschema@._channel_turn(c.next_at, v_next, c.turn)
-                    WHERE c.id = v_wake.id;
-                    v_reread := v_reread OR v_wake.name = p_channel;
-                END IF;
-                DELETE FROM @extschema@.channel_wake AS w WHERE w.id = v_wake.wake_id;
-            END LOOP;
-            CONTINUE WHEN v_reread;
-        END IF;
+            @extschema@._epoch_hold(pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq')) AS in_epoch,
+            @extschema@._clock_ms() AS now,
+            pg_catalog.pg_sequence_last_value('@extschema@.position_mark_seq') AS mark,
+            pg_catalog.pg_sequence_last_value('@extschema@.due_mark_seq') AS due_mark
+    ) AS k;
 
-        -- When the front has nothing more, the channels that other
-        -- consumers were serving are taken from, once, without their rows.
-        IF pg_catalog.cardinality(v_front) = 0 AND NOT v_busy_turn THEN
-            v_front := v_busy;
-            v_busy_turn := TRUE;
-        END IF;
-        -- Served by name, a channel goes to the back of the rotation.
-        v_is_alone := COALESCE(v_is_alone, p_channel IS NULL AND pg_catalog.cardinality(v_front) = 1);
+    -- 2.  (A promotion's positions are checked against the bound by its
+    -- own _epoch_enter.)
+    IF v_schedule_due THEN
+        PERFORM @extschema@._schedule_run(v_now, 4);
+    END IF;
+    IF v_due OR v_schedule_due THEN
+        PERFORM @extschema@._message_promote(v_now, v_due_mark, @extschema@._epoch_enter(), 8);
+    END IF;
 
-
-        -- 2. Hold the front channels.
-        v_first := pg_catalog.cardinality(v_visits) + 1;
-        EXIT WHEN pg_catalog.cardinality(v_front) = 0;
-        -- (All of the busy ones: each drops out when it gives nothing.)
-        FOR j IN 1..CASE
-            WHEN v_busy_turn THEN pg_catalog.cardinality(v_front)
-            ELSE LEAST(pg_catalog.cardinality(v_front), v_remaining)
-        END LOOP
-            v_channel := v_front[j];
-            v_seen := v_seen || v_channel.id;
-            PERFORM @extschema@._channel_guard_consumer(v_channel.name);
-            -- A channel with limits, or one this call will move (it is not
-            -- alone), is locked, as it was read: unless another consumer
-            -- holds it or has moved it since (its turn changed).
-            v_is_held := FALSE;
-            IF v_channel.max_concurrency IS NOT NULL OR v_channel.release_interval_ms > 0 OR NOT v_is_alone THEN
-                SELECT c.* INTO v_channel
-                FROM @extschema@.channel AS c
-                WHERE c.id = v_front[j].id AND c.turn = v_front[j].turn AND c.next_at <= v_now
-                FOR NO KEY UPDATE SKIP LOCKED;
-                v_is_held := FOUND;
-            END IF;
-            IF NOT v_is_held AND NOT v_is_alone AND NOT v_busy_turn THEN
-                -- Another consumer is serving it: the next channel first.
-                v_busy := v_busy || v_front[j];
-                CONTINUE;
-            END IF;
-            IF NOT v_is_held THEN
-                -- A channel without limits is read again after the guard,
-                -- for its limits, and taken from without its row: its ready
-                -- messages are delivered all the same (nothing early), so
-                -- that the consumers of a busy channel never find it empty.
-                SELECT c.* INTO v_channel
-                FROM @extschema@.channel AS c
+    -- 3.  Of the head's two legs, the one p_channel does not ask for is not
+    -- executed.  The deliveries are taken by primary key only ("= ANY": an
+    -- index condition by shape, no join whose plan could walk
+    -- message_pkey).
+    LOOP
+        WITH head AS MATERIALIZED (
+            SELECT a.*
+            FROM (
+                SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position, r.is_early
+                FROM @extschema@.message AS r
+                WHERE p_channel IS NULL AND v_turns IS NULL AND r.position >= v_mark
+                ORDER BY r.position, r.dequeue_at, r.id
+                LIMIT v_limit
+                FOR UPDATE OF r SKIP LOCKED
+            ) AS a
+            UNION ALL
+            SELECT b.*
+            FROM (
+                SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position, r.is_early
+                FROM @extschema@.message AS r
                 WHERE
-                    c.id = v_front[j].id AND NOT c.is_paused
-                    AND c.max_concurrency IS NULL AND c.release_interval_ms = 0;
-                CONTINUE WHEN NOT FOUND;
-            END IF;
-            -- What it may give: up to its free places (at max_concurrency,
-            -- its expired locks), and one message when it has a release
-            -- interval.
-            v_visits := v_visits || ROW(
-                v_channel, v_is_held,
-                CASE
-                    WHEN v_channel.release_interval_ms > 0 THEN 1
-                    WHEN v_channel.num_locked >= v_channel.max_concurrency THEN v_limit
-                    ELSE COALESCE(v_channel.max_concurrency - v_channel.num_locked, v_limit)
-                END,
-                0, 0, 0, NULL, NULL, FALSE
-            )::@extschema@._channel_visit;
-        END LOOP;
+                    p_channel IS NOT NULL AND v_turns IS NULL AND r.channel_id = v_channel_id
+                    AND r.position >= v_mark AND r.channel = p_channel
+                ORDER BY r.position NULLS FIRST, r.dequeue_at, r.id
+                LIMIT v_limit
+                FOR UPDATE OF r SKIP LOCKED
+            ) AS b
+        ),
 
-        -- 3. Share what is left among the live channels: equal shares, the
-        -- remainder to the first ones in turn order; a channel that gives
-        -- less than its share drops out and the rest is shared again.  Each
-        -- pass asks at least one live channel for a message (the remainder
-        -- goes to the first), which either gives it or drops out: the loop
-        -- ends.
-        v_live := pg_catalog.cardinality(v_visits) - v_first + 1;
-        LOOP
-            EXIT WHEN v_live <= 0 OR v_remaining = 0;
-            v_share := v_remaining / v_live;
-            v_extra := v_remaining % v_live;
-            v_rank := 0;
-            FOR i IN v_first..pg_catalog.cardinality(v_visits) LOOP
-                v_visit := v_visits[i];
-                CONTINUE WHEN v_visit.cap <= 0;
-                v_want := LEAST(v_visit.cap, v_share + CASE WHEN v_rank < v_extra THEN 1 ELSE 0 END);
-                v_rank := v_rank + 1;
-                CONTINUE WHEN v_want <= 0;
-                -- The one statement that takes messages: up to v_want of the
-                -- channel's first deliverable messages, in (dequeue_at, id)
-                -- order, SKIP LOCKED, from its floor (at max_concurrency only
-                -- its expired locks: _message_head), locked for p_lock_ms,
-                -- appended to the output.
-                -- An expired lock that is the message's max_attempts-th
-                -- failure is not taken but goes to the dead letters, and is
-                -- replaced (each freed a place): at most v_limit + 16 buried
-                -- per channel.
-                v_channel := v_visit.channel;
-                v_visit.floor_at := @extschema@._channel_scan_from(v_channel.id);
-                v_expired_only := COALESCE(v_channel.num_locked >= v_channel.max_concurrency, FALSE);
-                v_got := 0;
-                LOOP
-                    WITH head AS (
-                        SELECT *
-                        FROM @extschema@._message_head(
-                            v_channel.id, v_visit.floor_at, v_now, v_want - v_got, v_expired_only
-                        )
-                    ),
+        -- The turns in order (one row): the take finds its messages by
+        -- primary key ("= ANY": an index condition by shape, no join whose
+        -- plan could walk message_pkey), and the k-th turn is what the k-th
+        -- delivery reports.  Once resolved (_message_turns_resolve), the
+        -- turns are those it gave, already locked, and the head is not read
+        -- again.
+        turns AS MATERIALIZED (
+            SELECT
+                COALESCE(
+                    pg_catalog.array_agg(ROW(h.id, h.channel_id, h.dequeue_at, h.is_locked, h.position)::@extschema@._turn),
+                    v_turns
+                ) AS turns,
+                COALESCE(pg_catalog.array_agg(h.id), ARRAY(SELECT r.id FROM pg_catalog.unnest(v_turns) AS r)) AS ids,
+                -- Whether an early message of a turn's channel sorts before
+                -- its holder (message_early_ix: one probe per turn).
+                COALESCE(pg_catalog.bool_or(EXISTS (
+                    SELECT 1 FROM @extschema@.message AS x
+                    WHERE
+                        x.channel_id = h.channel_id AND x.is_early AND x.position IS NOT NULL
+                        AND (x.dequeue_at, x.id) < (h.dequeue_at, h.id)
+                )), FALSE) AS is_passed,
+                -- The first and last positions of the round order this call
+                -- took, for the raise: FOR UPDATE returns a row that another
+                -- call's swap moved (an early one) while this call waited
+                -- for it, with its new, far position.
+                pg_catalog.min(h.position) AS first, pg_catalog.max(h.position) FILTER (WHERE NOT h.is_early) AS last
+            FROM head AS h
+        ),
 
-                    taken AS (
-                        UPDATE @extschema@.message AS m
-                        SET
-                            dequeue_at = v_now + p_lock_ms,
-                            is_locked = TRUE,
-                            is_counted = v_channel.max_concurrency IS NOT NULL,
-                            locked_by = v_caller,
-                            num_attempts = m.num_attempts + 1,
-                            -- An expired lock was a failed delivery.
-                            num_failures = m.num_failures + CASE WHEN m.is_locked THEN 1 ELSE 0 END,
-                            attempt_log = CASE
-                                WHEN m.is_locked THEN
-                                    @extschema@._attempt_log_append(m.attempt_log, m.num_attempts, v_now, 'lock expired')
-                                ELSE m.attempt_log
-                            END
-                        FROM head AS h
-                        WHERE
-                            m.id = h.id
-                            AND NOT (h.is_locked AND h.num_failures + 1 >= v_channel.max_attempts) IS TRUE
-                        RETURNING m.id, m.content, m.state, m.num_attempts, h.dequeue_at AS old_at, h.is_locked AS old_locked
+        taken AS (
+            UPDATE @extschema@.message AS m
+            SET
+                position = NULL, is_early = FALSE, is_locked = TRUE, locked_by = v_caller,
+                num_attempts = m.num_attempts + 1,
+                -- The clock when the row is taken, after another call's
+                -- promotion of it committed: a lock never starts before
+                -- its message became due.
+                dequeue_at = @extschema@._clock_ms() + p_lock_ms,
+                -- An expired lock was a failed delivery.
+                num_failures = m.num_failures + CASE WHEN m.is_locked THEN 1 ELSE 0 END,
+                attempt_log = CASE
+                    WHEN m.is_locked THEN
+                        @extschema@._attempt_log_append(m.attempt_log, m.num_attempts, v_now, 'lock expired')
+                    ELSE m.attempt_log
+                END
+            FROM turns AS u
+            WHERE
+                m.id = ANY(u.ids) AND NOT u.is_passed
+                -- A delivery in a channel with a release interval starts
+                -- the interval again (step 4): its channel's row is locked
+                -- here, or the message is left for a later call, so that no
+                -- call waits for a channel row after its completion locked
+                -- others (two such calls deadlocked).
+                AND (
+                    NOT m.is_admitted
+                    OR NOT EXISTS (
+                        SELECT 1 FROM @extschema@.channel AS c WHERE c.id = m.channel_id AND c.release_interval_ms > 0
                     )
+                    OR EXISTS (
+                        SELECT 1 FROM @extschema@.channel AS c WHERE c.id = m.channel_id AND c.release_interval_ms > 0
+                        FOR NO KEY UPDATE SKIP LOCKED
+                    )
+                )
+            RETURNING
+                m.id, m.channel, m.content, m.state, m.num_attempts, m.channel_id, m.is_admitted,
+                pg_catalog.array_position(u.ids, m.id) AS k
+        )
 
-                    SELECT
-                        pg_catalog.count(*),
-                        pg_catalog.count(*) FILTER (WHERE NOT t.old_locked),
-                        pg_catalog.min(t.old_at),
-                        v_out || pg_catalog.array_agg(
-                            ROW(i, t.id, t.content, t.state, t.num_attempts, t.old_at, t.old_locked)::@extschema@._taken
-                        ),
-                        ARRAY(
-                            SELECT h.id
-                            FROM head AS h
-                            WHERE h.is_locked AND h.num_failures + 1 >= v_channel.max_attempts
-                        )
-                    INTO v_pass, v_new, v_min_at, v_out, v_dead_ids
-                    FROM taken AS t;
-                    v_got := v_got + v_pass;
-                    v_visit.num_fresh := v_visit.num_fresh + v_new;
-                    v_visit.first_at := LEAST(v_visit.first_at, v_min_at);
-                    EXIT WHEN pg_catalog.cardinality(v_dead_ids) = 0;
-                    FOREACH v_id IN ARRAY v_dead_ids LOOP
-                        PERFORM @extschema@._message_bury(
-                            v_id, v_channel.id, v_channel.name, 'lock expired', v_now,
-                            v_channel.dedup_window_ms
-                        );
-                    END LOOP;
-                    v_visit.num_dead := v_visit.num_dead + pg_catalog.cardinality(v_dead_ids);
-                    EXIT WHEN v_visit.num_dead >= v_limit + 16;
-                    v_expired_only := FALSE;
-                END LOOP;
-                v_visit.num_taken := v_visit.num_taken + v_got;
-                v_visit.cap := v_visit.cap - v_got;
-                v_remaining := v_remaining - v_got;
-                v_visit.came_short := v_got < v_want;
-                IF v_visit.came_short OR v_visit.cap <= 0 THEN
-                    -- It drops out.
-                    v_visit.cap := 0;
-                    v_live := v_live - 1;
-                END IF;
-                v_visits[i] := v_visit;
-            END LOOP;
-        END LOOP;
-
-        EXIT WHEN v_busy_turn OR p_channel IS NOT NULL AND pg_catalog.cardinality(v_busy) = 0;
+        SELECT u.turns, u.is_passed, d.deliveries, d.admitted, COALESCE(u.first, v_first), COALESCE(u.last, v_last)
+        INTO v_turns, v_is_passed, v_out, v_admitted, v_first, v_last
+        FROM turns AS u
+        CROSS JOIN LATERAL (
+            SELECT
+                pg_catalog.array_agg(
+                    ROW(
+                        t.id, t.channel, t.content, t.state, t.num_attempts, (u.turns[t.k]).dequeue_at,
+                        (u.turns[t.k]).is_locked
+                    )::@extschema@.delivery
+                    ORDER BY t.k
+                ) AS deliveries,
+                pg_catalog.array_agg(t.channel_id) FILTER (WHERE t.is_admitted) AS admitted
+            FROM taken AS t
+        ) AS d;
+        EXIT WHEN NOT v_is_passed OR v_is_resolved;
+        v_turns := @extschema@._message_turns_resolve(v_turns);
+        v_is_resolved := TRUE;
     END LOOP;
 
-    -- 4. Where each visited channel goes next, in the order of its last
-    -- delivery in this batch (those that gave nothing first).
-    -- (One statement: a volatile call in the select list is made after the
-    -- sort, in its order.)
-    PERFORM @extschema@._channel_place(v_visits[k.i], v_now)
-    FROM pg_catalog.generate_subscripts(v_visits, 1) AS k (i)
-    ORDER BY (v_visits[k.i]).num_taken, k.i;
-
-    RETURN QUERY
-    SELECT d.id, ((v_visits[d.visit]).channel).name, d.content, d.state, d.num_attempts, d.dequeue_at, d.is_recovered
-    FROM pg_catalog.unnest(v_out) AS d
-    ORDER BY pg_catalog.row_number() OVER (PARTITION BY d.visit ORDER BY d.dequeue_at, d.id), d.visit;
+    -- 4.
+    -- A take in a channel with a release interval starts the interval
+    -- again (its row is locked already, by the take).
+    -- (The clock after the take: the interval never starts before a
+    -- delivery's lock.)
+    IF v_admitted IS NOT NULL THEN
+        PERFORM @extschema@._channel_admit(
+            c.id, 0, pg_catalog.cardinality(pg_catalog.array_positions(v_admitted, c.id)), TRUE, @extschema@._clock_ms()
+        )
+        FROM @extschema@.channel AS c
+        WHERE c.id = ANY(v_admitted) AND c.release_interval_ms > 0;
+    END IF;
+    -- Only a call whose transaction wrote nothing before it raises the
+    -- marks: it knows every position it took (its turns, in position
+    -- order, all taken when any was), which its own reads no longer see, and
+    -- which a rollback or a crash would make ready again.
+    IF v_may_raise AND (v_first >= v_mark + 16 * 1048576 OR (v_turns[1]).id % 16 = 0
+        OR pg_catalog.cardinality(v_out) >= 16) THEN
+        -- (Other ready positions may lie after the last when the turns
+        -- were the first of the round order, else from the first.)
+        PERFORM @extschema@._marks_raise(v_now, v_first, COALESCE(v_last, v_first),
+            CASE WHEN p_channel IS NULL AND v_last IS NOT NULL THEN v_last + 1 ELSE v_first END);
+    END IF;
+    FOREACH v_delivery IN ARRAY COALESCE(v_out, '{}') LOOP
+        RETURN NEXT v_delivery;
+    END LOOP;
 END;
 $$;
 

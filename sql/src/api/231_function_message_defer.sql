@@ -12,40 +12,36 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
+    v_bound bigint;
     v_now bigint;
-    v_dequeue_at bigint;
     v_channel @extschema@.channel%ROWTYPE;
+    v_is_admitted boolean;
 BEGIN
     PERFORM @extschema@._check_token(p_id, p_num_attempts);
     IF pg_catalog.octet_length(p_state) > @extschema@._max_content_bytes() THEN
         PERFORM @extschema@._check_size('p_state', pg_catalog.octet_length(p_state), @extschema@._max_content_bytes());
     END IF;
-    v_now := @extschema@._clock_ms();
-    v_dequeue_at := COALESCE(p_dequeue_at, v_now);
-
-    v_channel := @extschema@._channel_of_message(p_id, TRUE, FALSE, TRUE);
+    v_channel := @extschema@._message_channel(p_id);
     IF v_channel.id IS NULL THEN
         RETURN FALSE;
     END IF;
+    v_bound := @extschema@._epoch_enter();
+    v_now := @extschema@._clock_ms();
 
-    UPDATE @extschema@.message AS m
-    SET
-        is_locked = FALSE,
-        dequeue_at = v_dequeue_at,
-        state = COALESCE(p_state, m.state)
+    SELECT m.is_admitted INTO v_is_admitted
+    FROM @extschema@.message AS m
     WHERE
         m.id = p_id
         AND m.num_attempts = p_num_attempts
         AND m.is_locked
-        AND COALESCE(m.locked_by = @extschema@._caller_role(), TRUE);
+        AND COALESCE(m.locked_by = @extschema@._caller_role(), TRUE)
+    FOR UPDATE;
     IF NOT FOUND THEN
         RETURN FALSE;
     END IF;
-
-    PERFORM @extschema@._channel_release(ARRAY[v_channel.id], FALSE, v_now);
-    -- Like a producer: the message may now be deliverable before the time a
-    -- waiting channel will next be looked at, or below its floor.
-    PERFORM @extschema@._channel_arrival(v_channel, v_dequeue_at, v_now);
+    PERFORM @extschema@._message_requeue(
+        p_id, v_channel, v_is_admitted, COALESCE(p_dequeue_at, v_now), p_state, FALSE, NULL, v_bound, v_now
+    );
     RETURN TRUE;
 END;
 $$;

@@ -5,9 +5,9 @@
 -- else 'dead' (moved to dead_letter with p_error and its attempt log).  Returns
 -- NULL, changing nothing, for a stale token or a message that is not
 -- locked.  Every failure is logged in the message's attempt_log.  Lock
--- order, as everywhere: the channel row (a limited channel's counters), the
--- channel guard (held shared, as a producer: the retry must not be missed
--- by a consumer declaring the channel idle), then the message row.
+-- order, as everywhere: the channel row (of a configured channel,
+-- _message_channel), then the message row.  The retry goes back to its
+-- channel through _message_requeue (a backoff of 0: ready now).
 CREATE FUNCTION @extschema@.message_fail(
     p_id bigint,
     p_num_attempts integer,
@@ -18,21 +18,21 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
+    v_bound bigint;
     v_now bigint;
     v_channel @extschema@.channel%ROWTYPE;
-    v_dequeue_at bigint;
-    v_failures integer;
+    v_message record;
 BEGIN
     PERFORM @extschema@._check_token(p_id, p_num_attempts);
     PERFORM @extschema@._check_size('p_error', pg_catalog.octet_length(p_error), 1048576);
-    v_channel := @extschema@._channel_of_message(p_id, TRUE, TRUE, TRUE);
+    v_channel := @extschema@._message_channel(p_id);
     IF v_channel.id IS NULL THEN
         RETURN NULL;
     END IF;
+    v_bound := @extschema@._epoch_enter();
     v_now := @extschema@._clock_ms();
 
-    -- This failure is the message's v_failures-th (defers do not count).
-    SELECT m.num_failures + 1 INTO v_failures
+    SELECT m.num_failures + 1 AS num_failures, m.is_admitted, (m.position IS NOT NULL)::integer AS pending INTO v_message
     FROM @extschema@.message AS m
     WHERE
         m.id = p_id
@@ -44,24 +44,21 @@ BEGIN
         RETURN NULL;
     END IF;
 
-    IF v_failures >= v_channel.max_attempts THEN
+    IF v_message.num_failures >= v_channel.max_attempts THEN
         PERFORM @extschema@._message_bury(
             p_id, v_channel.id, v_channel.name, p_error, v_now, v_channel.dedup_window_ms
         );
-        PERFORM @extschema@._channel_release(ARRAY[v_channel.id], TRUE, v_now);
+        IF v_message.is_admitted THEN
+            PERFORM @extschema@._channel_admit(v_channel.id, 1, v_message.pending, FALSE, v_now);
+        END IF;
         RETURN 'dead';
     END IF;
 
-    v_dequeue_at := v_now + @extschema@._backoff_ms(v_channel, v_failures);
-    UPDATE @extschema@.message AS m
-    SET
-        is_locked = FALSE,
-        dequeue_at = v_dequeue_at,
-        num_failures = v_failures,
-        attempt_log = @extschema@._attempt_log_append(m.attempt_log, m.num_attempts, v_now, p_error)
-    WHERE m.id = p_id;
-    PERFORM @extschema@._channel_release(ARRAY[v_channel.id], FALSE, v_now);
-    PERFORM @extschema@._channel_arrival(v_channel, v_dequeue_at, v_now);
+    PERFORM @extschema@._message_requeue(
+        p_id, v_channel, v_message.is_admitted,
+        v_now + @extschema@._backoff_ms(v_channel, v_message.num_failures),
+        NULL, TRUE, p_error, v_bound, v_now
+    );
     RETURN 'retry';
 END;
 $$;

@@ -23,12 +23,14 @@ DECLARE
     v_id bigint;
     v_key text;
     v_count integer := 0;
-    v_in_channel integer := 0;
+    v_bound bigint;
     v_cursor refcursor;
+    v_limited boolean;
 BEGIN
     IF p_channel IS NOT NULL THEN
         PERFORM @extschema@._check_channel_name(p_channel);
     END IF;
+    v_bound := @extschema@._epoch_enter();
     v_now := @extschema@._clock_ms();
     -- One query per way of choosing, each walking its own index in order:
     -- the ids (primary key), one channel or all (dead_letter_channel_ix).
@@ -57,11 +59,9 @@ BEGIN
         FETCH v_cursor INTO v_dead;
         EXIT WHEN NOT FOUND;
         IF v_channel.name IS DISTINCT FROM v_dead.channel THEN
-            IF v_in_channel > 0 THEN
-                PERFORM @extschema@._dead_letter_requeued(v_channel, v_in_channel, v_now);
-            END IF;
-            v_channel := @extschema@._channel_for_producer(v_dead.channel, v_now);
-            v_in_channel := 0;
+            PERFORM @extschema@._channel_guard_shared(v_dead.channel);
+            v_channel := @extschema@._channel_config(@extschema@._channel_id(v_dead.channel), v_dead.channel);
+            v_limited := @extschema@._channel_admits(v_channel);
         END IF;
         v_id := pg_catalog.nextval('@extschema@.message_id_seq');
         v_key := v_dead.key;
@@ -81,21 +81,28 @@ BEGIN
                 END IF;
             END IF;
         END IF;
+        -- Counted towards max_size, which it may exceed: a redrive never
+        -- drops a message.
+        UPDATE @extschema@.channel_quota AS q
+        SET num_created = q.num_created + 1
+        WHERE q.channel_id = v_channel.id;
+        -- Deliverable now: ready at its channel's next place, or, in a
+        -- channel with limits, due at once for admission (as a create).
         INSERT INTO @extschema@.message (
-            id, channel_id, dequeue_at, created_at, content, state, key, attempt_log
+            id, channel_id, channel, dequeue_at, created_at, content, state, key, attempt_log, position, is_early
         )
-        VALUES (
-            v_id, v_channel.id, v_now, v_dead.created_at, v_dead.content, v_dead.state, v_key,
-            v_dead.attempt_log
-        );
+        SELECT
+            v_id, v_channel.id, v_channel.name, v_now, v_dead.created_at, v_dead.content, v_dead.state, v_key,
+            v_dead.attempt_log,
+            CASE WHEN NOT v_limited THEN p.place END, NOT v_limited AND p.is_early
+        FROM @extschema@._message_place(v_channel.id, v_bound, v_now, 0) AS p;
+        IF v_channel.notify AND NOT v_channel.is_paused THEN
+            PERFORM pg_catalog.pg_notify('lonnymq', COALESCE(v_channel.notify_payload, v_channel.name));
+        END IF;
         DELETE FROM @extschema@.dead_letter AS d WHERE d.id = v_dead.id;
         v_count := v_count + 1;
-        v_in_channel := v_in_channel + 1;
     END LOOP;
     CLOSE v_cursor;
-    IF v_in_channel > 0 THEN
-        PERFORM @extschema@._dead_letter_requeued(v_channel, v_in_channel, v_now);
-    END IF;
     RETURN v_count;
 END;
 $$;

@@ -2,8 +2,11 @@
 -- SELECT cron.schedule('lonnymq', '* * * * *', 'SELECT lonnymq.tick()')).
 -- Nothing depends on it: message_dequeue does the same work as it goes.
 -- Materialises every due schedule (up to 10000 per call; one whose channel
--- is busy right now is left for the next call) and deletes up to 10000
--- expired deduplication claims.  Returns how many periodic messages
+-- is busy right now is left for the next call), promotes up to 10000 due
+-- messages (scheduled, retried, deferred, expired locks) from the beginning
+-- of message_due_ix, not from the due mark, so that one a backward step of
+-- the server's clock put below the mark is not left there, and deletes up
+-- to 10000 expired deduplication claims.  Returns how many periodic messages
 -- it created.  A busy schedule (locked by a worker) is left to that worker.
 CREATE FUNCTION @extschema@.tick()
 RETURNS integer
@@ -11,26 +14,30 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
+    v_bound bigint;
     v_now bigint;
     v_created integer := 0;
 BEGIN
+    v_bound := @extschema@._epoch_enter();
     v_now := @extschema@._clock_ms();
     -- Every due schedule (up to 10000 a call), one pass: a schedule whose
     -- channel is busy right now is skipped and left for the next call.
     v_created := @extschema@._schedule_run(v_now, 10000);
+    -- Due messages, from the beginning of message_due_ix (not from the due
+    -- mark): also one that a backward step of the clock left below it.
+    PERFORM @extschema@._message_promote(v_now, -9223372036854775808, v_bound, 10000);
     -- Expired claims, 100 at a time (a nested loop of primary-key probes;
     -- one big DELETE would be planned as a hash join over the whole table).
     FOR v_try IN 1..100 LOOP
         DELETE FROM @extschema@.message_key AS k
-        USING (
-            SELECT e.channel_id, e.key
+        WHERE k.ctid = ANY(ARRAY(
+            SELECT e.ctid
             FROM @extschema@.message_key AS e
             WHERE e.expires_at <= v_now
             ORDER BY e.expires_at
             LIMIT 100
             FOR UPDATE SKIP LOCKED
-        ) AS x
-        WHERE k.channel_id = x.channel_id AND k.key = x.key;
+        ));
         EXIT WHEN NOT FOUND;
     END LOOP;
     RETURN v_created;

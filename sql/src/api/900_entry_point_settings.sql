@@ -6,7 +6,10 @@
 -- tables (doc/README.md, Indexes): generic plans, and no sequential scan,
 -- bitmap scan, merge join or hash join, which a plan made while a table
 -- looked empty could choose and keep (found on a vacuumed channel_floor of
--- zero pages: dead_letter_redrive walked it sequentially).  No function
+-- zero pages: dead_letter_redrive walked it sequentially).  No JIT: a plan
+-- that keeps a disabled node is costed above jit_above_cost, and compiling
+-- it cost each call 100 ms (0.11.0's sequence reads, before they became
+-- pg_sequence_last_value).  No function
 -- sets one of these in its header (since 0.10.0 not even
 -- message_complete_batch its hash joins).  make appends this file to the
 -- upgrade script too: CREATE OR REPLACE FUNCTION clears a function's
@@ -29,7 +32,8 @@ BEGIN
             ('enable_seqscan', 'off'),
             ('enable_bitmapscan', 'off'),
             ('enable_mergejoin', 'off'),
-            ('enable_hashjoin', 'off')
+            ('enable_hashjoin', 'off'),
+            ('jit', 'off')
         ) AS s (name, value)
         WHERE p.prosecdef
         ORDER BY p.oid, s.name

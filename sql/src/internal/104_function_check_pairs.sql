@@ -1,8 +1,9 @@
 -- Internal: raises the documented error for (id, token) arrays that are
 -- not valid input of the settle-by-batch calls: 22004 for a NULL array or
 -- element, 22023 for arrays of different lengths, of more than one
--- dimension, or of more than 10000 elements.  Called only when a cheap
--- test of the caller's has found something wrong.
+-- dimension, or of more than 10000 elements; nothing for valid ones.
+-- Called only when a cheap test of the caller's has found something wrong
+-- (or nothing to do: empty arrays).
 CREATE FUNCTION @extschema@._check_pairs(p_ids bigint[], p_num_attempts integer[])
 RETURNS void
 LANGUAGE plpgsql IMMUTABLE
@@ -25,8 +26,10 @@ BEGIN
         RAISE EXCEPTION 'lonnymq: a batch holds at most 10000 messages, got %', pg_catalog.cardinality(p_ids)
             USING ERRCODE = '22023';
     END IF;
-    RAISE EXCEPTION 'lonnymq: p_ids and p_num_attempts must not contain NULL'
-        USING ERRCODE = '22004';
+    IF pg_catalog.array_position(p_ids, NULL) IS NOT NULL OR pg_catalog.array_position(p_num_attempts, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_ids and p_num_attempts must not contain NULL'
+            USING ERRCODE = '22004';
+    END IF;
 END;
 $$;
 

@@ -1,7 +1,11 @@
--- Internal: the channel's row, created (with no limits) if it does not
--- exist, locked FOR UPDATE until the end of the transaction: channel_set
--- and channel_pause, which must wait for every consumer serving the
--- channel.  Raises 40001 when the channel keeps being dropped under it.
+-- Internal: the channel's row, created with the default configuration
+-- (_channel_defaults) if it has none, locked FOR UPDATE until the end of the
+-- transaction: channel_set and channel_pause, which change what admission
+-- and producers read.  Raises 40001 when the channel keeps being dropped
+-- under it.
+-- Parameters: p_channel (the name), p_now (creation time of a new row).
+-- Returns: the row as locked.
+-- Tables: channel (insert, lock).
 CREATE FUNCTION @extschema@._channel_lock(p_channel text, p_now bigint)
 RETURNS @extschema@.channel
 LANGUAGE plpgsql VOLATILE
@@ -10,12 +14,12 @@ DECLARE
     v_channel @extschema@.channel%ROWTYPE;
 BEGIN
     FOR v_try IN 1..3 LOOP
-        INSERT INTO @extschema@.channel (name, created_at)
-        VALUES (p_channel, p_now)
-        ON CONFLICT (name) DO NOTHING;
+        INSERT INTO @extschema@.channel
+        SELECT (@extschema@._channel_defaults(p_channel, p_now)).*
+        ON CONFLICT DO NOTHING;
         SELECT c.* INTO v_channel
         FROM @extschema@.channel AS c
-        WHERE c.name = p_channel
+        WHERE c.id = @extschema@._channel_id(p_channel) AND c.name = p_channel
         FOR UPDATE;
         IF FOUND THEN
             RETURN v_channel;
@@ -27,6 +31,6 @@ END;
 $$;
 
 COMMENT ON FUNCTION @extschema@._channel_lock(text, bigint) IS
-'Internal: get or create a channel, its row locked FOR UPDATE for the rest of the transaction.';
+'Internal: get or create a channel''s row, locked FOR UPDATE for the rest of the transaction.';
 
 REVOKE ALL ON FUNCTION @extschema@._channel_lock(text, bigint) FROM PUBLIC;

@@ -8,13 +8,18 @@
 -- can log it; its result has no room for it, and a transaction-local
 -- setting would be lost under autocommit).
 --
--- Set-based, three statements for a batch of unconstrained channels: the
--- batch's channels (one primary-key probe per message), one DELETE (one
--- per pair: the pairs drive the join), and the counters (_channel_release,
--- which locks and writes only limited channels).  The limited channels'
--- rows are locked first, in id order (channel rows before message rows, as
--- everywhere); channels that retain history get their copies in
--- message_history; keyed messages release their keys.
+-- One statement for messages of channels without configuration: the
+-- DELETE by primary key (one probe per pair), and for each deleted message
+-- a probe of channel_pkey (which finds nothing for a channel without one).  What keyed messages, admitted ones and
+-- configured channels need follows, only when there is any, from the rows
+-- the DELETE returned: channels that retain history get their copies;
+-- keys are released for their channel's dedup window; max_size channels
+-- count the removals (_channel_removed); admitted messages free their
+-- places (_channel_admit; the rows were locked before the delete).
+-- Calls: _check_pairs, _message_key_release, _channel_removed,
+--   _channel_admit.
+-- Tables: channel (read; lock), message (delete), message_history (insert),
+--   message_key (update, delete).
 CREATE FUNCTION @extschema@._message_complete_set(
     p_ids bigint[],
     p_num_attempts integer[],
@@ -26,12 +31,10 @@ LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
     v_now bigint;
-    v_limited bigint[];
-    v_history bigint[];
     v_gone_ids bigint[];
-    v_channels bigint[];
-    v_keys text[];
-    v_window bigint;
+    v_followed @extschema@.message[];
+    v_key record;
+    v_admitted record;
 BEGIN
     -- One expression for valid input; _check_pairs says what is wrong.
     IF p_ids IS NULL OR p_num_attempts IS NULL
@@ -39,91 +42,107 @@ BEGIN
         OR pg_catalog.cardinality(p_ids) > 10000
         OR pg_catalog.array_ndims(p_ids) > 1 OR pg_catalog.array_ndims(p_num_attempts) > 1
         OR pg_catalog.array_position(p_ids, NULL) IS NOT NULL
-        OR pg_catalog.array_position(p_num_attempts, NULL) IS NOT NULL THEN
+        OR pg_catalog.array_position(p_num_attempts, NULL) IS NOT NULL
+        OR pg_catalog.cardinality(p_ids) = 0 THEN
         PERFORM @extschema@._check_pairs(p_ids, p_num_attempts);
-    END IF;
-    IF pg_catalog.cardinality(p_ids) = 0 THEN
         RETURN '{}';
     END IF;
     v_now := @extschema@._clock_ms();
 
-    SELECT
-        pg_catalog.array_agg(c.id) FILTER (WHERE c.max_concurrency IS NOT NULL OR c.max_size IS NOT NULL),
-        pg_catalog.array_agg(c.id) FILTER (WHERE c.retain_history)
-    INTO v_limited, v_history
-    FROM @extschema@.channel AS c
-    WHERE c.id = ANY(ARRAY(SELECT m.channel_id FROM @extschema@.message AS m WHERE m.id = ANY(p_ids)));
-    IF v_limited IS NOT NULL THEN
-        PERFORM 1
-        FROM @extschema@.channel AS c
-        WHERE c.id = ANY(v_limited)
-        ORDER BY c.id
-        FOR NO KEY UPDATE OF c;
-    END IF;
-
-    -- Channels that retain history get their copies first, from the rows
-    -- locked here and deleted below (nothing can change them in between).
-    IF v_history IS NOT NULL THEN
-        INSERT INTO @extschema@.message_history (
-            id, channel, key, content, state, num_attempts, created_at, completed_at
-        )
-        SELECT m.id, c.name, m.key, m.content, m.state, m.num_attempts, m.created_at, v_now
-        FROM
-            ROWS FROM (pg_catalog.unnest(p_ids), pg_catalog.unnest(p_num_attempts)) AS t (id, num_attempts)
-        INNER JOIN @extschema@.message AS m ON m.id = t.id
-        INNER JOIN @extschema@.channel AS c ON c.id = m.channel_id
-        WHERE
-            m.num_attempts = t.num_attempts
-            AND m.is_locked
-            AND COALESCE(m.locked_by = p_caller, TRUE)
-            AND m.channel_id = ANY(v_history)
-        FOR UPDATE OF m;
-    END IF;
-
-    -- One primary-key probe per (id, token) pair, the pairs driving the
-    -- join.  (Not "m.id = ANY(p_ids)" besides: the planner then scanned the
-    -- messages first and rescanned every pair for each of them, n x n
-    -- comparisons.)
+    -- By primary key only ("= ANY": an index condition by shape, no join
+    -- whose plan could walk message_pkey), each message checked against its
+    -- own pair's token (array_position: the first pair of its id; a
+    -- repeated id's later pairs are reported as not completed).
+    -- Channel rows before message rows: the rows of the channels whose
+    -- counts the completion changes (limits, max_size) are locked, in id
+    -- order, before any message is deleted (an InitPlan, evaluated before
+    -- the first delete).  A completion that deleted first and then waited
+    -- for a channel row deadlocked with a dequeue that held that row (its
+    -- own completion's) while its take followed the deleted message's
+    -- update chain: FOR UPDATE SKIP LOCKED waits there (soak test).
     WITH gone AS (
         DELETE FROM @extschema@.message AS m
-        USING ROWS FROM (
-            pg_catalog.unnest(p_ids), pg_catalog.unnest(p_num_attempts)
-        ) AS t (id, num_attempts)
         WHERE
-            m.id = t.id
-            AND m.num_attempts = t.num_attempts
+            m.id = ANY(p_ids)
+            AND m.num_attempts = p_num_attempts[pg_catalog.array_position(p_ids, m.id)]
             AND m.is_locked
             AND COALESCE(m.locked_by = p_caller, TRUE)
-        RETURNING m.id, m.channel_id, m.key
+            AND (
+                SELECT pg_catalog.count(*) FROM (
+                    SELECT 1 FROM @extschema@.channel AS c
+                    WHERE
+                        c.id = ANY(ARRAY(SELECT x.channel_id FROM @extschema@.message AS x WHERE x.id = ANY(p_ids)))
+                        AND (@extschema@._channel_admits(c) OR c.max_size IS NOT NULL)
+                    ORDER BY c.id
+                    FOR NO KEY UPDATE OF c
+                ) AS l
+            ) >= 0
+        RETURNING m.id, m.channel_id, m.channel, m.key, m.is_admitted, m AS message
     )
 
-    SELECT pg_catalog.array_agg(g.id), pg_catalog.array_agg(g.channel_id), pg_catalog.array_agg(g.key)
-    INTO v_gone_ids, v_channels, v_keys
+    -- The messages something must follow: keyed, admitted, or of a
+    -- configured channel (history, max_size).
+    -- (Sub-selects, not joins: the message's channel is a parameter of
+    -- their probe, so the probe is one whatever the plan.)
+    SELECT
+        pg_catalog.array_agg(g.id),
+        pg_catalog.array_agg(g.message) FILTER (
+            WHERE g.key IS NOT NULL OR g.is_admitted
+            OR EXISTS (SELECT 1 FROM @extschema@.channel AS c WHERE c.id = g.channel_id)
+        )
+    INTO v_gone_ids, v_followed
     FROM gone AS g;
 
-    -- Keys: each keyed message's claim lasts its channel's dedup window.
-    FOR i IN 1..COALESCE(pg_catalog.cardinality(v_keys), 0) LOOP
-        CONTINUE WHEN v_keys[i] IS NULL;
-        SELECT c.dedup_window_ms INTO v_window
-        FROM @extschema@.channel AS c
-        WHERE c.id = v_channels[i];
-        PERFORM @extschema@._message_key_release(v_channels[i], v_keys[i], v_gone_ids[i], v_window, v_now);
-    END LOOP;
-
-    IF v_gone_ids IS NOT NULL THEN
-        PERFORM @extschema@._channel_release(v_channels, TRUE, v_now);
+    IF v_followed IS NOT NULL THEN
+        INSERT INTO @extschema@.message_history (id, channel, key, content, state, num_attempts, created_at, completed_at)
+        SELECT f.id, f.channel, f.key, f.content, f.state, f.num_attempts, f.created_at, v_now
+        FROM pg_catalog.unnest(v_followed) AS f
+        -- (A scalar sub-select, which the planner does not turn into a
+        -- join: a probe by the message's channel whatever the plan.)
+        WHERE (
+            SELECT c.retain_history FROM @extschema@.channel AS c
+            WHERE c.id = f.channel_id AND c.name = f.channel
+        );
+        -- Keys: each keyed message's claim lasts its channel's dedup window.
+        FOR v_key IN
+            SELECT
+                f.channel_id, f.key, f.id,
+                COALESCE((
+                    SELECT c.dedup_window_ms FROM @extschema@.channel AS c
+                    WHERE c.id = f.channel_id AND c.name = f.channel
+                ), 0) AS window_ms
+            FROM pg_catalog.unnest(v_followed) AS f
+            WHERE f.key IS NOT NULL
+        LOOP
+            PERFORM @extschema@._message_key_release(v_key.channel_id, v_key.key, v_key.id, v_key.window_ms, v_now);
+        END LOOP;
+        PERFORM @extschema@._channel_removed(ARRAY(SELECT f.channel_id FROM pg_catalog.unnest(v_followed) AS f));
+        -- Admitted messages free their places: the next held ones are
+        -- admitted, channel rows locked in id order.
+        FOR v_admitted IN
+            SELECT
+                f.channel_id, pg_catalog.count(*)::integer AS n,
+                -- (An expired lock made ready again is its channel's
+                -- pending delivery.)
+                (pg_catalog.count(*) FILTER (WHERE f.position IS NOT NULL))::integer AS pending
+            FROM pg_catalog.unnest(v_followed) AS f
+            WHERE f.is_admitted
+            GROUP BY f.channel_id
+            ORDER BY f.channel_id
+        LOOP
+            PERFORM @extschema@._channel_admit(v_admitted.channel_id, v_admitted.n, v_admitted.pending, FALSE, v_now);
+        END LOOP;
     END IF;
     -- Looked for only when fewer were completed than asked (n x k
     -- comparisons then), not on every batch.
-    FOR i IN 1..CASE
-        WHEN p_report AND COALESCE(pg_catalog.cardinality(v_gone_ids), 0) < pg_catalog.cardinality(p_ids)
-            THEN pg_catalog.cardinality(p_ids)
-        ELSE 0
-    END LOOP
-        CONTINUE WHEN p_ids[i] = ANY(v_gone_ids);
-        RAISE NOTICE 'lonnymq: message % was not completed: stale token, not locked, or locked by another role', p_ids[i]
-            USING ERRCODE = '01LQ1', DETAIL = pg_catalog.format('id=%s num_attempts=%s', p_ids[i], p_num_attempts[i]);
-    END LOOP;
+    IF p_report AND COALESCE(pg_catalog.cardinality(v_gone_ids), 0) < pg_catalog.cardinality(p_ids) THEN
+        FOR i IN 1..pg_catalog.cardinality(p_ids) LOOP
+            CONTINUE WHEN p_ids[i] = ANY(v_gone_ids);
+            RAISE NOTICE 'lonnymq: message % was not completed: stale token, not locked, or locked by another role',
+                p_ids[i]
+                USING ERRCODE = '01LQ1', DETAIL = pg_catalog.format('id=%s num_attempts=%s', p_ids[i], p_num_attempts[i]);
+        END LOOP;
+    END IF;
     RETURN COALESCE(v_gone_ids, '{}');
 END;
 $$;

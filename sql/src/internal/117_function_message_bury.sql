@@ -1,7 +1,7 @@
 -- Internal: move a message, locked by the caller, to the dead letters with
--- p_error as the last entry of its attempt log, and release its key for the
--- channel's dedup window.  The channel's counters are the caller's job
--- (_channel_release, or message_dequeue's own accounting).
+-- p_error as the last entry of its attempt log, count it out of a max_size
+-- channel (_channel_removed), and release its key for the channel's dedup
+-- window.  Admission is the caller's job (_channel_admit).
 CREATE FUNCTION @extschema@._message_bury(
     p_id bigint,
     p_channel_id bigint,
@@ -23,25 +23,17 @@ BEGIN
     )
 
     INSERT INTO @extschema@.dead_letter (
-        id, channel, key, content, state, num_attempts, created_at, dead_at,
-        last_error, attempt_log
+        id, channel, key, content, state, num_attempts, created_at, dead_at, last_error, attempt_log
     )
     SELECT
-        g.id,
-        p_channel,
-        g.key,
-        g.content,
-        g.state,
-        g.num_attempts,
-        g.created_at,
-        p_now,
-        p_error,
+        g.id, p_channel, g.key, g.content, g.state, g.num_attempts, g.created_at, p_now, p_error,
         @extschema@._attempt_log_append(g.attempt_log, g.num_attempts, p_now, p_error)
     FROM gone AS g
     RETURNING key INTO v_key;
     IF v_key IS NOT NULL THEN
         PERFORM @extschema@._message_key_release(p_channel_id, v_key, p_id, p_window_ms, p_now);
     END IF;
+    PERFORM @extschema@._channel_removed(ARRAY[p_channel_id]);
 END;
 $$;
 

@@ -9,11 +9,12 @@
 -- first boundary after p_now: the schedule stays aligned to start_at and
 -- never floods the channel after downtime.
 --
--- The channel guard, and a size-limited channel's quota row, are only tried
+-- The channel guard and a size-limited channel's quota row are only tried
 -- (never waited for): a schedule whose channel is being reconfigured or
 -- dropped, or written by a producer of a size-limited channel, right now is
--- left for the next caller.  The message goes through message_create (max_size applies: a
--- full channel misses that period).
+-- left for the next caller.  The
+-- message goes through message_create (max_size applies: a full channel
+-- misses that period).
 CREATE FUNCTION @extschema@._schedule_run(p_now bigint, p_limit integer)
 RETURNS integer
 LANGUAGE plpgsql VOLATILE
@@ -32,21 +33,18 @@ BEGIN
         LIMIT p_limit
         FOR UPDATE SKIP LOCKED
     LOOP
+        -- What message_create would wait for, the channel guard (held by a
+        -- configuration change) and a size-limited channel's quota row, is
+        -- only tried: a schedule whose channel is busy waits for a later
+        -- call.
         CONTINUE WHEN NOT @extschema@._channel_guard_try_shared(v_schedule.channel);
-        -- A size-limited channel's producers serialise on its quota row
-        -- (only such a channel has one): take it now if free, else leave
-        -- the schedule for a later caller (message_dequeue never waits for
-        -- a producer's transaction).
         PERFORM 1
         FROM @extschema@.channel_quota AS q
-        INNER JOIN @extschema@.channel AS c ON c.id = q.channel_id
-        WHERE c.name = v_schedule.channel
-        FOR UPDATE OF q SKIP LOCKED;
+        WHERE q.channel_id = @extschema@._channel_id(v_schedule.channel)
+        FOR UPDATE SKIP LOCKED;
         CONTINUE WHEN NOT FOUND AND EXISTS (
-            SELECT 1 FROM @extschema@.channel AS c WHERE c.name = v_schedule.channel AND c.max_size IS NOT NULL
+            SELECT 1 FROM @extschema@.channel_quota AS q WHERE q.channel_id = @extschema@._channel_id(v_schedule.channel)
         );
-        -- In numeric: a schedule stored by 0.7.0 may start anywhere in
-        -- bigint, and p_now - next_at overflowed (every dequeue failed).
         v_missed := LEAST(pg_catalog.div(p_now::numeric - v_schedule.next_at, v_schedule.every_ms), 9223372036854775807);
         v_due := p_now - pg_catalog.mod(p_now::numeric - v_schedule.next_at, v_schedule.every_ms);
         IF @extschema@.message_create(v_schedule.channel, v_schedule.content, v_due) IS NOT NULL THEN
@@ -54,9 +52,7 @@ BEGIN
         END IF;
         UPDATE @extschema@.schedule AS s
         SET
-            next_at = v_due + v_schedule.every_ms,
-            last_run_at = p_now,
-            num_runs = s.num_runs + 1,
+            next_at = v_due + v_schedule.every_ms, last_run_at = p_now, num_runs = s.num_runs + 1,
             num_missed = LEAST(s.num_missed::numeric + v_missed, 9223372036854775807)
         WHERE s.name = v_schedule.name;
     END LOOP;

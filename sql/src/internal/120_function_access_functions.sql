@@ -44,7 +44,8 @@ AS $$
         ('admin', '@extschema@.history_prune(bigint)'),
         ('admin', '@extschema@.schedule_set(text, text, bytea, bigint, bigint)'),
         ('admin', '@extschema@.schedule_drop(text)'),
-        ('admin', '@extschema@.tick()')
+        ('admin', '@extschema@.tick()'),
+        ('admin', '@extschema@.channel_stats(text)')
     ) AS f (access, fn)
     WHERE f.access = p_access
 $$;

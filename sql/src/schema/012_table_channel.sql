@@ -1,58 +1,46 @@
--- One row per channel: its limits and its place in the round-robin rotation.
+-- Configured channels: one row per channel given a configuration by
+-- channel_set or a pause by channel_pause.  A channel without one has no
+-- row: its messages carry its name and its id, the hash of the name
+-- (_channel_id), so a channel costs nothing until it is configured, and a
+-- million per-order channels that drain leave nothing behind.
 --
--- The rotation: a channel is in the rotation when next_at IS NOT NULL; it is
--- eligible once next_at <= now, and eligible channels are served in
--- (next_at, turn) order.  next_at is the time the channel became ready or was
--- last served (plus release_interval_ms), never a message's own dequeue_at, so
--- an urgent message cannot make its channel jump the rotation.
+-- Written only by configuration calls and, for a channel with a limit
+-- (max_concurrency, release_interval_ms, a pause), by admission
+-- (_channel_admit): the consumer's path of a channel without limits never
+-- reads or writes it.  Admission keeps the limits exact without the take
+-- ever seeing a channel that may not deliver:
+--   num_admitted  the channel's admitted messages (ready, scheduled by its
+--                 release interval, or locked): at most max_concurrency;
+--   num_pending   admitted and not yet delivered (an expired lock made
+--                 ready again included): at most one with a
+--                 release_interval_ms;
+--   release_at    no delivery before it (the last delivery's clock plus
+--                 release_interval_ms).
+-- num_removed (max_size only): messages removed, held = channel_quota.
+-- num_created - num_removed; written by consumers, never by producers.
 --
--- wait_at IS NOT NULL means a consumer found nothing deliverable before
--- wait_at (NULL next_at with wait_at = max bigint: the channel is empty).
--- Producers read it while holding the producer guard shared (an advisory
--- lock, _channel_guard_shared) and leave a channel_wake row when their
--- message is deliverable earlier; consumers only set wait_at while holding
--- that guard exclusively, which no producer in flight allows.  Producers
--- never lock or write this row.
---
--- is_paused: channel_pause took the channel out of the rotation (next_at and
--- wait_at NULL, so producers leave no wake-ups); channel_resume puts it back.
---
--- The retry policy (max_attempts, backoff_*), dedup_window_ms, retain_history
--- and notify are read by message_fail, the producers and message_complete;
--- see channel_set.  notify_payload (0.9.0): what the channel's
--- notifications carry, NULL meaning its name; channel_set stores its id or
--- '' there when asked to: PostgreSQL has no access control on LISTEN, so a
--- channel's name can be kept from every role that connects.
---
--- num_locked is maintained only for channels with max_concurrency, and
--- num_removed only for channels with max_size: an unconstrained channel's row
--- is written only when it is served, never by producers or by completes.
---
--- Where a dequeue starts its walk of the channel's messages is not kept
--- here but in channel_floor (raised up to 50 times a second).
+-- The configuration's defaults are _channel_defaults(), in one place.
 CREATE TABLE @extschema@.channel (
-    id bigint NOT NULL DEFAULT pg_catalog.nextval('@extschema@.channel_id_seq'),
+    id bigint NOT NULL,
     name text NOT NULL,
     max_concurrency integer,
     max_size integer,
-    release_interval_ms bigint NOT NULL DEFAULT 0,
-    next_at bigint,
-    turn bigint,
-    wait_at bigint DEFAULT 9223372036854775807,
-    last_served_at bigint,
-    num_locked integer NOT NULL DEFAULT 0,
+    release_interval_ms bigint NOT NULL,
+    release_at bigint,
+    num_admitted integer NOT NULL DEFAULT 0,
     num_removed bigint NOT NULL DEFAULT 0,
     created_at bigint NOT NULL,
     is_paused boolean NOT NULL DEFAULT FALSE,
     max_attempts integer,
-    backoff_base_ms bigint NOT NULL DEFAULT 1000,
-    backoff_factor double precision NOT NULL DEFAULT 2.0,
-    backoff_max_ms bigint NOT NULL DEFAULT 3600000,
-    backoff_jitter double precision NOT NULL DEFAULT 0.1,
-    dedup_window_ms bigint NOT NULL DEFAULT 0,
-    retain_history boolean NOT NULL DEFAULT FALSE,
-    notify boolean NOT NULL DEFAULT FALSE,
+    backoff_base_ms bigint NOT NULL,
+    backoff_factor double precision NOT NULL,
+    backoff_max_ms bigint NOT NULL,
+    backoff_jitter double precision NOT NULL,
+    dedup_window_ms bigint NOT NULL,
+    retain_history boolean NOT NULL,
+    notify boolean NOT NULL,
     notify_payload text,
+    num_pending integer NOT NULL DEFAULT 0,
     CONSTRAINT channel_pkey PRIMARY KEY (id),
     CONSTRAINT channel_name_key UNIQUE (name),
     CONSTRAINT channel_name_check CHECK (
@@ -63,7 +51,8 @@ CREATE TABLE @extschema@.channel (
     CONSTRAINT channel_release_interval_check CHECK (
         release_interval_ms >= 0
     ),
-    CONSTRAINT channel_num_locked_check CHECK (num_locked >= 0),
+    CONSTRAINT channel_num_admitted_check CHECK (num_admitted >= 0),
+    CONSTRAINT channel_num_pending_check CHECK (num_pending >= 0),
     CONSTRAINT channel_max_attempts_check CHECK (max_attempts >= 1),
     CONSTRAINT channel_backoff_check CHECK (
         backoff_base_ms BETWEEN 0 AND 31536000000
@@ -85,10 +74,10 @@ CREATE TABLE @extschema@.channel (
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.channel', '');
 
 COMMENT ON TABLE @extschema@.channel IS
-'One row per channel: its configuration (limits, retry policy, dedup window, history, notifications), its pause state and its place in the round-robin rotation.';
+'One row per configured channel (channel_set, channel_pause): its configuration (limits, retry policy, dedup window, history, notifications), its pause state and, for a channel with limits, its admission counts. A channel without configuration has no row.';
 
 COMMENT ON COLUMN @extschema@.channel.id IS
-'The channel''s id, from channel_id_seq; message, channel_quota, channel_wake, channel_floor and message_key refer to the channel by it.';
+'The channel''s id, the hash of its name (_channel_id); message, channel_quota and message_key refer to the channel by it.';
 
 COMMENT ON COLUMN @extschema@.channel.name IS
 'The channel''s name, 1 to 255 characters, unique; dead_letter, message_history and schedule refer to the channel by name.';
@@ -102,20 +91,14 @@ COMMENT ON COLUMN @extschema@.channel.max_size IS
 COMMENT ON COLUMN @extschema@.channel.release_interval_ms IS
 'Minimum time in milliseconds between two deliveries from the channel (channel_set); 0: none.';
 
-COMMENT ON COLUMN @extschema@.channel.next_at IS
-'Rotation, internal state maintained by the queue functions, not to be written by hand: epoch ms from which the channel is eligible; NULL: out of the rotation (empty, waiting or paused).';
+COMMENT ON COLUMN @extschema@.channel.release_at IS
+'Admission, internal state maintained by the queue functions, not to be written by hand: epoch ms before which the channel delivers nothing more (its last delivery plus release_interval_ms); NULL: no delivery yet.';
 
-COMMENT ON COLUMN @extschema@.channel.turn IS
-'Rotation, internal state maintained by the queue functions, not to be written by hand: tie-breaker from channel_turn_seq that orders channels with equal next_at.';
+COMMENT ON COLUMN @extschema@.channel.num_admitted IS
+'Admission, internal state maintained by the queue functions, not to be written by hand: admitted messages (ready or locked), at most max_concurrency; kept only for channels with a limit.';
 
-COMMENT ON COLUMN @extschema@.channel.wait_at IS
-'Rotation, internal state maintained by the queue functions, not to be written by hand: a consumer found nothing deliverable before this epoch ms; max bigint: empty; NULL: not waiting.';
-
-COMMENT ON COLUMN @extschema@.channel.last_served_at IS
-'Rotation, internal state maintained by the queue functions, not to be written by hand: epoch ms of the last recorded delivery, from which release_interval_ms is measured; NULL: none.';
-
-COMMENT ON COLUMN @extschema@.channel.num_locked IS
-'Counted locks of the channel, internal state maintained by the queue functions, not to be written by hand; kept only when max_concurrency is set.';
+COMMENT ON COLUMN @extschema@.channel.num_pending IS
+'Admission, internal state maintained by the queue functions, not to be written by hand: admitted messages not yet delivered (an expired lock made ready again included), at most one with a release_interval_ms.';
 
 COMMENT ON COLUMN @extschema@.channel.num_removed IS
 'Messages removed from the channel, internal state maintained by the queue functions, not to be written by hand; kept only when max_size is set (held = channel_quota.num_created - num_removed).';

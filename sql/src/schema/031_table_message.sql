@@ -1,31 +1,34 @@
 -- Messages.  dequeue_at is the time the message may next be delivered: its
--- schedule while it waits, its lock expiry while a worker holds it.  One
--- index over (channel_id, dequeue_at, id) therefore serves delivery, priority
--- (a past or negative dequeue_at) and crash recovery (an expired lock is just
--- a deliverable message again) with a single bounded probe.
--- num_attempts counts deliveries and is the fencing token.
--- key: the producer's deduplication key (message_key holds the claim);
--- attempt_log: one JSON object per failed attempt (message_fail, an expired
--- lock), carried into dead_letter.
--- is_counted: the lock (while is_locked) counts towards its channel's
--- max_concurrency, and so has an entry in message_locked_ix.  Set when the
--- lock is taken in a channel with max_concurrency, and by channel_set on
--- the channel's locks when it gives the channel that limit: every lock of a
--- channel with max_concurrency is counted.  Locks in other channels are
--- not, so a dequeue writes two index entries, not three.  Meaningless
--- while the message is not locked.  (Added in 0.6.0.)
--- locked_by: the role that took the lock (message_dequeue), the only one
--- whose complete, defer, fail or heartbeat the lock accepts: the fencing
--- token is a small guessable number.  A regrole, so that a dump restored
--- into another cluster names the same role.  NULL on locks taken before
--- 0.9.0 (any role may settle those); meaningless while the message is not
--- locked.  (Added in 0.9.0.)
--- num_failures: the message's failed deliveries since it was created or
--- redriven: message_fail, and locks that expired.  max_attempts counts
--- these, not deliveries: a defer is the worker's choice of a later time
--- (a step of a long job, a dependency not ready), not a failure, so a
--- message deferred any number of times keeps its retries.  (The last
--- column: added in 0.9.0.)
+-- schedule while it waits, its lock expiry while a worker holds it.
+-- num_attempts counts deliveries and is the fencing token; locked_by is the
+-- role whose complete, defer, fail or heartbeat the lock accepts;
+-- num_failures counts failed deliveries (max_attempts); key is the
+-- producer's deduplication key (message_key holds the claim); attempt_log
+-- holds one JSON object per failed attempt, carried into dead_letter.
+--
+-- Delivery (doc/dequeue-design.md).  A message is in one of four states:
+--   ready      position is set: its place in the round order
+--              (message_ready_ix), fixed when it became ready.  A ready
+--              message may still be locked: an expired lock that a dequeue
+--              promoted, whose holder may still complete it until it is
+--              delivered again (is_recovered);
+--   locked     is_locked, position NULL: dequeue_at is the lock's expiry
+--              (message_due_ix: recovery);
+--   scheduled  not locked, position NULL, not held: dequeue_at is when it
+--              becomes deliverable (message_due_ix: promotion);
+--   held       is_held: its channel's limit has no room for it
+--              (message_held_ix: admission, in (dequeue_at, id) order).
+-- position = round * 2^20 + the channel's slot (the low 20 bits of
+-- channel_id): its channel's turn, one per round.  A turn delivers its
+-- channel's first ready message in (dequeue_at, id) order: the turn's
+-- holder, unless the channel has an early message that sorts before it
+-- (is_early: placed at the back although it sorts more than a second
+-- before its channel's last ready message; message_early_ix), which the
+-- turn delivers while the holder takes the early one's turn
+-- (doc/dequeue-design.md).  is_admitted:
+-- counted by its channel's admission (channel.num_admitted).
+-- channel is the channel's name and channel_id its hash (_channel_id): a
+-- channel without configuration has no row.
 CREATE TABLE @extschema@.message (
     id bigint NOT NULL DEFAULT pg_catalog.nextval('@extschema@.message_id_seq'),
     channel_id bigint NOT NULL,
@@ -37,9 +40,13 @@ CREATE TABLE @extschema@.message (
     state bytea,
     key text,
     attempt_log jsonb,
-    is_counted boolean NOT NULL DEFAULT FALSE,
+    is_admitted boolean NOT NULL DEFAULT FALSE,
     locked_by pg_catalog.regrole,
     num_failures integer NOT NULL DEFAULT 0,
+    channel text NOT NULL,
+    position bigint,
+    is_held boolean NOT NULL DEFAULT FALSE,
+    is_early boolean NOT NULL DEFAULT FALSE,
     CONSTRAINT message_pkey PRIMARY KEY (id)
 ) WITH (
     fillfactor = 70,
@@ -59,7 +66,7 @@ COMMENT ON COLUMN @extschema@.message.id IS
 'The message''s id, from message_id_seq: the handle workers use, and the FIFO tie-breaker within a channel.';
 
 COMMENT ON COLUMN @extschema@.message.channel_id IS
-'The message''s channel (channel.id).';
+'The id of the message''s channel: the hash of its name (_channel_id), channel.id when the channel is configured.';
 
 COMMENT ON COLUMN @extschema@.message.dequeue_at IS
 'Epoch ms from which the message may be delivered: its schedule while it waits, its lock''s expiry while locked; a channel delivers in (dequeue_at, id) order.';
@@ -85,11 +92,23 @@ COMMENT ON COLUMN @extschema@.message.key IS
 COMMENT ON COLUMN @extschema@.message.attempt_log IS
 'One JSON object per failed attempt (message_fail, an expired lock), {"attempt": n, "at": epoch ms, "error": text}, carried into dead_letter; NULL: none.';
 
-COMMENT ON COLUMN @extschema@.message.is_counted IS
-'The lock counts towards max_concurrency and is in message_locked_ix, internal state maintained by the queue functions, not to be written by hand; meaningless while not locked.';
+COMMENT ON COLUMN @extschema@.message.is_admitted IS
+'Counted by its channel''s admission (channel.num_admitted), internal state maintained by the queue functions, not to be written by hand; only in channels with a limit.';
 
 COMMENT ON COLUMN @extschema@.message.locked_by IS
 'The role that took the lock, the only one whose complete, defer, fail or heartbeat it accepts; NULL on locks taken before 0.9.0; meaningless while not locked.';
 
 COMMENT ON COLUMN @extschema@.message.num_failures IS
 'Failed deliveries (message_fail calls, expired locks) since the message was created or redriven; max_attempts counts these, and a defer is not one.';
+
+COMMENT ON COLUMN @extschema@.message.channel IS
+'The name of the message''s channel.';
+
+COMMENT ON COLUMN @extschema@.message.position IS
+'Delivery, internal state maintained by the queue functions, not to be written by hand: the message''s place in the round order while it is ready (round * 2^20 + its channel''s slot); NULL: locked, scheduled or held.';
+
+COMMENT ON COLUMN @extschema@.message.is_held IS
+'Admission, internal state maintained by the queue functions, not to be written by hand: held until its channel''s limit has room.';
+
+COMMENT ON COLUMN @extschema@.message.is_early IS
+'Delivery, internal state maintained by the queue functions, not to be written by hand: the message sorts before the holder of an earlier turn of its channel (a priority message, a recovered lock), which delivers it instead; in message_early_ix.';

@@ -5,7 +5,10 @@ load() builds the queue on an autocommit psycopg connection to a database
 where `CREATE EXTENSION lonnymq VERSION '0.1.0'` was run, and returns the
 fencing tokens it kept (Loaded).  check_every_state() proves that each state
 the upgrade must carry over is really there, so that the upgrade tests cannot
-pass on a queue that silently lost one of them.
+pass on a queue that silently lost one of them.  snapshot() reads every table
+and sequence; after the update project() reads the same by column name, and
+carry() says what they must hold: unchanged, but for what an upgrade retires
+or renames (RETIRED_*, 0.11.0's new data model) and the values it transforms.
 
 Channels (HOUR = one hour in ms; every time-dependent state is at least an
 hour away or already past, so nothing changes state while the tests run):
@@ -89,7 +92,7 @@ def apply_role_ops(conn) -> None:
         conn.execute(f"SELECT lonnymq.{fn}(%s, %s)", (role, access))
 
 
-def _clock(conn) -> int:
+def clock(conn) -> int:
     return conn.execute("SELECT lonnymq.to_epoch(clock_timestamp())").fetchone()[0]
 
 
@@ -163,7 +166,7 @@ def load(conn, roles: bool = True) -> Loaded:
     take("plain", HOUR, ["p1", "p2"])
     create("plain", "p3")
     take("plain", HOUR, ["p3"])
-    defer("p3", _clock(conn) + HOUR, b"state-later")
+    defer("p3", clock(conn) + HOUR, b"state-later")
     create("plain", "p4")
     take("plain", HOUR, ["p4"])
     create("plain", "p5")
@@ -195,7 +198,7 @@ def load(conn, roles: bool = True) -> Loaded:
     take("slow", HOUR, ["w1"])
 
     # Channels a consumer found with nothing deliverable.
-    served_then_nothing("future", "f0", ("f1", _clock(conn) + HOUR))
+    served_then_nothing("future", "f0", ("f1", clock(conn) + HOUR))
     served_then_nothing("emptied", "e0", None)
     served_then_nothing("woken", "g0", None)
     served_then_nothing("woken_future", "h0", None)
@@ -208,11 +211,11 @@ def load(conn, roles: bool = True) -> Loaded:
         create("plain", "p9")
     create("plain", "p-urgent", -1000)
     create("plain", "p-zero", 0)
-    create("plain", "p-future", _clock(conn) + HOUR)
+    create("plain", "p-future", clock(conn) + HOUR)
     for x in ("x1", "x2", "x3", "x4"):
         create("capped", x)
     create("woken", "g1")
-    create("woken_future", "h1", _clock(conn) + HOUR)
+    create("woken_future", "h1", clock(conn) + HOUR)
     create("newborn", "n1")
     create("newborn", "n2")
 
@@ -231,7 +234,7 @@ def load(conn, roles: bool = True) -> Loaded:
 
 def check_every_state(conn, loaded: Loaded) -> None:
     """Assert that the loaded queue holds every state the upgrade must carry."""
-    now = _clock(conn)
+    now = clock(conn)
 
     def channel(name: str) -> dict:
         cur = conn.execute("SELECT * FROM lonnymq.channel WHERE name = %s", (name,))
@@ -356,33 +359,241 @@ def snapshot(conn) -> dict:
     return {"tables": tables, "sequences": sequences, "columns": {t: _columns(conn, t) for t in tables}}
 
 
+# ---------------------------------------------------------------- what the upgrades retire
+
+# What an upgrade retires or renames, by the version that does it; every
+# table, column and sequence not listed here survives every upgrade under its
+# own name, with its rows' values (project() reads them so, carry() says what
+# becomes of the values that an upgrade does transform).  0.8.0 moved the
+# floors of 0.7.0 (channel.floor_at, the marks of channel_floor_mark) into
+# channel_floor.  0.11.0 replaces the delivery model (doc/dequeue-design.md,
+# "The concepts, and why each exists"): positions replace the rotation of
+# channel rows, the wake-ups and the floors; admission replaces the counted
+# locks; a channel's id is the hash of its name, and only a configured
+# channel has a row.
+RETIRED_TABLES = {
+    # 0.7.0's marks of messages created under REPEATABLE READ: channel_floor
+    "channel_floor_mark": "0.8.0",
+    # the wake-ups of channels out of the rotation: a message that becomes
+    # ready gets its place in the round order at once (message.position)
+    "channel_wake": "0.11.0",
+    # the per-channel floors (0.8.0): the marks, kept in sequences
+    "channel_floor": "0.11.0",
+}
+RETIRED_SEQUENCES = {
+    "channel_id_seq": "0.11.0",        # a channel's id is the hash of its name
+    "channel_turn_seq": "0.11.0",      # the rotation's turns: positions
+    "channel_wake_id_seq": "0.11.0",   # channel_wake's ids
+    "channel_floor_id_seq": "0.11.0",  # channel_floor's ids
+}
+# (table, column): (version, the column it became or None when dropped, what
+# becomes of the value: see carry()).
+RETIRED_COLUMNS = {
+    # 0.7.0's floors: channel_floor rows (0.8.0), then the marks (0.11.0).
+    ("channel", "floor_at"): ("0.8.0", None, "dropped"),
+    ("channel", "floor_checked_at"): ("0.8.0", None, "dropped"),
+    # The rotation: a ready message's place is message.position.
+    ("channel", "next_at"): ("0.11.0", None, "dropped"),
+    ("channel", "turn"): ("0.11.0", None, "dropped"),
+    ("channel", "wait_at"): ("0.11.0", None, "dropped"),
+    # The last serve, kept as the time the release interval ends.
+    ("channel", "last_served_at"): ("0.11.0", "release_at", "last_served_at + release_interval_ms (NULL stays NULL)"),
+    # The counted locks become the admitted messages: recounted by admission.
+    ("channel", "num_locked"): ("0.11.0", "num_admitted",
+                                "its locks and the messages the upgrade admits, in a channel with a limit "
+                                "(max_concurrency, release_interval_ms) or paused; 0 in any other"),
+    ("message", "is_counted"): ("0.11.0", "is_admitted",
+                                "a lock of a channel with a limit or paused, or a ready message it admits"),
+}
+# Columns kept under their name whose values 0.11.0 transforms (carry()):
+#   channel.id, message.channel_id, message_key.channel_id,
+#   channel_quota.channel_id   the hash of the channel's name (_channel_id);
+#   channel.notify_payload     a channel's id as text (p_notify_payload 'id')
+#                              becomes its new id; NULL and '' stay;
+#   message.dequeue_at         kept, but for a ready message admitted while
+#                              its channel's release interval runs: the end
+#                              of the interval (release_at), when admission
+#                              delivers it;
+#   channel rows               a channel whose configuration is the default
+#                              one (no limits, not paused, the default retry
+#                              policy, no dedup window, history or
+#                              notifications) has no row any more: its
+#                              messages and keys stay, and what the row held
+#                              besides its configuration (counts, created_at)
+#                              served nothing without a limit.
+CHANNEL_DEFAULTS = {
+    "max_concurrency": None, "max_size": None, "release_interval_ms": 0, "is_paused": False,
+    "max_attempts": None, "backoff_base_ms": 1000, "backoff_factor": 2.0, "backoff_max_ms": 3_600_000,
+    "backoff_jitter": 0.1, "dedup_window_ms": 0, "retain_history": False, "notify": False,
+}
+SLOT_BITS = 20  # position = round * 2^20 + the low 20 bits of the channel's id
+
+
+def _version(v: str) -> tuple[int, ...]:
+    return tuple(map(int, v.split(".")))
+
+
+def _installed(conn) -> tuple[int, ...]:
+    (version,) = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'lonnymq'").fetchone()
+    return _version(version)
+
+
 def project(conn, before: dict) -> tuple[dict, dict]:
-    """The same tables, columns and sequences as `before`, read now (by column
-    name, whatever the new column order); and what is new: {table: [columns]},
-    with new tables under their name and the key None for new sequences."""
+    """The tables, columns and sequences of `before` read now, by column name
+    (whatever the new column order), a renamed column under its new name and
+    a retired one left out (RETIRED_*); and what is new: {table: [columns]}
+    (the new names of renamed columns are not new), with new tables under
+    their name and the key None for new sequences.  Anything of `before`
+    that is gone and not listed as retired fails here."""
+    installed = _installed(conn)
+
+    def retired(version: str | None) -> bool:
+        """Whether a retirement of `version` is installed."""
+        return version is not None and installed >= _version(version)
+
     tables, missing = {}, []
     now_tables = set(_tables(conn))
+    renamed_to: dict[str, set[str]] = {}
     for t, cols in before["columns"].items():
         if t not in now_tables:
-            missing.append(f"table lonnymq.{t}")
+            if not retired(RETIRED_TABLES.get(t)):
+                missing.append(f"table lonnymq.{t}")
             continue
         have = set(_columns(conn, t))
-        gone = [c for c in cols if c not in have]
-        missing += [f"column lonnymq.{t}.{c}" for c in gone]
-        tables[t] = _table_rows(conn, t, [c for c in cols if c in have])
+        read = []
+        for c in cols:
+            version, into, _ = RETIRED_COLUMNS.get((t, c), (None, c, None))
+            if not retired(version):
+                into = c
+            if into is None:
+                if c in have:
+                    missing.append(f"column lonnymq.{t}.{c} (listed as dropped, still there)")
+                continue
+            if into != c:
+                renamed_to.setdefault(t, set()).add(into)
+                if c in have:
+                    missing.append(f"column lonnymq.{t}.{c} (listed as renamed to {into}, still there)")
+            if into not in have:
+                missing.append(f"column lonnymq.{t}.{c}" + (f" (renamed to {into})" if into != c else ""))
+                continue
+            read.append(into)
+        tables[t] = _table_rows(conn, t, read)
     now_seqs = set(_sequences(conn))
-    missing += [f"sequence lonnymq.{s}" for s in before["sequences"] if s not in now_seqs]
-    assert not missing, "the upgrade removed or renamed: " + ", ".join(missing)
+    missing += [f"sequence lonnymq.{s}" for s in before["sequences"]
+                if s not in now_seqs and not retired(RETIRED_SEQUENCES.get(s))]
+    missing += [f"table lonnymq.{t} (listed as retired, still there)" for t in before["columns"]
+                if retired(RETIRED_TABLES.get(t)) and t in now_tables]
+    missing += [f"sequence lonnymq.{s} (listed as retired, still there)" for s in before["sequences"]
+                if retired(RETIRED_SEQUENCES.get(s)) and s in now_seqs]
+    assert not missing, "the upgrade removed or renamed what RETIRED_* does not list: " + ", ".join(missing)
     sequences = {
         s: conn.execute(sql.SQL("SELECT last_value, is_called FROM {}").format(
             sql.Identifier("lonnymq", s))).fetchone()
-        for s in before["sequences"]
+        for s in before["sequences"] if s in now_seqs
     }
-    new = {t: [c for c in _columns(conn, t) if c not in before["columns"].get(t, [])]
+    new = {t: [c for c in _columns(conn, t)
+               if c not in before["columns"].get(t, []) and c not in renamed_to.get(t, set())]
            for t in sorted(now_tables)}
     new = {t: cols for t, cols in new.items() if cols}
     new[None] = sorted(now_seqs - set(before["sequences"]))
     return {"tables": tables, "sequences": sequences}, new
+
+
+def carry(conn, before: dict, now: int) -> dict:
+    """What the upgrade to 0.11.0 makes of the rows of `before` (read by
+    snapshot() under 0.10.1 or older), by the rules above, in project()'s
+    shape: the expected projection of the upgraded database.  `now` is any
+    clock reading around the update: ready means dequeue_at <= now (the
+    scenarios keep every time at least FAR from it).  The admission of a
+    channel with limits is recomputed here from the 0.11.0 rules
+    (doc/dequeue-design.md, "Limits as admission"), independently of the
+    upgrade script: its locks are admitted; then, unless it is paused, its
+    ready messages in (dequeue_at, id) order while it has room
+    (max_concurrency - its locks; one with a release interval, which
+    schedules it at release_at while that is ahead); the others are held."""
+    tables = {t: [dict(r) for r in rows] for t, rows in before["tables"].items() if t not in RETIRED_TABLES}
+    channels = before["tables"]["channel"]
+    names = {c["id"]: c["name"] for c in channels}
+    ids = dict(conn.execute("SELECT name, pg_catalog.hashtextextended(name, 0) FROM unnest(%s::text[]) AS name",
+                            (sorted(names.values()),)).fetchall())
+
+    def setting(c: dict, col: str):
+        return c.get(col, CHANNEL_DEFAULTS[col])
+
+    def limited(c: dict) -> bool:
+        return setting(c, "max_concurrency") is not None or setting(c, "release_interval_ms") > 0 \
+            or setting(c, "is_paused")
+
+    by_name = {c["name"]: c for c in channels}
+    messages = tables["message"]
+    num_admitted: dict[str, int] = {}
+    release_at = {c["name"]: (None if c["last_served_at"] is None
+                              else c["last_served_at"] + c["release_interval_ms"]) for c in channels}
+    for m in messages:
+        m["_channel"] = names[m["channel_id"]]
+        m["channel_id"] = ids[m["_channel"]]
+        m["_admitted"] = m["is_locked"] and limited(by_name[m["_channel"]])
+    for name, c in by_name.items():
+        if not limited(c):
+            continue
+        mine = [m for m in messages if m["_channel"] == name]
+        locks = sum(m["is_locked"] for m in mine)
+        ready = sorted((m for m in mine if not m["is_locked"] and m["dequeue_at"] <= now),
+                       key=lambda m: (m["dequeue_at"], m["id"]))
+        room = 0 if setting(c, "is_paused") else min(
+            len(ready) if c["max_concurrency"] is None else max(c["max_concurrency"] - locks, 0),
+            1 if c["release_interval_ms"] > 0 else len(ready))
+        for m in ready[:room]:
+            m["_admitted"] = True
+            if release_at[name] is not None and release_at[name] > now:
+                m["dequeue_at"] = release_at[name]
+        num_admitted[name] = locks + min(room, len(ready))
+    for m in messages:
+        if "is_counted" in m:
+            del m["is_counted"]
+            m["is_admitted"] = m["_admitted"]
+        del m["_channel"], m["_admitted"]
+
+    kept = []
+    for c in channels:
+        if all(setting(c, col) == value for col, value in CHANNEL_DEFAULTS.items()):
+            continue
+        row = {k: v for k, v in c.items() if RETIRED_COLUMNS.get(("channel", k), (None, k))[1] == k}
+        row["id"] = ids[c["name"]]
+        row["release_at"] = release_at[c["name"]]
+        row["num_admitted"] = num_admitted.get(c["name"], 0)
+        if row.get("notify_payload"):
+            row["notify_payload"] = str(ids[c["name"]])
+        kept.append(row)
+    tables["channel"] = kept
+    for t in ("channel_quota", "message_key"):
+        for r in tables.get(t, []):
+            r["channel_id"] = ids[names[r["channel_id"]]]
+    sequences = {s: v for s, v in before["sequences"].items() if s not in RETIRED_SEQUENCES}
+    return {"tables": tables, "sequences": sequences}
+
+
+def differences(want: dict, got: dict) -> list[str]:
+    """What differs between two states of project()'s shape, each table's
+    rows compared as sets (the upgrade changes primary keys, and so the
+    order project() reads them in)."""
+    def key(row: dict) -> str:
+        return repr(sorted(row.items()))
+
+    problems = []
+    for t in sorted(set(want["tables"]) | set(got["tables"])):
+        w = sorted(want["tables"].get(t, []), key=key)
+        g = sorted(got["tables"].get(t, []), key=key)
+        if w != g:
+            lines = [f"lonnymq.{t}: {len(w)} rows expected, {len(g)} found"]
+            gone = [r for r in w if r not in g]
+            extra = [r for r in g if r not in w]
+            lines += [f"  expected {r}" for r in gone[:5]] + [f"  found    {r}" for r in extra[:5]]
+            problems.append("\n".join(lines))
+    for s in sorted(set(want["sequences"]) | set(got["sequences"])):
+        if want["sequences"].get(s) != got["sequences"].get(s):
+            problems.append(f"lonnymq.{s}: {want['sequences'].get(s)} expected, {got['sequences'].get(s)} found")
+    return problems
 
 
 # ---------------------------------------------------------------- delivery
@@ -405,6 +616,30 @@ def drain_order(conn, limit: int, max_calls: int = 500) -> list[list[tuple]]:
             assert conn.execute("SELECT lonnymq.message_complete(%s, %s)", (r[0], r[4])).fetchone()[0], \
                 f"completing {r} failed"
     raise AssertionError(f"still delivering after {max_calls} calls")
+
+
+def round_violation(deliveries: list[tuple[int, str]], ready: dict[int, str]) -> str | None:
+    """The first breach of the round property in a drain, or None.
+    deliveries: (message id, channel) in delivery order; ready: the messages
+    ready when the drain began, id -> channel.  Each round gives every
+    channel that is ready one delivery, so at every point of the drain no
+    channel has two deliveries more than a channel that still holds one of
+    those messages.  (A channel whose message becomes ready later joins a
+    round, at most one round late: it is held to the same bound, not waited
+    for.)"""
+    counts: dict[str, int] = {}
+    waiting: dict[str, int] = {}
+    for channel in ready.values():
+        waiting[channel] = waiting.get(channel, 0) + 1
+    for i, (mid, channel) in enumerate(deliveries):
+        counts[channel] = counts.get(channel, 0) + 1
+        if mid in ready:
+            waiting[channel] -= 1
+        behind = {c: counts.get(c, 0) for c, n in waiting.items() if n > 0 and counts[channel] - counts.get(c, 0) > 1}
+        if behind:
+            return (f"delivery {i} is {channel}'s number {counts[channel]}, while these channels, with a "
+                    f"message ready since the start still to deliver, had only: {behind}")
+    return None
 
 
 def connect(cluster, dbname: str, **kwargs) -> psycopg.Connection:

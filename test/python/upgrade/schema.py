@@ -99,6 +99,12 @@ def normalise(dump: str) -> list[str]:
     return squeezed
 
 
+def ordered(dump: str) -> list[str]:
+    """The dump's lines as fingerprint() digests them: normalise() but with
+    the columns in their order."""
+    return _kept_lines(dump)
+
+
 def fingerprint(dump: str, facts: dict[str, list[tuple]]) -> str:
     """sha256 of a dump_schema() output (only the lines that differ between
     dumps of the same schema dropped; columns kept in their order) and of

@@ -1,0 +1,96 @@
+-- One channel's figures for monitoring: the row of the view channel_stats
+-- for p_channel (the view is this function for every channel it lists).
+-- No row when the channel has neither a configuration nor messages.
+-- Cost: one probe of channel_pkey, one pass over the channel's entries in
+-- message_channel_ix, one probe for its next ready message and one range
+-- of dead_letter_channel_ix: the channel's own messages, whatever the
+-- number of channels (a filter on the view's name column cannot reach a
+-- channel without a row but by listing every channel).
+-- Counts are exact as of the statement's snapshot:
+--   ready:     deliverable now (dequeue_at <= now, not locked), held ones
+--              of a channel at its limit or paused included
+--   scheduled: not locked, deliverable later (future dequeue_at, deferred)
+--   locked:    held by a worker (expired locks included, until recovered)
+--   dead:      in dead_letter
+--   oldest_ready_age_ms: how long the channel's next message in delivery
+--     order has been deliverable, now - greatest(dequeue_at, created_at);
+--     the age of its oldest ready message unless priorities reorder it.
+-- "Now" is the wall clock, read once per channel.
+-- A channel without a row has the defaults of _channel_defaults.
+-- Tables: channel, message, dead_letter (read).
+CREATE FUNCTION @extschema@.channel_stats(p_channel text)
+RETURNS TABLE (
+    channel text,
+    ready bigint,
+    scheduled bigint,
+    locked bigint,
+    dead bigint,
+    oldest_ready_age_ms bigint,
+    is_paused boolean,
+    max_concurrency integer,
+    max_size integer,
+    release_interval_ms bigint,
+    max_attempts integer,
+    backoff_base_ms bigint,
+    backoff_factor double precision,
+    backoff_max_ms bigint,
+    backoff_jitter double precision,
+    dedup_window_ms bigint,
+    retain_history boolean,
+    notify boolean
+)
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT
+        p_channel,
+        n.due - n.expired,
+        n.total - n.due - (n.locked - n.expired),
+        n.locked,
+        d.dead,
+        k.now - GREATEST(h.dequeue_at, h.created_at),
+        COALESCE(c.is_paused, f.is_paused),
+        c.max_concurrency,
+        c.max_size,
+        COALESCE(c.release_interval_ms, f.release_interval_ms),
+        c.max_attempts,
+        COALESCE(c.backoff_base_ms, f.backoff_base_ms),
+        COALESCE(c.backoff_factor, f.backoff_factor),
+        COALESCE(c.backoff_max_ms, f.backoff_max_ms),
+        COALESCE(c.backoff_jitter, f.backoff_jitter),
+        COALESCE(c.dedup_window_ms, f.dedup_window_ms),
+        COALESCE(c.retain_history, f.retain_history),
+        COALESCE(c.notify, f.notify)
+    FROM (
+        SELECT @extschema@._clock_ms() AS now, @extschema@._channel_id(p_channel) AS id
+    ) AS k
+    CROSS JOIN @extschema@._channel_defaults(p_channel, 0) AS f
+    LEFT JOIN @extschema@.channel AS c ON c.id = k.id AND c.name = p_channel
+    CROSS JOIN LATERAL (
+        SELECT
+            pg_catalog.count(*) AS total,
+            pg_catalog.count(*) FILTER (WHERE m.dequeue_at <= k.now) AS due,
+            pg_catalog.count(*) FILTER (WHERE m.is_locked) AS locked,
+            pg_catalog.count(*) FILTER (WHERE m.is_locked AND m.dequeue_at <= k.now) AS expired
+        FROM @extschema@.message AS m
+        WHERE m.channel_id = k.id AND m.channel = p_channel
+    ) AS n
+    CROSS JOIN LATERAL (
+        SELECT pg_catalog.count(*) AS dead
+        FROM @extschema@.dead_letter AS dl
+        WHERE dl.channel = p_channel
+    ) AS d
+    LEFT JOIN LATERAL (
+        SELECT m.dequeue_at, m.created_at
+        FROM @extschema@.message AS m
+        WHERE m.channel_id = k.id AND m.channel = p_channel AND m.dequeue_at <= k.now AND NOT m.is_locked
+        ORDER BY m.dequeue_at, m.id
+        LIMIT 1
+    ) AS h ON TRUE
+    WHERE c.id IS NOT NULL OR n.total > 0
+$$;
+
+COMMENT ON FUNCTION @extschema@.channel_stats(text) IS
+'One channel''s row of the view channel_stats (ready, scheduled, locked and dead messages, the age of the next ready message, the pause state and the configuration), reading only that channel''s messages; no row when the channel has neither configuration nor messages.';
+
+REVOKE ALL ON FUNCTION @extschema@.channel_stats(text) FROM PUBLIC;

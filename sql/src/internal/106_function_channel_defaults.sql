@@ -1,0 +1,22 @@
+-- Internal: the configuration of a channel that has none of its own: no
+-- limits, the default retry policy, no dedup window, no history, no
+-- notifications.  The one place the defaults are written: channel_set's
+-- parameters default to the same values (its page says so), and a channel
+-- created by channel_pause starts from this row.
+-- Parameters: p_channel, the name; p_now, its creation time.
+-- Returns: a channel row, not stored.
+CREATE FUNCTION @extschema@._channel_defaults(p_channel text, p_now bigint)
+RETURNS @extschema@.channel
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT ROW(
+        @extschema@._channel_id(p_channel), p_channel,
+        NULL, NULL, 0, NULL, 0, 0, p_now, FALSE,
+        NULL, 1000, 2.0, 3600000, 0.1, 0, FALSE, FALSE, NULL, 0
+    )::@extschema@.channel
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_defaults(text, bigint) IS
+'Internal: the configuration of a channel without one (no limits, default retry policy), as a channel row that is not stored.';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_defaults(text, bigint) FROM PUBLIC;

@@ -1,0 +1,34 @@
+-- Internal: enter the current epoch before writing a position or an entry
+-- of message_due_ix (a lock's expiry, a schedule).  Holds the epoch's parity
+-- (advisory lock 1819111690, parity) shared until the transaction ends, so
+-- that _marks_raise, which needs the previous epoch's parity free before it
+-- raises the marks, waits for this writer; and re-reads the epoch after the
+-- lock, so that a raise between the read and the lock cannot leave this
+-- writer with an older bound unnoticed (the loop takes the newer epoch too;
+-- holding both parities is harmless: it only delays a raise).
+-- Parameters: none.
+-- Returns: the bound: every position the caller writes must be at least it;
+--   the caller's clock, read after this, is at least epoch_at_seq.
+-- Tables: none (position_bound_seq).
+CREATE FUNCTION @extschema@._epoch_enter()
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_seen bigint;
+    v_epoch bigint := pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq');
+BEGIN
+    LOOP
+        v_seen := v_epoch;
+        PERFORM @extschema@._epoch_hold(v_seen);
+        v_epoch := pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq');
+        EXIT WHEN v_epoch = v_seen;
+    END LOOP;
+    RETURN v_epoch >> 1;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._epoch_enter() IS
+'Internal: hold the current epoch''s parity shared until commit; returns the bound that positions written now must reach.';
+
+REVOKE ALL ON FUNCTION @extschema@._epoch_enter() FROM PUBLIC;

@@ -1,0 +1,37 @@
+-- Internal: whether a message that becomes ready behind an early message of
+-- its channel (a burst of priority messages at the channel's back) is early
+-- too: it must not pass the latest of the channel's early messages, nor, by
+-- more than p_margin, the channel's last ready message that is not early
+-- (stepping back over the burst).  The rare case of _message_place.
+-- (The channel's last ready message is early: the latest early one is at
+-- least as late.)
+-- Parameters: as _message_place.
+-- Tables: reads message (message_early_ix, message_channel_ix).
+CREATE FUNCTION @extschema@._message_early_behind(
+    p_channel_id bigint,
+    p_bound bigint,
+    p_dequeue_at bigint,
+    p_margin bigint
+)
+RETURNS boolean
+LANGUAGE sql STABLE
+AS $$
+    SELECT
+        COALESCE(p_dequeue_at < (
+            SELECT x.dequeue_at FROM @extschema@.message AS x
+            WHERE x.channel_id = p_channel_id AND x.is_early AND x.position IS NOT NULL
+            ORDER BY x.dequeue_at DESC, x.id DESC
+            LIMIT 1
+        ), FALSE)
+        OR COALESCE(p_dequeue_at < (
+            SELECT r.dequeue_at - p_margin FROM @extschema@.message AS r
+            WHERE r.channel_id = p_channel_id AND r.position >= p_bound AND NOT r.is_early
+            ORDER BY r.position DESC NULLS LAST
+            LIMIT 1
+        ), FALSE)
+$$;
+
+COMMENT ON FUNCTION @extschema@._message_early_behind(bigint, bigint, bigint, bigint) IS
+'Internal: whether a message placed behind an early message of its channel is early too.';
+
+REVOKE ALL ON FUNCTION @extschema@._message_early_behind(bigint, bigint, bigint, bigint) FROM PUBLIC;

@@ -1,0 +1,103 @@
+-- Internal: promote up to p_limit messages of message_due_ix whose time has
+-- come (from the due mark, oldest first, SKIP LOCKED), for a dequeue; the
+-- one path of schedules, retries, defers and lock recovery:
+--   * an expired lock that is its message's max_attempts-th failure: a dead
+--     letter ("lock expired");
+--   * a message of a paused channel, or of a channel with limits that is
+--     not admitted: held, and its channel's admission runs;
+--   * any other: ready, at its channel's next place (_message_place).  An
+--     expired lock stays locked while ready: its holder may still complete
+--     it until it is delivered again (is_recovered then); in a channel with
+--     limits it stays admitted, so max_concurrency counts it until then;
+--     with a release interval its new delivery waits for the channel's
+--     release, as the channel's one pending delivery.
+-- The caller has entered the epoch (p_bound).
+-- Parameters: p_now; p_due_mark; p_bound; p_limit.
+-- A message whose channel's row another call holds is left due.
+-- Calls: _channel_config, _message_place, _message_bury, _channel_admit.
+-- Tables: message (update, delete), dead_letter (insert: _message_bury).
+CREATE FUNCTION @extschema@._message_promote(
+    p_now bigint,
+    p_due_mark bigint,
+    p_bound bigint,
+    p_limit integer
+)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_due record;
+    v_channel @extschema@.channel%ROWTYPE;
+    v_is_dead boolean;
+    v_is_held boolean;
+BEGIN
+    FOR v_due IN
+        SELECT m.id, m.channel_id, m.channel, m.dequeue_at, m.is_locked, m.is_admitted, m.num_failures
+        FROM @extschema@.message AS m
+        WHERE
+            GREATEST(m.dequeue_at, m.created_at) >= p_due_mark AND GREATEST(m.dequeue_at, m.created_at) <= p_now
+            AND m.position IS NULL AND NOT m.is_held
+        ORDER BY GREATEST(m.dequeue_at, m.created_at), m.id
+        LIMIT p_limit
+        FOR UPDATE SKIP LOCKED
+    LOOP
+        -- A channel whose configuration is changing right now is left for
+        -- the next call (its change waits for no consumer).
+        CONTINUE WHEN NOT @extschema@._channel_guard_try_shared(v_due.channel);
+        v_channel := @extschema@._channel_config(v_due.channel_id, v_due.channel);
+        v_is_dead := COALESCE(v_due.is_locked AND v_due.num_failures + 1 >= v_channel.max_attempts, FALSE);
+        -- Paused: held.  With limits: held unless admitted already.
+        v_is_held := NOT v_is_dead AND @extschema@._channel_admits(v_channel)
+            AND (v_channel.is_paused OR NOT v_due.is_admitted);
+        -- Admission, a release, and a dead letter's count in a max_size
+        -- channel lock the channel's row.  One that another call holds (a
+        -- complete, a take, another promotion of it) is left due for a
+        -- later dequeue: consumers never queue on a channel row here.
+        IF v_is_held OR v_is_dead AND (v_due.is_admitted OR v_channel.max_size IS NOT NULL)
+            OR v_due.is_admitted AND v_due.is_locked AND v_channel.release_interval_ms > 0 THEN
+            PERFORM 1 FROM @extschema@.channel AS c WHERE c.id = v_due.channel_id FOR NO KEY UPDATE SKIP LOCKED;
+            CONTINUE WHEN FOUND IS FALSE AND EXISTS (SELECT 1 FROM @extschema@.channel AS c WHERE c.id = v_due.channel_id);
+            -- (Read again under the lock: its release and pending count.)
+            v_channel := @extschema@._channel_config(v_due.channel_id, v_due.channel);
+        END IF;
+        IF v_is_dead THEN
+            PERFORM @extschema@._message_bury(
+                v_due.id, v_due.channel_id, v_due.channel, 'lock expired', p_now, v_channel.dedup_window_ms
+            );
+        ELSIF v_is_held THEN
+            UPDATE @extschema@.message AS m SET is_held = TRUE, is_admitted = FALSE WHERE m.id = v_due.id;
+        ELSIF v_due.is_locked AND v_due.is_admitted AND v_channel.release_interval_ms > 0
+            AND (v_channel.release_at > p_now OR v_channel.num_pending > 0) THEN
+            -- An expired lock's new delivery waits for its channel's
+            -- release like any other: due again when the interval ends (a
+            -- later end when another delivery is pending).
+            UPDATE @extschema@.message AS m
+            SET dequeue_at = GREATEST(v_channel.release_at, p_now)
+                + CASE WHEN v_channel.num_pending > 0 THEN v_channel.release_interval_ms ELSE 0 END
+            WHERE m.id = v_due.id;
+        ELSE
+            -- (An expired lock of a channel with a release interval is
+            -- its one pending delivery.)
+            IF v_due.is_locked AND v_due.is_admitted AND v_channel.release_interval_ms > 0 THEN
+                UPDATE @extschema@.channel AS c SET num_pending = c.num_pending + 1 WHERE c.id = v_due.channel_id;
+            END IF;
+            -- Ready: a scheduled message, or an admitted one (an expired
+            -- lock stays admitted, and counted, until it is delivered again).
+            UPDATE @extschema@.message AS m
+            SET position = p.place, is_early = p.is_early
+            FROM @extschema@._message_place(v_due.channel_id, p_bound, v_due.dequeue_at, 0) AS p
+            WHERE m.id = v_due.id;
+        END IF;
+        -- An admitted message that ends, or goes back to be held, frees
+        -- its place; a held one may be admitted at once.
+        IF v_is_held OR v_is_dead AND v_due.is_admitted THEN
+            PERFORM @extschema@._channel_admit(v_due.channel_id, v_due.is_admitted::integer, 0, FALSE, p_now);
+        END IF;
+    END LOOP;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._message_promote(bigint, bigint, bigint, integer) IS
+'Internal: make up to p_limit due messages (scheduled, retried, deferred, expired locks, waiting for admission) ready, held for admission, or dead letters.';
+
+REVOKE ALL ON FUNCTION @extschema@._message_promote(bigint, bigint, bigint, integer) FROM PUBLIC;

@@ -1,0 +1,66 @@
+-- Internal: claim (channel, key) for the message about to be stored as
+-- p_message_id.  Returns NULL when the claim is ours (store the message),
+-- or the id of the message that holds the key: one that exists, or was
+-- completed or dead-lettered less than the channel's dedup window ago.  An
+-- expired claim is taken over.  A duplicate locks nothing.  A concurrent producer of the same key makes
+-- the INSERT wait for its transaction: if it commits, this one sees its
+-- claim; if it rolls back, this one claims.  Under REPEATABLE READ a claim
+-- committed after the snapshot raises 40001 (retry the transaction).
+-- Each keyed create also deletes up to two expired claims.
+CREATE FUNCTION @extschema@._message_key_claim(
+    p_channel_id bigint,
+    p_key text,
+    p_message_id bigint,
+    p_now bigint
+)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_claim record;
+BEGIN
+    -- By ctid (a TID scan): a join on the key let a plan made while the
+    -- table looked small walk message_key_pkey without an index condition.
+    DELETE FROM @extschema@.message_key AS k
+    WHERE k.ctid = ANY(ARRAY(
+        SELECT e.ctid
+        FROM @extschema@.message_key AS e
+        WHERE e.expires_at <= p_now
+        ORDER BY e.expires_at
+        LIMIT 2
+        FOR UPDATE SKIP LOCKED
+    ));
+    FOR v_try IN 1..3 LOOP
+        INSERT INTO @extschema@.message_key (channel_id, key, message_id)
+        VALUES (p_channel_id, p_key, p_message_id)
+        ON CONFLICT (channel_id, key) DO NOTHING;
+        IF FOUND THEN
+            RETURN NULL;
+        END IF;
+        -- Read without locking: a producer told "duplicate" must not hold
+        -- up the holder's complete, cancel or dead-lettering.
+        SELECT k.message_id, k.expires_at INTO v_claim
+        FROM @extschema@.message_key AS k
+        WHERE k.channel_id = p_channel_id AND k.key = p_key;
+        IF FOUND THEN
+            IF v_claim.expires_at IS NULL OR v_claim.expires_at > p_now THEN
+                RETURN v_claim.message_id;
+            END IF;
+            -- Expired: take it over, unless someone else just did.
+            UPDATE @extschema@.message_key AS k
+            SET message_id = p_message_id, expires_at = NULL
+            WHERE k.channel_id = p_channel_id AND k.key = p_key AND k.expires_at <= p_now;
+            IF FOUND THEN
+                RETURN NULL;
+            END IF;
+        END IF;
+    END LOOP;
+    RAISE EXCEPTION 'lonnymq: key "%" keeps changing hands, retry', p_key
+        USING ERRCODE = '40001';
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._message_key_claim(bigint, text, bigint, bigint) IS
+'Internal: claim a deduplication key for a new message; returns the id of the message holding it, or NULL when claimed.';
+
+REVOKE ALL ON FUNCTION @extschema@._message_key_claim(bigint, text, bigint, bigint) FROM PUBLIC;

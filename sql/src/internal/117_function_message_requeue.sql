@@ -1,0 +1,76 @@
+-- Internal: a locked message goes back to its channel for a later attempt:
+-- message_fail's retry (p_is_failure: its failure counted and logged with
+-- p_error) and message_defer (p_state saved unless NULL).  It is unlocked
+-- and, by its new time p_dequeue_at and its channel:
+--   scheduled  p_dequeue_at ahead of p_now: message_due_ix promotes it;
+--   held       its channel has a limit or is paused: admission;
+--   ready      otherwise: its channel's next place (_message_place).
+-- An admitted message leaves its admission (a lock counts towards
+-- max_concurrency until it is completed, failed or deferred): the channel
+-- admits its next held message, which may be this one.
+-- The caller has locked the message, entered the epoch (p_bound) and read
+-- its clock after.
+-- Parameters: p_id; p_channel (_channel_config); p_is_admitted; p_dequeue_at;
+--   p_state; p_is_failure, p_error; p_bound; p_now.
+-- Calls: _message_place, _attempt_log_append, _channel_admit.
+-- Tables: message (update).
+CREATE FUNCTION @extschema@._message_requeue(
+    p_id bigint,
+    p_channel @extschema@.channel,
+    p_is_admitted boolean,
+    p_dequeue_at bigint,
+    p_state bytea,
+    p_is_failure boolean,
+    p_error text,
+    p_bound bigint,
+    p_now bigint
+)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_limited boolean := @extschema@._channel_admits(p_channel);
+    v_position bigint;
+    v_is_early boolean := FALSE;
+    v_pending integer;
+BEGIN
+    -- (An expired lock made ready again is its channel's pending delivery.)
+    IF p_is_admitted THEN
+        SELECT (m.position IS NOT NULL)::integer INTO v_pending FROM @extschema@.message AS m WHERE m.id = p_id;
+    END IF;
+    IF p_dequeue_at <= p_now AND NOT v_limited THEN
+        SELECT p.place, p.is_early INTO v_position, v_is_early
+        FROM @extschema@._message_place(p_channel.id, p_bound, p_dequeue_at, 0) AS p;
+    END IF;
+    UPDATE @extschema@.message AS m
+    SET
+        is_locked = FALSE,
+        dequeue_at = p_dequeue_at,
+        state = COALESCE(p_state, m.state),
+        num_failures = m.num_failures + CASE WHEN p_is_failure THEN 1 ELSE 0 END,
+        attempt_log = CASE
+            WHEN p_is_failure THEN @extschema@._attempt_log_append(m.attempt_log, m.num_attempts, p_now, p_error)
+            ELSE m.attempt_log
+        END,
+        is_admitted = FALSE,
+        position = v_position,
+        is_early = v_is_early,
+        is_held = p_dequeue_at <= p_now AND v_limited
+    WHERE m.id = p_id;
+    IF p_is_admitted OR p_dequeue_at <= p_now AND v_limited THEN
+        PERFORM @extschema@._channel_admit(p_channel.id, CASE WHEN p_is_admitted THEN 1 ELSE 0 END, COALESCE(v_pending, 0), FALSE, p_now);
+    END IF;
+    IF p_channel.notify AND p_dequeue_at <= p_now AND NOT p_channel.is_paused THEN
+        PERFORM pg_catalog.pg_notify('lonnymq', COALESCE(p_channel.notify_payload, p_channel.name));
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._message_requeue(
+    bigint, @extschema@.channel, boolean, bigint, bytea, boolean, text, bigint, bigint
+) IS
+'Internal: unlock a message for a later attempt (a failure''s retry, a defer): ready, scheduled or held for admission.';
+
+REVOKE ALL ON FUNCTION @extschema@._message_requeue(
+    bigint, @extschema@.channel, boolean, bigint, bytea, boolean, text, bigint, bigint
+) FROM PUBLIC;

@@ -1,0 +1,71 @@
+-- Internal: a channel's limits or pause changed (channel_set,
+-- channel_pause, channel_resume): its messages are admitted again under the
+-- new configuration p_channel (already stored, its row locked by the
+-- caller).  Every ready message is held (a paused channel delivers
+-- nothing, a limited one only what it admits); the locks are what is
+-- admitted (live or expired, ready or held again: each goes back to the
+-- due index at its expiry, where the next promotion recovers an expired
+-- one); then a channel with limits admits its held messages while it
+-- has room (_channel_admit), and one without places them all, in
+-- (dequeue_at, id) order (_message_place).  Costs the channel's messages,
+-- once: an administrative call.
+-- Parameters: p_channel; p_bound (the caller entered the epoch); p_now.
+-- Calls: _channel_admit, _message_place.
+-- Tables: message (update), channel (update).
+CREATE FUNCTION @extschema@._channel_readmit(
+    p_channel @extschema@.channel,
+    p_bound bigint,
+    p_now bigint
+)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_limited boolean := @extschema@._channel_admits(p_channel);
+    v_held record;
+BEGIN
+    UPDATE @extschema@.message AS m
+    SET
+        position = NULL,
+        is_early = FALSE,
+        is_held = NOT m.is_locked AND (m.is_held OR m.position IS NOT NULL),
+        -- (A lock that was ready or held again re-enters the due index
+        -- above the due mark, which may have passed its expiry.)
+        dequeue_at = CASE
+            WHEN m.is_locked AND (m.is_held OR m.position IS NOT NULL) THEN GREATEST(m.dequeue_at, p_now)
+            ELSE m.dequeue_at
+        END,
+        is_admitted = v_limited AND m.is_locked
+    WHERE m.channel_id = p_channel.id AND m.channel = p_channel.name
+        AND (m.position IS NOT NULL OR m.is_admitted OR m.is_locked AND (v_limited OR m.is_held));
+    UPDATE @extschema@.channel AS c
+    SET
+        num_admitted = CASE WHEN v_limited THEN (
+            SELECT pg_catalog.count(*)::integer
+            FROM @extschema@.message AS m
+            WHERE m.channel_id = p_channel.id AND m.channel = p_channel.name AND m.is_admitted
+        ) ELSE 0 END,
+        num_pending = 0
+    WHERE c.id = p_channel.id;
+    IF v_limited THEN
+        PERFORM @extschema@._channel_admit(p_channel.id, 0, 0, FALSE, p_now);
+        RETURN;
+    END IF;
+    FOR v_held IN
+        SELECT m.id, m.dequeue_at
+        FROM @extschema@.message AS m
+        WHERE m.channel_id = p_channel.id AND m.is_held
+        ORDER BY m.dequeue_at, m.id
+    LOOP
+        UPDATE @extschema@.message AS m
+        SET is_held = FALSE, position = p.place, is_early = p.is_early
+        FROM @extschema@._message_place(p_channel.id, p_bound, v_held.dequeue_at, 0) AS p
+        WHERE m.id = v_held.id;
+    END LOOP;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_readmit(@extschema@.channel, bigint, bigint) IS
+'Internal: admit a channel''s messages again after its limits or pause changed.';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_readmit(@extschema@.channel, bigint, bigint) FROM PUBLIC;
