@@ -75,7 +75,7 @@ SELECT EXISTS (SELECT FROM pg_available_extensions WHERE name = 'dblink')
 \if :create_dblink
 CREATE EXTENSION dblink;
 \endif
-SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'dblink') AS has_dblink \gset
+SELECT count(*) > 0 AS has_dblink FROM pg_extension WHERE extname = 'dblink' \gset
 SELECT format('dbname=%s user=%s port=%s host=%s', current_database(), current_user, current_setting('port'),
     coalesce(nullif(split_part(current_setting('unix_socket_directories'), ',', 1), ''), 'localhost')) AS conninfo \gset
 
