@@ -23,6 +23,17 @@ def _heartbeat(conn, mid: int, token: int, lock_ms: int) -> bool:
     return scalar(conn, "SELECT lonnymq.message_heartbeat(%s, %s, %s)", (mid, token, lock_ms))
 
 
+def _first_delivery(conn, channel: str, columns: str) -> list[tuple]:
+    """The first non-empty dequeue of the channel within a second (its
+    messages wait for a promotion, or for their release): its rows."""
+    for _ in range(20):
+        rows = dequeue(conn, channel=channel, columns=columns)
+        if rows:
+            return rows
+        time.sleep(0.05)
+    return []
+
+
 def _promote(conn) -> None:
     """A dequeue of another channel: it promotes what is due, takes nothing here."""
     assert dequeue(conn, channel="elsewhere") == []
@@ -39,12 +50,7 @@ def test_a_heartbeat_of_a_lock_made_ready_again_frees_the_release_intervals_pend
         assert _heartbeat(conn, mid, token, 60_000) is True
         assert complete(conn, mid, token) is True
         conn.execute("SELECT lonnymq.message_create('r', 'm2')")
-        got = []
-        for _ in range(20):
-            got += [r[0] for r in dequeue(conn, channel="r", columns="convert_from(content, 'UTF8')")]
-            if got:
-                break
-            time.sleep(0.05)
+        got = [r[0] for r in _first_delivery(conn, "r", "convert_from(content, 'UTF8')")]
         assert got == ["m2"], "the channel admitted nothing after the heartbeat: its pending place stayed taken"
 
 
@@ -71,12 +77,7 @@ def test_an_expired_lock_held_by_a_pause_is_delivered_again_after_the_resume(db)
         time.sleep(0.05)
         _promote(conn)  # the expired lock is held by the pause
         conn.execute("SELECT lonnymq.channel_resume('q')")
-        got = []
-        for _ in range(20):
-            got += dequeue(conn, channel="q", columns="id, num_attempts, is_recovered")
-            if got:
-                break
-            time.sleep(0.05)
+        got = _first_delivery(conn, "q", "id, num_attempts, is_recovered")
         assert got == [(mid, token + 1, True)], "the expired lock was not delivered again after the resume"
         assert dequeue(conn, channel="q") == [], "max_concurrency 1: the recovered lock holds the one place"
         assert scalar(conn, "SELECT num_admitted FROM lonnymq.channel WHERE name = 'q'") == 1
