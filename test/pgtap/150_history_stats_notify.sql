@@ -1,6 +1,6 @@
 \ir include/setup.psql
 -- retain_history and history_prune, the channel_stats view, the notify flag.
-SELECT plan(31);
+SELECT plan(34);
 
 -- ---------------------------------------------------------------- history
 SELECT lonnymq.channel_set('hist', p_retain_history => TRUE);
@@ -82,6 +82,18 @@ SELECT ok(
     (SELECT oldest_ready_age_ms BETWEEN 1000 AND pg_temp.lmq_now() - :t_set + 1000 FROM lonnymq.channel_stats WHERE channel = 'st'),
     'a message due before it was created counts from its creation'
 );
+-- channel_stats(name): the view's row of that channel, nothing for a
+-- channel with neither configuration nor messages.
+SELECT is(
+    (SELECT concat_ws(' ', channel, ready, scheduled, locked, dead, is_paused, max_concurrency, max_size)
+     FROM lonnymq.channel_stats('st')),
+    (SELECT concat_ws(' ', channel, ready, scheduled, locked, dead, is_paused, max_concurrency, max_size)
+     FROM lonnymq.channel_stats WHERE channel = 'st'),
+    'channel_stats(name) is the view''s row of that channel'
+);
+SELECT is((SELECT count(*) FROM lonnymq.channel_stats('no such channel')), 0::bigint,
+    'channel_stats(name): no row for a channel without configuration or messages');
+SELECT is((SELECT count(*) FROM lonnymq.channel_stats(NULL)), 0::bigint, 'channel_stats(NULL): no row');
 SELECT lonnymq.channel_pause('st');
 SELECT is((SELECT is_paused FROM lonnymq.channel_stats WHERE channel = 'st'), TRUE, 'is_paused');
 SELECT lonnymq.channel_set('empty');
