@@ -23,6 +23,7 @@ BEGIN
 
     v_channel_id := @extschema@._channel_id(p_channel);
     PERFORM @extschema@._channel_guard_exclusive(p_channel);
+    PERFORM @extschema@._channel_row_lock(v_channel_id);
     -- A channel exists while it has a row (configuration) or messages.
     PERFORM 1
     FROM @extschema@.channel AS c

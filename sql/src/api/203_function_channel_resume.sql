@@ -17,6 +17,7 @@ BEGIN
     v_bound := @extschema@._epoch_enter();
     v_now := @extschema@._clock_ms();
     PERFORM @extschema@._channel_guard_exclusive(p_channel);
+    PERFORM @extschema@._channel_row_lock(@extschema@._channel_id(p_channel));
     SELECT c.* INTO v_channel
     FROM @extschema@.channel AS c
     WHERE c.id = @extschema@._channel_id(p_channel) AND c.name = p_channel

@@ -192,19 +192,17 @@ BEGIN
             WHERE
                 m.id = ANY(u.ids) AND NOT u.is_passed
                 -- A delivery in a channel with a release interval starts
-                -- the interval again (step 4): its channel's row is locked
-                -- here, or the message is left for a later call, so that no
-                -- call waits for a channel row after its completion locked
-                -- others (two such calls deadlocked).
+                -- the interval again (step 4): its channel's row lock is
+                -- tried here, never waited for, or the message is left for
+                -- a later call, so that no call waits for a channel row
+                -- after its completion locked others (two such calls
+                -- deadlocked).
                 AND (
                     NOT m.is_admitted
                     OR NOT EXISTS (
                         SELECT 1 FROM @extschema@.channel AS c WHERE c.id = m.channel_id AND c.release_interval_ms > 0
                     )
-                    OR EXISTS (
-                        SELECT 1 FROM @extschema@.channel AS c WHERE c.id = m.channel_id AND c.release_interval_ms > 0
-                        FOR NO KEY UPDATE SKIP LOCKED
-                    )
+                    OR @extschema@._channel_row_try_lock(m.channel_id)
                 )
             RETURNING
                 m.id, m.channel, m.content, m.state, m.num_attempts, m.channel_id, m.is_admitted,
@@ -233,7 +231,7 @@ BEGIN
 
     -- 4.
     -- A take in a channel with a release interval starts the interval
-    -- again (its row is locked already, by the take).
+    -- again (its row lock is held already, from the take).
     -- (The clock after the take: the interval never starts before a
     -- delivery's lock.)
     IF v_admitted IS NOT NULL THEN

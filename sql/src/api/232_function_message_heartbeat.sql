@@ -23,13 +23,13 @@ BEGIN
     -- delivery.)
     -- (The message by primary key only: a condition on its position let a
     -- plan made on an empty queue walk message_ready_ix.)
-    PERFORM 1 FROM @extschema@.channel AS c
+    PERFORM @extschema@._channel_row_lock(c.id)
+    FROM @extschema@.channel AS c
     WHERE c.id = (
         SELECT CASE WHEN m.position IS NOT NULL AND m.is_admitted THEN m.channel_id END
         FROM @extschema@.message AS m
         WHERE m.id = p_id
-    )
-    FOR NO KEY UPDATE;
+    );
     WITH old AS (
         SELECT m.id, m.position IS NOT NULL AND m.is_admitted AS was_pending
         FROM @extschema@.message AS m

@@ -5,6 +5,7 @@
 -- under it.
 -- Parameters: p_channel (the name), p_now (creation time of a new row).
 -- Returns: the row as locked.
+-- Calls: _channel_row_lock.
 -- Tables: channel (insert, lock).
 CREATE FUNCTION @extschema@._channel_lock(p_channel text, p_now bigint)
 RETURNS @extschema@.channel
@@ -13,6 +14,7 @@ AS $$
 DECLARE
     v_channel @extschema@.channel%ROWTYPE;
 BEGIN
+    PERFORM @extschema@._channel_row_lock(@extschema@._channel_id(p_channel));
     FOR v_try IN 1..3 LOOP
         INSERT INTO @extschema@.channel
         SELECT (@extschema@._channel_defaults(p_channel, p_now)).*

@@ -10,8 +10,9 @@
 -- interval, or locked; an expired lock stays admitted); with a
 -- release_interval_ms, one admitted message not yet delivered at a time;
 -- none while paused.
--- Locks the channel row (FOR NO KEY UPDATE, waiting): admissions of one
--- channel are serial, which keeps the counts exact.  A channel without a
+-- Locks the channel row (_channel_row_lock, waiting, then FOR NO KEY
+-- UPDATE): admissions of one channel are serial, which keeps the counts
+-- exact.  A channel without a
 -- row (no limits) is left alone.
 -- Parameters: p_channel_id; p_ended, admitted messages that left the
 --   channel or their admission (completed, cancelled, dead, failed,
@@ -19,7 +20,7 @@
 --   their delivery (taken, or cancelled before it); p_is_delivery, they
 --   were taken (the release interval starts again); p_now, the clock.
 -- Returns: how many messages were admitted.
--- Calls: _epoch_enter, _message_place.
+-- Calls: _channel_row_lock, _epoch_enter, _message_place.
 -- Tables: channel (update), message (update of held messages).
 CREATE FUNCTION @extschema@._channel_admit(
     p_channel_id bigint,
@@ -38,6 +39,7 @@ DECLARE
     v_bound bigint;
     v_held record;
 BEGIN
+    PERFORM @extschema@._channel_row_lock(p_channel_id);
     SELECT c.* INTO v_channel
     FROM @extschema@.channel AS c
     WHERE c.id = p_channel_id

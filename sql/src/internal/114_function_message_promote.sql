@@ -14,7 +14,8 @@
 -- The caller has entered the epoch (p_bound).
 -- Parameters: p_now; p_due_mark; p_bound; p_limit.
 -- A message whose channel's row another call holds is left due.
--- Calls: _channel_config, _message_place, _message_bury, _channel_admit.
+-- Calls: _channel_config, _channel_row_try_lock, _message_place,
+--   _message_bury, _channel_admit.
 -- Tables: message (update, delete), dead_letter (insert: _message_bury).
 CREATE FUNCTION @extschema@._message_promote(
     p_now bigint,
@@ -50,13 +51,13 @@ BEGIN
         v_is_held := NOT v_is_dead AND @extschema@._channel_admits(v_channel)
             AND (v_channel.is_paused OR NOT v_due.is_admitted);
         -- Admission, a release, and a dead letter's count in a max_size
-        -- channel lock the channel's row.  One that another call holds (a
-        -- complete, a take, another promotion of it) is left due for a
-        -- later dequeue: consumers never queue on a channel row here.
+        -- channel write the channel's row.  One whose row lock another
+        -- call holds (a complete, a take, another promotion of it) is left
+        -- due for a later dequeue: consumers never wait for a channel row
+        -- here (_channel_row_try_lock).
         IF v_is_held OR v_is_dead AND (v_due.is_admitted OR v_channel.max_size IS NOT NULL)
             OR v_due.is_admitted AND v_due.is_locked AND v_channel.release_interval_ms > 0 THEN
-            PERFORM 1 FROM @extschema@.channel AS c WHERE c.id = v_due.channel_id FOR NO KEY UPDATE SKIP LOCKED;
-            CONTINUE WHEN FOUND IS FALSE AND EXISTS (SELECT 1 FROM @extschema@.channel AS c WHERE c.id = v_due.channel_id);
+            CONTINUE WHEN NOT @extschema@._channel_row_try_lock(v_due.channel_id);
             -- (Read again under the lock: its release and pending count.)
             v_channel := @extschema@._channel_config(v_due.channel_id, v_due.channel);
         END IF;

@@ -15,9 +15,9 @@
 -- the DELETE returned: channels that retain history get their copies;
 -- keys are released for their channel's dedup window; max_size channels
 -- count the removals (_channel_removed); admitted messages free their
--- places (_channel_admit; the rows were locked before the delete).
--- Calls: _check_pairs, _message_key_release, _channel_removed,
---   _channel_admit.
+-- places (_channel_admit; their row locks were taken before the delete).
+-- Calls: _check_pairs, _channel_row_lock, _message_key_release,
+--   _channel_removed, _channel_admit.
 -- Tables: channel (read; lock), message (delete), message_history (insert),
 --   message_key (update, delete).
 CREATE FUNCTION @extschema@._message_complete_set(
@@ -53,13 +53,14 @@ BEGIN
     -- whose plan could walk message_pkey), each message checked against its
     -- own pair's token (array_position: the first pair of its id; a
     -- repeated id's later pairs are reported as not completed).
-    -- Channel rows before message rows: the rows of the channels whose
-    -- counts the completion changes (limits, max_size) are locked, in id
-    -- order, before any message is deleted (an InitPlan, evaluated before
-    -- the first delete).  A completion that deleted first and then waited
-    -- for a channel row deadlocked with a dequeue that held that row (its
-    -- own completion's) while its take followed the deleted message's
-    -- update chain: FOR UPDATE SKIP LOCKED waits there (soak test).
+    -- Channel rows before message rows: the channels whose counts the
+    -- completion changes (limits, max_size) have their row locks
+    -- (_channel_row_lock) taken, in key order, before any message is
+    -- deleted (an InitPlan, evaluated before the first delete).  A
+    -- completion that deleted first and then waited for a channel row
+    -- deadlocked with a dequeue that held that row (its own completion's)
+    -- while its take followed the deleted message's update chain: FOR
+    -- UPDATE SKIP LOCKED waits there (soak test).
     WITH gone AS (
         DELETE FROM @extschema@.message AS m
         WHERE
@@ -68,13 +69,15 @@ BEGIN
             AND m.is_locked
             AND COALESCE(m.locked_by = p_caller, TRUE)
             AND (
-                SELECT pg_catalog.count(*) FROM (
-                    SELECT 1 FROM @extschema@.channel AS c
+                SELECT pg_catalog.count(@extschema@._channel_row_lock(l.id))
+                FROM (
+                    SELECT c.id FROM @extschema@.channel AS c
                     WHERE
                         c.id = ANY(ARRAY(SELECT x.channel_id FROM @extschema@.message AS x WHERE x.id = ANY(p_ids)))
                         AND (@extschema@._channel_admits(c) OR c.max_size IS NOT NULL)
-                    ORDER BY c.id
-                    FOR NO KEY UPDATE OF c
+                    -- (The lock's key; OFFSET 0: locked in this order.)
+                    ORDER BY pg_catalog.hashint8(c.id)
+                    OFFSET 0
                 ) AS l
             ) >= 0
         RETURNING m.id, m.channel_id, m.channel, m.key, m.is_admitted, m AS message

@@ -1,0 +1,36 @@
+-- Internal: the lock of a channel's row, a transaction-scoped advisory
+-- lock keyed by the channel's id (1819111683, hashint8(id)).  Every call
+-- holds it before it locks or writes a channel row, and nothing else locks
+-- channel rows, so a call that holds it finds the row free: its row lock
+-- never waits.  Why not the row lock itself: a call that holds channel rows
+-- (a completion's) and tries another one FOR UPDATE SKIP LOCKED (a take, a
+-- promotion) may still wait, when the row version its snapshot sees was
+-- updated by a transaction that just ended (PostgreSQL then locks the newer
+-- versions, waiting for their holder, SKIP LOCKED or not), and two such
+-- calls deadlocked (soak test).  An advisory try never waits.
+-- Calls that take several hold them in key order (_message_complete_set),
+-- so that they do not deadlock each other.  A key collision only makes two
+-- channels' admissions wait for each other.
+CREATE FUNCTION @extschema@._channel_row_lock(p_channel_id bigint)
+RETURNS void
+LANGUAGE sql VOLATILE
+AS $$
+    SELECT pg_catalog.pg_advisory_xact_lock(1819111683, pg_catalog.hashint8(p_channel_id))
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_row_lock(bigint) IS
+'Internal: hold the lock of a channel''s row until the end of the transaction (waits for its holder); taken before a channel row is locked or written.';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_row_lock(bigint) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@._channel_row_try_lock(p_channel_id bigint)
+RETURNS boolean
+LANGUAGE sql VOLATILE
+AS $$
+    SELECT pg_catalog.pg_try_advisory_xact_lock(1819111683, pg_catalog.hashint8(p_channel_id))
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_row_try_lock(bigint) IS
+'Internal: take the lock of a channel''s row unless another transaction holds it; never waits.';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_row_try_lock(bigint) FROM PUBLIC;
