@@ -448,10 +448,16 @@ def held_section(data: dict, plots: dict) -> list[str]:
     wb = min(held.get("window_s", 30), h0["before_s"])
     we = min(held.get("window_s", 30), h0["hold_s"])
     sql = held.get("snapshot_sql", [])
+    # over a standing backlog (held_*), or near empty (held_empty_*: backlog 0)
+    backlogs = sorted({h.get("backlog") or 0 for h in hs}, reverse=True)
+    queues = [f"over a standing backlog of {b:,} ready messages (FIFO; each client creates one "
+              "message per message it consumes, so the backlog stays)" if b else
+              "near empty, with consumers keeping up (no backlog: each client creates its message, "
+              "or batch, then takes one, or a batch)" for b in backlogs]
+    which = "; each variant's title says which" if len(queues) > 1 else ""
     L = ["## Held snapshot\n",
-         f"{held['clients']} clients churn a queue that starts with a standing backlog of "
-         f"{h0['backlog']:,} ready messages (FIFO; each client creates one message per message it "
-         f"consumes). After {h0['warmup_s']:g} s of warm-up and {h0['before_s']:g} s of normal "
+         f"{held['clients']} clients churn a queue " + "; or ".join(queues) + which + ". "
+         f"After {h0['warmup_s']:g} s of warm-up and {h0['before_s']:g} s of normal "
          "running, another connection runs `BEGIN ISOLATION LEVEL REPEATABLE READ`, "
          + ", ".join(f"`{q}`" for q in sql)
          + " (a snapshot, and an xid, so that it holds the xmin horizon back as a writing "
@@ -780,9 +786,10 @@ def plots(data: dict, latencies: dict, base: Path) -> dict:
         for h in hs:
             xs = [i + 0.5 - h["t_hold_start"] for i in range(len(h["per_second"]))]
             ys = h["per_second"]
-            axes[0].plot(xs, [max(y, 0.5) for y in ys], lw=1, label=h["title"])  # log axis: no zeros
+            ls = "-" if h.get("backlog") else "--"  # dashed: the near-empty queue
+            axes[0].plot(xs, [max(y, 0.5) for y in ys], lw=1, ls=ls, label=h["title"])  # log axis: no zeros
             if h.get("rate_before"):
-                axes[1].plot(xs, [y / h["rate_before"] for y in ys], lw=1, label=h["title"])
+                axes[1].plot(xs, [y / h["rate_before"] for y in ys], lw=1, ls=ls, label=h["title"])
         hold_end = max((h["t_hold_end"] or h["t_hold_start"]) - h["t_hold_start"] for h in hs)
         for ax in axes:
             ax.axvspan(0, hold_end, color="grey", alpha=0.15, label="snapshot held")

@@ -49,7 +49,8 @@ GROUPS = {
     "held": "6. Held snapshot (a REPEATABLE READ transaction left open during the churn)",
 }
 HELD_GROUP = "held"
-HELD_BACKLOG = 10_000  # the standing backlog every held-snapshot variant starts with
+HELD_BACKLOG = 10_000  # the standing backlog the held-snapshot variants over a backlog start with
+HELD_CHANNELS_MANY = 10_000  # the channels of the held-snapshot variants with many channels
 
 
 # --------------------------------------------------------------------- state resets
@@ -89,11 +90,16 @@ def vacuum_queue(conn, baseline: bool) -> None:
 
 # --------------------------------------------------------------------- fixtures
 
-def setup_channels(conn, names: list[str], max_concurrency: int | None = None) -> None:
-    conn.execute(
-        "SELECT lonnymq.channel_set(n, p_max_concurrency => %s) FROM unnest(%s::text[]) AS n",
-        (max_concurrency, names),
-    )
+def setup_channels(conn, names: list[str], max_concurrency: int | None = None, chunk: int = 1000) -> None:
+    """channel_set of each name, `chunk` a statement (each its own transaction):
+    a channel_set holds a lock on its channel until the transaction ends (an
+    advisory lock, since 0.11.1), and ten thousand in one transaction overflow
+    the lock table (max_locks_per_transaction)."""
+    for i in range(0, len(names), chunk):
+        conn.execute(
+            "SELECT lonnymq.channel_set(n, p_max_concurrency => %s) FROM unnest(%s::text[]) AS n",
+            (max_concurrency, names[i:i + chunk]),
+        )
 
 
 def _fill(conn, channel: str, n: int, dequeue_at_sql: str) -> None:
@@ -132,7 +138,8 @@ def setup_ready_backlog(conn, variant: Variant) -> None:
             "SELECT lonnymq.message_create(%s, '\\x'::bytea, lonnymq.to_epoch(now()) - 60000)",
             (channel,),
         )
-        _fill(conn, channel, share - 1, "lonnymq.to_epoch(now()) - 60000")
+        if share > 1:
+            _fill(conn, channel, share - 1, "lonnymq.to_epoch(now()) - 60000")
 
 
 def setup_baseline_backlog(conn, variant: Variant) -> None:
@@ -299,16 +306,37 @@ def catalogue(backlogs: list[int], saturated_channels: int) -> list[Variant]:
                        Workload("amo"), baseline=True))
     # 6. Held snapshot: one long run each at a fixed 8 clients (bench/held.py),
     # not one run per client count; after everything else, as it is the longest.
-    out += [
-        Variant("held_1ch", HELD_GROUP, "one channel", Workload("lifecycle"), setup_ready_backlog,
-                backlog=HELD_BACKLOG),
-        Variant("held_64ch", HELD_GROUP, "64 channels", Workload("lifecycle", channels=ch64),
-                setup_ready_backlog, backlog=HELD_BACKLOG),
-        Variant("held_batch50", HELD_GROUP, "batches of 50", Workload("batch", batch=50), setup_ready_backlog,
-                backlog=HELD_BACKLOG),
-        Variant("held_amo", HELD_GROUP, "at-most-once plain table", Workload("amo"), setup_baseline_backlog,
-                baseline=True, backlog=HELD_BACKLOG),
+    out += held_variants(ch64)
+    return out
+
+
+def held_variants(ch64: tuple[str, ...]) -> list[Variant]:
+    """Scenario 6: each workload (one channel, 64 channels, 10,000 channels,
+    batches of 50, and the at-most-once plain table for reference) twice: over
+    a standing ready backlog of HELD_BACKLOG messages (`held_<shape>`: the
+    clients keep its size, each creating one message per message it consumes),
+    and with consumers keeping up (`held_empty_<shape>`: no backlog; each client
+    creates its message, or batch, then takes one, or a batch: the queue stays
+    near empty).  The two differ only by their setup."""
+    many = tuple(f"ch-{i:05d}" for i in range(HELD_CHANNELS_MANY))
+    shapes = [  # key suffix, title, workload
+        ("1ch", "one channel", Workload("lifecycle")),
+        ("64ch", "64 channels", Workload("lifecycle", channels=ch64)),
+        (f"{_short(HELD_CHANNELS_MANY)}ch", f"{HELD_CHANNELS_MANY:,} channels", Workload("lifecycle", channels=many)),
+        ("batch50", "batches of 50", Workload("batch", batch=50)),
+        ("amo", "at-most-once plain table", Workload("amo")),
     ]
+    out = []
+    for prefix, queue, backlog in (("held", f"over a {HELD_BACKLOG:,}-message backlog", HELD_BACKLOG),
+                                   ("held_empty", "near-empty queue", 0)):
+        for suffix, title, wl in shapes:
+            baseline = wl.kind == "amo"
+            if backlog:
+                setup = setup_baseline_backlog if baseline else setup_ready_backlog
+            else:  # the plain table needs nothing; lonnymq its channels
+                setup = None if baseline else setup_lifecycle
+            out.append(Variant(f"{prefix}_{suffix}", HELD_GROUP, f"{title}, {queue}", wl, setup,
+                               baseline=baseline, backlog=backlog))
     return out
 
 
