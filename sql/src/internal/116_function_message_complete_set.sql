@@ -71,12 +71,16 @@ BEGIN
             AND (
                 SELECT pg_catalog.count(@extschema@._channel_row_lock(l.id))
                 FROM (
-                    SELECT c.id FROM @extschema@.channel AS c
-                    WHERE
-                        c.id = ANY(ARRAY(SELECT x.channel_id FROM @extschema@.message AS x WHERE x.id = ANY(p_ids)))
-                        AND (@extschema@._channel_admits(c) OR c.max_size IS NOT NULL)
-                    -- (The lock's key; OFFSET 0: locked in this order.)
-                    ORDER BY pg_catalog.hashint8(c.id)
+                    -- (Sorted by the lock's key, an array's elements, not
+                    -- a scan's rows; OFFSET 0: locked in this order.)
+                    SELECT l.id
+                    FROM pg_catalog.unnest(ARRAY(
+                        SELECT c.id FROM @extschema@.channel AS c
+                        WHERE
+                            c.id = ANY(ARRAY(SELECT x.channel_id FROM @extschema@.message AS x WHERE x.id = ANY(p_ids)))
+                            AND (@extschema@._channel_admits(c) OR c.max_size IS NOT NULL)
+                    )) AS l (id)
+                    ORDER BY pg_catalog.hashint8(l.id)
                     OFFSET 0
                 ) AS l
             ) >= 0
