@@ -274,7 +274,27 @@ def rounds_pass(run: Run, target: Target, tmp: Path, sync: str, rounds: int) -> 
 # --------------------------------------------------------- item 3: the drain
 
 def _drain_client(dsn: str, kind: str, barrier, q) -> None:
+    """kind: amo (the plain table), lonnymq[@OLD] (dequeue, then complete: two
+    calls and two commits a message), or "lonnymq worker" (the worker's one
+    call, message_complete_dequeue: one call and one commit a message, as the
+    plain table)."""
     with psycopg.connect(dsn, autocommit=True) as conn:
+        if kind == "lonnymq worker":
+            take = ("SELECT id, num_attempts FROM lonnymq.message_complete_dequeue("
+                    "%s::bigint[], %s::integer[], 60000)")
+            left = "SELECT EXISTS (SELECT 1 FROM lonnymq.message)"
+            done = empty = 0
+            held: tuple = ([], [])
+            barrier.wait()
+            while True:
+                row = conn.execute(take, held, prepare=True).fetchone()
+                done += len(held[0])
+                held = ([row[0]], [row[1]]) if row else ([], [])
+                if row is None and not conn.execute(left).fetchone()[0]:
+                    break
+                empty += row is None
+            q.put((done, empty, time.monotonic()))
+            return
         if kind == "amo":
             take = (f"DELETE FROM {BASELINE_TABLE} WHERE id = (SELECT id FROM {BASELINE_TABLE} "
                     "ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 1) RETURNING id")
@@ -301,7 +321,7 @@ def _drain_client(dsn: str, kind: str, barrier, q) -> None:
 
 def drain(target: Target, kind: str) -> dict:
     with target.connect() as conn:
-        reset(conn, kind, 1, DRAIN_MESSAGES)
+        reset(conn, kind.split(" ")[0], 1, DRAIN_MESSAGES)
     ctx = mp.get_context("fork")
     barrier, q = ctx.Barrier(CLIENTS + 1), ctx.Queue()
     procs = [ctx.Process(target=_drain_client, args=(target.dsn, kind, barrier, q)) for _ in range(CLIENTS)]
@@ -319,7 +339,7 @@ def drain(target: Target, kind: str) -> dict:
 
 
 def item_drain(run: Run, target: Target) -> None:
-    kinds = ["amo", f"lonnymq@{run.args.old}", "lonnymq"]
+    kinds = ["amo", f"lonnymq@{run.args.old}", "lonnymq", "lonnymq worker"]
     for r in range(run.args.drain_reps):
         for kind in kinds:
             res = run.measured(f"drain {kind} rep {r + 1}", lambda: drain(target, kind))
@@ -546,7 +566,10 @@ def report(data: dict) -> str:
               "`message_complete(id, num_attempts)` (the plain table: its `DELETE … SKIP LOCKED LIMIT 1 "
               "RETURNING`), and stops when a take finds nothing and nothing is left in the table (a take that "
               "finds nothing while messages are left, held by others or skipped, is counted as an empty take "
-              "and retried). msg/s = messages / (last client done − start). synchronous_commit on.\n",
+              "and retried). `lonnymq worker` loops the worker's one call, `message_complete_dequeue` "
+              "(completing the message the previous call delivered): one call and one commit a message, as the "
+              "plain table, where the loop above makes two. msg/s = messages / (last client done − start). "
+              "synchronous_commit on.\n",
               "| loop | " + " | ".join(f"rep {i + 1}" for i in range(len(dr['amo'])))
               + " | best | median | best × plain best | median × plain median | empty takes |",
               "|---|" + "---|" * len(dr["amo"]) + "---|---|---|---|---|"]
@@ -557,7 +580,7 @@ def report(data: dict) -> str:
                      + f" | {fmt(max(rates))} | {fmt(med(rates))} | {max(rates) / pb:.2f} | {med(rates) / pm:.2f} | "
                      + ", ".join(str(x["empty_takes"]) for x in reps) + " |")
         L.append("\n(messages drained in parentheses.)\n")
-        for kind in ("lonnymq", o):
+        for kind in ("lonnymq", "lonnymq worker", o):
             if kind in dr:
                 rates = [x["rate"] for x in dr[kind]]
                 targets.append(f"| 8 consumers, one channel: {kind} × plain (median; best) | "
