@@ -372,10 +372,16 @@ def summarise(v: Variant, n: int, raw: dict, duration: float, version: str | Non
 # --------------------------------------------------------------------- the run
 
 def fingerprint(conn) -> str:
-    """md5 of every lonnymq function definition, as installed in this database."""
+    """md5 of every lonnymq function's signature, result, language, security and
+    body, as installed in this database; not of the planner settings that
+    sql/src/api/900_entry_point_settings.sql gives the entry points, which only
+    an extension's members get (head_fingerprint installs the sources as a plain
+    schema: with them, every build read as "not HEAD's")."""
     return conn.execute(
         """
-        SELECT left(md5(string_agg(pg_get_functiondef(p.oid), '' ORDER BY p.oid::regprocedure::text)), 12)
+        SELECT left(md5(string_agg(
+            concat_ws(' ', p.oid::regprocedure, pg_get_function_result(p.oid), p.prolang, p.prosecdef, p.prosrc),
+            '' ORDER BY p.oid::regprocedure::text)), 12)
         FROM pg_proc AS p JOIN pg_namespace AS n ON n.oid = p.pronamespace
         WHERE n.nspname = 'lonnymq'
         """
