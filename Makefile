@@ -177,6 +177,9 @@ lint-tests: venv
 	fi
 
 # Everything CI runs (.ci/run). Sub-makes so that PGXS is picked up once deps installed it.
+# The generated bad-input suite (test/python/test_bad_input_properties.py) tries a fixed
+# set of examples; LONNYMQ_HYPOTHESIS_EXAMPLES (per function) and LONNYMQ_HYPOTHESIS_SEED
+# (random, or an integer) run it longer or differently.
 test:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory all
