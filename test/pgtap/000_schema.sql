@@ -3,7 +3,7 @@ SELECT plan(41);
 
 -- The public API of 0.2.0: names and parameter order are a contract.
 SELECT has_function('lonnymq', 'to_epoch', ARRAY['timestamp with time zone'], 'to_epoch(timestamp with time zone)');
-SELECT has_function('lonnymq', 'channel_set', ARRAY['text', 'integer', 'integer', 'bigint', 'integer', 'bigint', 'double precision', 'bigint', 'double precision', 'bigint', 'boolean', 'boolean', 'text'], 'channel_set(text, integer, integer, bigint, integer, bigint, double precision, bigint, double precision, bigint, boolean, boolean, text)');
+SELECT has_function('lonnymq', 'channel_set', ARRAY['text', 'integer', 'integer', 'bigint', 'integer', 'bigint', 'double precision', 'bigint', 'double precision', 'bigint', 'boolean', 'boolean', 'text', 'boolean'], 'channel_set(text, integer, integer, bigint, integer, bigint, double precision, bigint, double precision, bigint, boolean, boolean, text, boolean)');
 SELECT has_function('lonnymq', 'channel_drop', ARRAY['text', 'boolean'], 'channel_drop(text, boolean)');
 SELECT has_function('lonnymq', 'channel_pause', ARRAY['text'], 'channel_pause(text)');
 SELECT has_function('lonnymq', 'channel_resume', ARRAY['text'], 'channel_resume(text)');
@@ -143,8 +143,8 @@ SELECT is(
 -- trailing arguments (channel_set('c', p_max_attempts => 3)).
 SELECT is(
     (SELECT array_to_string(proargnames, ',') FROM pg_proc
-     WHERE oid = 'lonnymq.channel_set(text, integer, integer, bigint, integer, bigint, double precision, bigint, double precision, bigint, boolean, boolean, text)'::regprocedure),
-    'p_channel,p_max_concurrency,p_max_size,p_release_interval_ms,p_max_attempts,p_backoff_base_ms,p_backoff_factor,p_backoff_max_ms,p_backoff_jitter,p_dedup_window_ms,p_retain_history,p_notify,p_notify_payload',
+     WHERE oid = 'lonnymq.channel_set(text, integer, integer, bigint, integer, bigint, double precision, bigint, double precision, bigint, boolean, boolean, text, boolean)'::regprocedure),
+    'p_channel,p_max_concurrency,p_max_size,p_release_interval_ms,p_max_attempts,p_backoff_base_ms,p_backoff_factor,p_backoff_max_ms,p_backoff_jitter,p_dedup_window_ms,p_retain_history,p_notify,p_notify_payload,p_ordered',
     'channel_set parameter names'
 );
 SELECT has_view('lonnymq', 'channel_stats', 'the channel_stats view');

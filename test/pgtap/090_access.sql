@@ -19,7 +19,7 @@ SELECT ok(
 SELECT ok(
     has_function_privilege('lmq_pgtap_worker', 'lonnymq.message_dequeue(bigint, integer, text)', 'EXECUTE')
     AND has_function_privilege('lmq_pgtap_worker', 'lonnymq.message_complete(bigint, integer)', 'EXECUTE')
-    AND NOT has_function_privilege('lmq_pgtap_worker', 'lonnymq.channel_set(text, integer, integer, bigint, integer, bigint, double precision, bigint, double precision, bigint, boolean, boolean, text)', 'EXECUTE')
+    AND NOT has_function_privilege('lmq_pgtap_worker', 'lonnymq.channel_set(text, integer, integer, bigint, integer, bigint, double precision, bigint, double precision, bigint, boolean, boolean, text, boolean)', 'EXECUTE')
     AND NOT has_table_privilege('lmq_pgtap_worker', 'lonnymq.message', 'SELECT'),
     'a consumer may work, not set channels or read tables'
 );

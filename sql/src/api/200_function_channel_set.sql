@@ -23,7 +23,8 @@ CREATE FUNCTION @extschema@.channel_set(
     p_dedup_window_ms bigint DEFAULT 0,
     p_retain_history boolean DEFAULT FALSE,
     p_notify boolean DEFAULT FALSE,
-    p_notify_payload text DEFAULT 'name'
+    p_notify_payload text DEFAULT 'name',
+    p_ordered boolean DEFAULT FALSE
 )
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -43,6 +44,11 @@ DECLARE
     v_held bigint;
 BEGIN
     PERFORM @extschema@._check_channel_name(p_channel);
+    IF p_ordered AND p_max_concurrency <> 1 THEN
+        RAISE EXCEPTION 'lonnymq: an ordered channel delivers one message at a time: p_max_concurrency must be NULL or 1, got %',
+            p_max_concurrency
+            USING ERRCODE = '22023';
+    END IF;
     IF p_max_concurrency < 1 THEN
         RAISE EXCEPTION 'lonnymq: p_max_concurrency must be NULL (unlimited) or at least 1, got %',
             p_max_concurrency
@@ -116,7 +122,9 @@ BEGIN
 
     UPDATE @extschema@.channel AS c
     SET
-        max_concurrency = p_max_concurrency,
+        -- (An ordered channel is one at a time.)
+        max_concurrency = CASE WHEN p_ordered THEN 1 ELSE p_max_concurrency END,
+        is_ordered = COALESCE(p_ordered, FALSE),
         max_size = p_max_size,
         release_interval_ms = v_interval,
         max_attempts = p_max_attempts,
@@ -131,8 +139,8 @@ BEGIN
     WHERE c.id = v_channel.id
     RETURNING c.* INTO v_new;
     -- New limits: the channel's messages are admitted again under them.
-    IF (v_new.max_concurrency, v_new.release_interval_ms) IS DISTINCT FROM
-        (v_channel.max_concurrency, v_channel.release_interval_ms) THEN
+    IF (v_new.max_concurrency, v_new.release_interval_ms, v_new.is_ordered) IS DISTINCT FROM
+        (v_channel.max_concurrency, v_channel.release_interval_ms, v_channel.is_ordered) THEN
         PERFORM @extschema@._channel_readmit(v_new, v_bound, v_now);
     END IF;
 END;
@@ -140,11 +148,11 @@ $$;
 
 COMMENT ON FUNCTION @extschema@.channel_set(
     text, integer, integer, bigint, integer, bigint, double precision, bigint, double precision, bigint,
-    boolean, boolean, text
+    boolean, boolean, text, boolean
 ) IS
-'Create a channel or set its whole configuration: max_concurrency (messages locked at once), max_size (messages held), release_interval_ms (minimum gap between deliveries), the retry policy (max_attempts, backoff), dedup_window_ms, retain_history, notify and its payload (name, id or none). NULL limits mean unlimited; omitted parameters take their defaults.';
+'Create a channel or set its whole configuration: max_concurrency (messages locked at once), max_size (messages held), release_interval_ms (minimum gap between deliveries), the retry policy (max_attempts, backoff), dedup_window_ms, retain_history, notify and its payload (name, id or none), and whether it is ordered (one message at a time, a failed or deferred one keeping its place). NULL limits mean unlimited; omitted parameters take their defaults.';
 
 REVOKE ALL ON FUNCTION @extschema@.channel_set(
     text, integer, integer, bigint, integer, bigint, double precision, bigint, double precision, bigint,
-    boolean, boolean, text
+    boolean, boolean, text, boolean
 ) FROM PUBLIC;

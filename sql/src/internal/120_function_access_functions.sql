@@ -34,7 +34,7 @@ AS $$
         ('admin', '@extschema@.message_defer(bigint, integer, bigint, bytea)'),
         ('admin', '@extschema@.message_heartbeat(bigint, integer, bigint)'),
         ('admin', '@extschema@.message_fail(bigint, integer, text)'),
-        ('admin', '@extschema@.channel_set(text, integer, integer, bigint, integer, bigint, double precision, bigint, double precision, bigint, boolean, boolean, text)'),
+        ('admin', '@extschema@.channel_set(text, integer, integer, bigint, integer, bigint, double precision, bigint, double precision, bigint, boolean, boolean, text, boolean)'),
         ('admin', '@extschema@.channel_drop(text, boolean)'),
         ('admin', '@extschema@.channel_pause(text)'),
         ('admin', '@extschema@.channel_resume(text)'),

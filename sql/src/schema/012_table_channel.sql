@@ -41,12 +41,14 @@ CREATE TABLE @extschema@.channel (
     notify boolean NOT NULL,
     notify_payload text,
     num_pending integer NOT NULL DEFAULT 0,
+    is_ordered boolean NOT NULL DEFAULT FALSE,
     CONSTRAINT channel_pkey PRIMARY KEY (id),
     CONSTRAINT channel_name_key UNIQUE (name),
     CONSTRAINT channel_name_check CHECK (
         pg_catalog.length(name) BETWEEN 1 AND 255
     ),
     CONSTRAINT channel_max_concurrency_check CHECK (max_concurrency >= 1),
+    CONSTRAINT channel_ordered_check CHECK (NOT is_ordered OR max_concurrency = 1),
     CONSTRAINT channel_max_size_check CHECK (max_size >= 1),
     CONSTRAINT channel_release_interval_check CHECK (
         release_interval_ms >= 0
@@ -135,3 +137,6 @@ COMMENT ON COLUMN @extschema@.channel.notify IS
 
 COMMENT ON COLUMN @extschema@.channel.notify_payload IS
 'What the channel''s notifications carry: its id as text, or an empty string (channel_set''s p_notify_payload id or none); NULL: the channel''s name.';
+
+COMMENT ON COLUMN @extschema@.channel.is_ordered IS
+'Whether the channel is ordered (channel_set p_ordered): one message at a time (max_concurrency 1), and a failed, deferred or expired message keeps its admission, so no later message is delivered until it is completed, dead-lettered or cancelled.';
