@@ -90,3 +90,42 @@ def test_an_ordered_channel_is_one_at_a_time(db):
         db.call("SELECT lonnymq.channel_set('o', p_ordered => true, p_max_concurrency => 2)")
     db.call("SELECT lonnymq.channel_set('o', p_ordered => true)")
     assert db.call("SELECT max_concurrency, is_ordered FROM lonnymq.channel WHERE name = 'o'") == [(1, True)]
+
+
+BLOCKED = 10_000
+
+
+def test_ordered_channels_blocked_behind_failed_heads_cost_other_channels_nothing(db):
+    """10,000 ordered channels, each with a failed head waiting an hour for its
+    retry and a message behind it: a dequeue reads a bounded number of index
+    entries, none of them (held messages are outside the round order, the
+    heads in message_due_ix an hour ahead), and delivers the one free
+    message."""
+    names = [f"o{i:05d}" for i in range(BLOCKED)]
+    for i in range(0, BLOCKED, 1000):  # (each holds its channel's locks until it commits)
+        db.call("SELECT count(lonnymq.channel_set(n, p_ordered => true, p_backoff_base_ms => 3600000, "
+                "p_backoff_jitter => 0)) FROM unnest(%s::text[]) AS n", (names[i:i + 1000],))
+    db.call("SELECT count(lonnymq.message_create(n, 'A')) FROM unnest(%s::text[]) AS n", (names,))
+    db.call("SELECT count(lonnymq.message_create(n, 'B')) FROM unnest(%s::text[]) AS n", (names,))
+    for i in range(0, BLOCKED, 500):
+        failed = db.call(
+            "SELECT count(*) FILTER (WHERE lonnymq.message_fail(d.id, d.num_attempts, 'boom') = 'retry') "
+            "FROM unnest(%s::text[]) AS n CROSS JOIN LATERAL lonnymq.message_dequeue(60000, 1, n) AS d",
+            (names[i:i + 500],))
+        assert failed == [(500,)]
+    assert db.call("SELECT count(*) FROM lonnymq.message WHERE is_held") == [(BLOCKED,)]
+    db.call("SELECT lonnymq.message_create('free', 'F')")
+    with db.connect() as conn:
+        conn.execute("ANALYZE lonnymq.message")
+
+    with db.connect(autocommit=False) as conn:
+        io = ("SELECT (SELECT coalesce(sum(seq_scan), 0) FROM pg_stat_xact_user_tables WHERE schemaname = 'lonnymq'),"
+              " (SELECT coalesce(sum(pg_stat_get_xact_tuples_returned(i.indexrelid)), 0) FROM pg_index AS i"
+              "  JOIN pg_class AS c ON c.oid = i.indrelid WHERE c.relnamespace = 'lonnymq'::regnamespace)")
+        seq0, idx0 = conn.execute(io).fetchone()
+        got = conn.execute("SELECT convert_from(content, 'UTF8') FROM lonnymq.message_dequeue(60000)").fetchall()
+        seq1, idx1 = conn.execute(io).fetchone()
+        conn.rollback()
+    assert got == [("F",)], "the free channel's message was not delivered"
+    assert seq1 - seq0 == 0
+    assert idx1 - idx0 <= 20, f"a dequeue read {idx1 - idx0} index entries beside 10,000 blocked ordered channels"
