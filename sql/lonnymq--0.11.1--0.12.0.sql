@@ -11,6 +11,17 @@ DROP FUNCTION @extschema@.channel_set(
     boolean, text
 );
 
+CREATE OR REPLACE FUNCTION @extschema@.to_epoch(p_at timestamptz)
+RETURNS bigint
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+    SELECT pg_catalog.floor(
+        EXTRACT(
+            EPOCH FROM p_at OPERATOR(pg_catalog.-) '1970-01-01 00:00:00+00'::pg_catalog.timestamptz
+        ) OPERATOR(pg_catalog.*) 1000
+    )::bigint
+$$;
+
 CREATE OR REPLACE FUNCTION @extschema@._channel_defaults(p_channel text, p_now bigint)
 RETURNS @extschema@.channel
 LANGUAGE sql IMMUTABLE
