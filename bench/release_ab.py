@@ -276,46 +276,37 @@ def rounds_pass(run: Run, target: Target, tmp: Path, sync: str, rounds: int) -> 
 def _drain_client(dsn: str, kind: str, barrier, q) -> None:
     """kind: amo (the plain table), lonnymq[@OLD] (dequeue, then complete: two
     calls and two commits a message), or "lonnymq worker" (the worker's one
-    call, message_complete_dequeue: one call and one commit a message, as the
-    plain table)."""
+    call, message_complete_dequeue, completing the previous call's delivery:
+    one call and one commit a message, as the plain table)."""
+    is_worker = kind == "lonnymq worker"
+    if kind == "amo":
+        take = (f"DELETE FROM {BASELINE_TABLE} WHERE id = (SELECT id FROM {BASELINE_TABLE} "
+                "ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 1) RETURNING id")
+    elif is_worker:
+        take = "SELECT id, num_attempts FROM lonnymq.message_complete_dequeue(%s::bigint[], %s::integer[], 60000)"
+    else:
+        take = "SELECT id, num_attempts FROM lonnymq.message_dequeue(60000)"
+    left = f"SELECT EXISTS (SELECT 1 FROM {BASELINE_TABLE if kind == 'amo' else 'lonnymq.message'})"
     with psycopg.connect(dsn, autocommit=True) as conn:
-        if kind == "lonnymq worker":
-            take = ("SELECT id, num_attempts FROM lonnymq.message_complete_dequeue("
-                    "%s::bigint[], %s::integer[], 60000)")
-            left = "SELECT EXISTS (SELECT 1 FROM lonnymq.message)"
-            done = empty = 0
-            held: tuple = ([], [])
-            barrier.wait()
-            while True:
-                row = conn.execute(take, held, prepare=True).fetchone()
-                done += len(held[0])
-                held = ([row[0]], [row[1]]) if row else ([], [])
-                if row is None and not conn.execute(left).fetchone()[0]:
-                    break
-                empty += row is None
-            q.put((done, empty, time.monotonic()))
-            return
-        if kind == "amo":
-            take = (f"DELETE FROM {BASELINE_TABLE} WHERE id = (SELECT id FROM {BASELINE_TABLE} "
-                    "ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 1) RETURNING id")
-            left = f"SELECT EXISTS (SELECT 1 FROM {BASELINE_TABLE})"
-        else:
-            take = "SELECT id, num_attempts FROM lonnymq.message_dequeue(60000)"
-            left = "SELECT EXISTS (SELECT 1 FROM lonnymq.message)"
         done = empty = 0
+        held = None  # the delivery a worker's next call completes
         barrier.wait()
         while True:
-            row = conn.execute(take, prepare=True).fetchone()
+            if is_worker:
+                row = conn.execute(take, ([held[0]], [held[1]]) if held else ([], []), prepare=True).fetchone()
+                done += held is not None
+                held = row
+            else:
+                row = conn.execute(take, prepare=True).fetchone()
+                if row is not None and kind != "amo":
+                    conn.execute("SELECT lonnymq.message_complete(%s, %s)", row, prepare=True)
+                done += row is not None
             if row is None:
                 # Nothing ready: done when nothing is left at all, else (others
                 # hold the rest, or a take skipped what was ready) take again.
                 if not conn.execute(left).fetchone()[0]:
                     break
                 empty += 1
-                continue
-            if kind != "amo":
-                conn.execute("SELECT lonnymq.message_complete(%s, %s)", row, prepare=True)
-            done += 1
         q.put((done, empty, time.monotonic()))
 
 
