@@ -33,6 +33,29 @@ AS $$
     )::@extschema@.channel
 $$;
 
+CREATE OR REPLACE FUNCTION @extschema@._message_channel(p_id bigint)
+RETURNS @extschema@.channel
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_message record;
+    v_channel @extschema@.channel%ROWTYPE;
+BEGIN
+    SELECT m.channel_id, m.channel INTO v_message
+    FROM @extschema@.message AS m
+    WHERE m.id = p_id;
+    IF NOT FOUND THEN
+        RETURN v_channel;
+    END IF;
+    PERFORM @extschema@._channel_guard_shared(v_message.channel);
+    v_channel := @extschema@._channel_config(v_message.channel_id, v_message.channel);
+    IF @extschema@._channel_admits(v_channel) OR v_channel.max_size IS NOT NULL THEN
+        PERFORM @extschema@._channel_row_lock(v_channel.id);
+    END IF;
+    RETURN v_channel;
+END;
+$$;
+
 CREATE OR REPLACE FUNCTION @extschema@._message_requeue(
     p_id bigint,
     p_channel @extschema@.channel,
