@@ -465,14 +465,15 @@ def report(data: dict) -> str:
     o = f"lonnymq@{old}"
     L: list[str] = []
     targets: list[str] = []
-    L += [f"# Release 0.11.0: its performance claims, side by side ({env['date']})\n",
+    version = env.get("version", "0.11.0")  # (reports before 0.11.1 did not record it)
+    L += [f"# Release {version}: its performance claims, side by side ({env['date']})\n",
           f"`{env['command']}`: one private throwaway cluster (`lonnymq_dev/pgcluster.py`), one run, "
           f"started {env['started']}, ended {env.get('ended', '(not finished)')}.\n",
           "## Environment\n",
           f"- {env['postgres']}",
           f"- cluster settings: {', '.join(f'{k} = {v}' for k, v in env['settings'].items())}",
-          f"- commit {env['commit']}; working tree: 0.11.0 build (installed system-wide; "
-          f"`lonnymq` = 0.11.0, `{o}` = `CREATE EXTENSION lonnymq VERSION '{old}'` through the installed "
+          f"- commit {env['commit']}; the working tree's build (installed system-wide; "
+          f"`lonnymq` = {version}, `{o}` = `CREATE EXTENSION lonnymq VERSION '{old}'` through the installed "
           "upgrade chain)",
           f"- PGMQ: {env['pgmq']}",
           f"- {env['cores']} cores ({env['machine']}), shared; load average (1/5/15 min) at start "
@@ -696,6 +697,8 @@ def main() -> int:
         target.start()
         with target.connect() as conn:
             env["postgres"] = conn.execute("SELECT version()").fetchone()[0]
+            env["version"] = conn.execute(
+                "SELECT default_version FROM pg_available_extensions WHERE name = 'lonnymq'").fetchone()[0]
             env["settings"] = dict(conn.execute(
                 "SELECT name, setting || coalesce(unit, '') FROM pg_settings WHERE name = ANY(%s) ORDER BY name",
                 (["shared_buffers", "fsync", "synchronous_commit", "max_wal_size", "checkpoint_timeout",
