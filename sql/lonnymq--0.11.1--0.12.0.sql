@@ -2,6 +2,19 @@
 -- statements that change something. Do not edit: edit those and run make.
 \echo Use "ALTER EXTENSION lonnymq UPDATE TO '0.12.0'" to load this file. \quit
 
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM @extschema@.channel AS c WHERE pg_catalog.right(c.name, 1) = '*')
+        OR EXISTS (SELECT 1 FROM @extschema@.message AS m WHERE pg_catalog.right(m.channel, 1) = '*')
+        OR EXISTS (SELECT 1 FROM @extschema@.schedule AS s WHERE pg_catalog.right(s.channel, 1) = '*')
+        OR EXISTS (SELECT 1 FROM @extschema@.dead_letter AS d WHERE pg_catalog.right(d.channel, 1) = '*') THEN
+        RAISE EXCEPTION 'lonnymq 0.12.0: a channel name ending in * names a pattern from 0.12.0 on'
+            USING ERRCODE = '55000',
+            HINT = 'Drain, drop or rename the channels whose names end in * (their messages, schedules and dead letters), then upgrade.';
+    END IF;
+END;
+$$;
+
 ALTER TABLE @extschema@.channel ADD COLUMN is_ordered boolean NOT NULL DEFAULT FALSE;
 
 ALTER TABLE @extschema@.channel ADD CONSTRAINT channel_ordered_check CHECK (NOT is_ordered OR max_concurrency = 1);
@@ -10,6 +23,23 @@ DROP FUNCTION @extschema@.channel_set(
     text, integer, integer, bigint, integer, bigint, double precision, bigint, double precision, bigint, boolean,
     boolean, text
 );
+
+ALTER TABLE @extschema@.channel ADD COLUMN pattern text;
+
+ALTER TABLE @extschema@.channel ADD COLUMN prefix text COLLATE "C";
+
+ALTER TABLE @extschema@.channel ADD CONSTRAINT channel_prefix_check CHECK (
+    prefix IS NULL
+    OR name = prefix || '*' AND pattern IS NULL AND max_size IS NULL AND NOT is_paused
+);
+
+CREATE UNIQUE INDEX channel_prefix_key
+ON @extschema@.channel (prefix)
+WHERE prefix IS NOT NULL;
+
+CREATE INDEX channel_pattern_ix
+ON @extschema@.channel (pattern)
+WHERE pattern IS NOT NULL;
 
 CREATE OR REPLACE FUNCTION @extschema@.to_epoch(p_at timestamptz)
 RETURNS bigint
@@ -22,6 +52,25 @@ AS $$
     )::bigint
 $$;
 
+CREATE OR REPLACE FUNCTION @extschema@._check_message_channel(p_channel text)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+AS $$
+BEGIN
+    PERFORM @extschema@._check_channel_name(p_channel);
+    IF pg_catalog.right(p_channel, 1) = '*' THEN
+        RAISE EXCEPTION 'lonnymq: "%" is a pattern (a name ending in *), not a channel: a message goes to a channel',
+            p_channel
+            USING ERRCODE = '22023';
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._check_message_channel(text) IS
+'Internal: raises 22004 for a NULL channel name, 22023 for an empty or over-long one or for a pattern (a name ending in *).';
+
+REVOKE ALL ON FUNCTION @extschema@._check_message_channel(text) FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION @extschema@._channel_defaults(p_channel text, p_now bigint)
 RETURNS @extschema@.channel
 LANGUAGE sql IMMUTABLE
@@ -29,8 +78,141 @@ AS $$
     SELECT ROW(
         @extschema@._channel_id(p_channel), p_channel,
         NULL, NULL, 0, NULL, 0, 0, p_now, FALSE,
-        NULL, 1000, 2.0, 3600000, 0.1, 0, FALSE, FALSE, NULL, 0, FALSE
+        NULL, 1000, 2.0, 3600000, 0.1, 0, FALSE, FALSE, NULL, 0, FALSE, NULL, NULL
     )::@extschema@.channel
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._channel_follower(p_pattern @extschema@.channel, p_channel text)
+RETURNS @extschema@.channel
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT ROW(
+        @extschema@._channel_id(p_channel), p_channel,
+        p_pattern.max_concurrency, NULL, p_pattern.release_interval_ms, NULL, 0, 0, p_pattern.created_at, FALSE,
+        p_pattern.max_attempts, p_pattern.backoff_base_ms, p_pattern.backoff_factor, p_pattern.backoff_max_ms,
+        p_pattern.backoff_jitter, p_pattern.dedup_window_ms, p_pattern.retain_history, p_pattern.notify,
+        CASE
+            WHEN p_pattern.notify_payload <> '' THEN @extschema@._channel_id(p_channel)::text
+            ELSE p_pattern.notify_payload
+        END,
+        0, p_pattern.is_ordered, p_pattern.name, NULL
+    )::@extschema@.channel
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_follower(@extschema@.channel, text) IS
+'Internal: the configuration a channel without its own takes from its pattern, as a channel row.';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_follower(@extschema@.channel, text) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._channel_pattern_search(p_channel text, p_missed text)
+RETURNS @extschema@.channel
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    v_bound text COLLATE "C" := p_channel;
+    v_missed text COLLATE "C" := p_missed;
+    v_shared integer;
+    v_over integer;
+    v_half integer;
+    v_pattern @extschema@.channel%ROWTYPE;
+BEGIN
+    LOOP
+        -- The length of the part they share, by bisection: the first
+        -- v_shared characters agree, the first v_over do not.
+        v_shared := 0;
+        v_over := LEAST(pg_catalog.length(v_missed), pg_catalog.length(v_bound)) + 1;
+        WHILE v_over - v_shared > 1 LOOP
+            v_half := (v_shared + v_over) / 2;
+            IF pg_catalog.left(v_missed, v_half) = pg_catalog.left(v_bound, v_half) THEN
+                v_shared := v_half;
+            ELSE
+                v_over := v_half;
+            END IF;
+        END LOOP;
+        v_bound := pg_catalog.left(v_bound, v_shared);
+        SELECT p.* INTO v_pattern
+        FROM @extschema@.channel AS p
+        WHERE p.prefix <= v_bound AND p.prefix IS NOT NULL
+        ORDER BY p.prefix DESC
+        LIMIT 1;
+        IF NOT FOUND THEN
+            RETURN NULL;
+        END IF;
+        IF pg_catalog.starts_with(v_bound, v_pattern.prefix) THEN
+            RETURN @extschema@._channel_follower(v_pattern, p_channel);
+        END IF;
+        v_missed := v_pattern.prefix;
+    END LOOP;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_pattern_search(text, text) IS
+'Internal: the longest pattern prefix of a channel name when the first probe missed; at most one probe per character of the name.';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_pattern_search(text, text) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._channel_pattern_config(p_channel text)
+RETURNS @extschema@.channel
+LANGUAGE sql STABLE
+AS $$
+    SELECT (
+        SELECT
+            CASE
+                WHEN pg_catalog.starts_with(p_channel COLLATE "C", p.prefix)
+                    THEN @extschema@._channel_follower(p, p_channel)
+                ELSE @extschema@._channel_pattern_search(p_channel, p.prefix)
+            END
+        FROM @extschema@.channel AS p
+        WHERE p.prefix <= p_channel COLLATE "C" AND p.prefix IS NOT NULL
+        ORDER BY p.prefix DESC
+        LIMIT 1
+    )
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_pattern_config(text) IS
+'Internal: the configuration a channel without its own takes from its longest matching pattern; NULL when none matches.';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_pattern_config(text) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._channel_config(p_channel_id bigint, p_channel text)
+RETURNS @extschema@.channel
+LANGUAGE sql STABLE
+AS $$
+    SELECT COALESCE(
+        (SELECT c FROM @extschema@.channel AS c WHERE c.id = p_channel_id AND c.name = p_channel),
+        @extschema@._channel_pattern_config(p_channel),
+        @extschema@._channel_defaults(p_channel, 0)
+    )
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_config(bigint, text) IS
+'Internal: a channel''s configuration: its row, else its pattern''s, else the defaults.';
+
+CREATE OR REPLACE FUNCTION @extschema@._channel_lock(p_channel text, p_now bigint)
+RETURNS @extschema@.channel
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_channel @extschema@.channel%ROWTYPE;
+BEGIN
+    PERFORM @extschema@._channel_row_lock(@extschema@._channel_id(p_channel));
+    FOR v_try IN 1..3 LOOP
+        v_channel := @extschema@._channel_config(@extschema@._channel_id(p_channel), p_channel);
+        v_channel.created_at := p_now;
+        INSERT INTO @extschema@.channel
+        SELECT (v_channel).*
+        ON CONFLICT DO NOTHING;
+        SELECT c.* INTO v_channel
+        FROM @extschema@.channel AS c
+        WHERE c.id = @extschema@._channel_id(p_channel) AND c.name = p_channel
+        FOR UPDATE;
+        IF FOUND THEN
+            RETURN v_channel;
+        END IF;
+    END LOOP;
+    RAISE EXCEPTION 'lonnymq: channel "%" was dropped concurrently', p_channel
+        USING ERRCODE = '40001';
+END;
 $$;
 
 CREATE OR REPLACE FUNCTION @extschema@._message_channel(p_id bigint)
@@ -53,6 +235,305 @@ BEGIN
         PERFORM @extschema@._channel_row_lock(v_channel.id);
     END IF;
     RETURN v_channel;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._channel_admit(
+    p_channel_id bigint,
+    p_ended integer,
+    p_pending_done integer,
+    p_is_delivery boolean,
+    p_now bigint
+)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_channel @extschema@.channel%ROWTYPE;
+    v_room integer;
+    v_admitted integer := 0;
+    v_bound bigint;
+    v_held record;
+BEGIN
+    PERFORM @extschema@._channel_row_lock(p_channel_id);
+    SELECT c.* INTO v_channel
+    FROM @extschema@.channel AS c
+    WHERE c.id = p_channel_id
+    FOR NO KEY UPDATE;
+    IF NOT FOUND THEN
+        RETURN 0;
+    END IF;
+    v_channel.num_admitted := pg_catalog.int4larger(v_channel.num_admitted - p_ended, 0);
+    IF v_channel.release_interval_ms > 0 THEN
+        v_channel.num_pending := pg_catalog.int4larger(v_channel.num_pending - p_pending_done, 0);
+        IF p_is_delivery THEN
+            v_channel.release_at := p_now + v_channel.release_interval_ms;
+        END IF;
+    END IF;
+    v_room := CASE WHEN v_channel.is_paused THEN 0 ELSE LEAST(
+        COALESCE(v_channel.max_concurrency - v_channel.num_admitted, 1000),
+        CASE WHEN v_channel.release_interval_ms > 0 THEN 1 - v_channel.num_pending ELSE 1000 END
+    ) END;
+    IF v_room > 0 THEN
+        v_bound := @extschema@._epoch_enter();
+        FOR v_held IN
+            SELECT m.id, m.dequeue_at
+            FROM @extschema@.message AS m
+            WHERE m.channel_id = v_channel.id AND m.is_held
+            ORDER BY m.dequeue_at, m.id
+            LIMIT v_room
+            FOR UPDATE SKIP LOCKED
+        LOOP
+            IF v_channel.release_at > p_now THEN
+                UPDATE @extschema@.message AS m
+                SET is_held = FALSE, is_admitted = TRUE, dequeue_at = v_channel.release_at
+                WHERE m.id = v_held.id;
+            ELSE
+                UPDATE @extschema@.message AS m
+                SET is_held = FALSE, is_admitted = TRUE, position = p.place, is_early = p.is_early
+                FROM @extschema@._message_place(v_channel.id, v_bound, v_held.dequeue_at, 0) AS p
+                WHERE m.id = v_held.id;
+            END IF;
+            v_admitted := v_admitted + 1;
+        END LOOP;
+    END IF;
+    -- A pattern's follower whose counts are back to nothing (nothing
+    -- admitted, so nothing held either: it had room; its release passed)
+    -- has nothing in its row that its pattern does not say: the row goes,
+    -- and its next admission makes it again.
+    IF v_channel.pattern IS NOT NULL AND v_channel.num_admitted + v_admitted = 0 AND NOT v_channel.is_paused
+        AND COALESCE(v_channel.release_at <= p_now, TRUE) THEN
+        DELETE FROM @extschema@.channel AS c WHERE c.id = v_channel.id;
+        RETURN 0;
+    END IF;
+    UPDATE @extschema@.channel AS c
+    SET
+        num_admitted = v_channel.num_admitted + v_admitted,
+        num_pending = v_channel.num_pending + CASE WHEN v_channel.release_interval_ms > 0 THEN v_admitted ELSE 0 END,
+        release_at = v_channel.release_at
+    WHERE c.id = v_channel.id;
+    RETURN v_admitted;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._message_promote(
+    p_now bigint,
+    p_due_mark bigint,
+    p_bound bigint,
+    p_limit integer
+)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_due record;
+    v_channel @extschema@.channel%ROWTYPE;
+    v_is_dead boolean;
+    v_is_held boolean;
+BEGIN
+    FOR v_due IN
+        SELECT m.id, m.channel_id, m.channel, m.dequeue_at, m.is_locked, m.is_admitted, m.num_failures
+        FROM @extschema@.message AS m
+        WHERE
+            GREATEST(m.dequeue_at, m.created_at) >= p_due_mark AND GREATEST(m.dequeue_at, m.created_at) <= p_now
+            AND m.position IS NULL AND NOT m.is_held
+        ORDER BY GREATEST(m.dequeue_at, m.created_at), m.id
+        LIMIT p_limit
+        FOR UPDATE SKIP LOCKED
+    LOOP
+        -- A channel whose configuration is changing right now is left for
+        -- the next call (its change waits for no consumer).
+        CONTINUE WHEN NOT @extschema@._channel_guard_try_shared(v_due.channel);
+        v_channel := @extschema@._channel_config(v_due.channel_id, v_due.channel);
+        v_is_dead := COALESCE(v_due.is_locked AND v_due.num_failures + 1 >= v_channel.max_attempts, FALSE);
+        -- Paused: held.  With limits: held unless admitted already.
+        v_is_held := NOT v_is_dead AND @extschema@._channel_admits(v_channel)
+            AND (v_channel.is_paused OR NOT v_due.is_admitted);
+        -- Admission, a release, and a dead letter's count in a max_size
+        -- channel write the channel's row.  One whose row lock another
+        -- call holds (a complete, a take, another promotion of it) is left
+        -- due for a later dequeue: consumers never wait for a channel row
+        -- here (_channel_row_try_lock).
+        IF v_is_held OR v_is_dead AND (v_due.is_admitted OR v_channel.max_size IS NOT NULL)
+            OR v_due.is_admitted AND v_due.is_locked AND v_channel.release_interval_ms > 0 THEN
+            CONTINUE WHEN NOT @extschema@._channel_row_try_lock(v_due.channel_id);
+            -- (Read again under the lock: its release and pending count.)
+            v_channel := @extschema@._channel_config(v_due.channel_id, v_due.channel);
+        END IF;
+        IF v_is_dead THEN
+            PERFORM @extschema@._message_bury(
+                v_due.id, v_due.channel_id, v_due.channel, 'lock expired', p_now, v_channel.dedup_window_ms
+            );
+        ELSIF v_is_held THEN
+            UPDATE @extschema@.message AS m SET is_held = TRUE, is_admitted = FALSE WHERE m.id = v_due.id;
+            -- A channel that follows a pattern with limits gets its row
+            -- (its admission counts) here, at its first admission; it goes
+            -- when they are back to nothing (_channel_admit).
+            IF v_channel.pattern IS NOT NULL THEN
+                v_channel.created_at := p_now;
+                INSERT INTO @extschema@.channel
+                SELECT (v_channel).*
+                ON CONFLICT DO NOTHING;
+            END IF;
+        ELSIF v_due.is_locked AND v_due.is_admitted AND v_channel.release_interval_ms > 0
+            AND (v_channel.release_at > p_now OR v_channel.num_pending > 0) THEN
+            -- An expired lock's new delivery waits for its channel's
+            -- release like any other: due again when the interval ends (a
+            -- later end when another delivery is pending).
+            UPDATE @extschema@.message AS m
+            SET dequeue_at = GREATEST(v_channel.release_at, p_now)
+                + CASE WHEN v_channel.num_pending > 0 THEN v_channel.release_interval_ms ELSE 0 END
+            WHERE m.id = v_due.id;
+        ELSE
+            -- (An expired lock of a channel with a release interval is
+            -- its one pending delivery.)
+            IF v_due.is_locked AND v_due.is_admitted AND v_channel.release_interval_ms > 0 THEN
+                UPDATE @extschema@.channel AS c SET num_pending = c.num_pending + 1 WHERE c.id = v_due.channel_id;
+            END IF;
+            -- Ready: a scheduled message, or an admitted one (an expired
+            -- lock stays admitted, and counted, until it is delivered again).
+            UPDATE @extschema@.message AS m
+            SET position = p.place, is_early = p.is_early
+            FROM @extschema@._message_place(v_due.channel_id, p_bound, v_due.dequeue_at, 0) AS p
+            WHERE m.id = v_due.id;
+        END IF;
+        -- An admitted message that ends, or goes back to be held, frees
+        -- its place; a held one may be admitted at once.
+        IF v_is_held OR v_is_dead AND v_due.is_admitted THEN
+            PERFORM @extschema@._channel_admit(v_due.channel_id, v_due.is_admitted::integer, 0, FALSE, p_now);
+        END IF;
+    END LOOP;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._message_complete_set(
+    p_ids bigint[],
+    p_num_attempts integer[],
+    p_caller pg_catalog.regrole,
+    p_report boolean DEFAULT FALSE
+)
+RETURNS bigint[]
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_now bigint;
+    v_gone_ids bigint[];
+    v_followed @extschema@.message[];
+    v_key record;
+    v_admitted record;
+BEGIN
+    -- One expression for valid input; _check_pairs says what is wrong.
+    IF p_ids IS NULL OR p_num_attempts IS NULL
+        OR pg_catalog.cardinality(p_ids) <> pg_catalog.cardinality(p_num_attempts)
+        OR pg_catalog.cardinality(p_ids) > 10000
+        OR pg_catalog.array_ndims(p_ids) > 1 OR pg_catalog.array_ndims(p_num_attempts) > 1
+        OR pg_catalog.array_position(p_ids, NULL) IS NOT NULL
+        OR pg_catalog.array_position(p_num_attempts, NULL) IS NOT NULL
+        OR pg_catalog.cardinality(p_ids) = 0 THEN
+        PERFORM @extschema@._check_pairs(p_ids, p_num_attempts);
+        RETURN '{}';
+    END IF;
+    v_now := @extschema@._clock_ms();
+
+    -- By primary key only ("= ANY": an index condition by shape, no join
+    -- whose plan could walk message_pkey), each message checked against its
+    -- own pair's token (array_position: the first pair of its id; a
+    -- repeated id's later pairs are reported as not completed).
+    -- Channel rows before message rows: the channels whose counts the
+    -- completion changes (limits, max_size) have their row locks
+    -- (_channel_row_lock) taken, in key order, before any message is
+    -- deleted (an InitPlan, evaluated before the first delete).  A
+    -- completion that deleted first and then waited for a channel row
+    -- deadlocked with a dequeue that held that row (its own completion's)
+    -- while its take followed the deleted message's update chain: FOR
+    -- UPDATE SKIP LOCKED waits there (soak test).
+    WITH gone AS (
+        DELETE FROM @extschema@.message AS m
+        WHERE
+            m.id = ANY(p_ids)
+            AND m.num_attempts = p_num_attempts[pg_catalog.array_position(p_ids, m.id)]
+            AND m.is_locked
+            AND COALESCE(m.locked_by = p_caller, TRUE)
+            AND (
+                SELECT pg_catalog.count(@extschema@._channel_row_lock(l.id))
+                FROM (
+                    -- (Sorted by the lock's key, an array's elements, not
+                    -- a scan's rows; OFFSET 0: locked in this order.)
+                    SELECT l.id
+                    FROM pg_catalog.unnest(ARRAY(
+                        SELECT c.id FROM @extschema@.channel AS c
+                        WHERE
+                            c.id = ANY(ARRAY(SELECT x.channel_id FROM @extschema@.message AS x WHERE x.id = ANY(p_ids)))
+                            AND (@extschema@._channel_admits(c) OR c.max_size IS NOT NULL)
+                    )) AS l (id)
+                    ORDER BY pg_catalog.hashint8(l.id)
+                    OFFSET 0
+                ) AS l
+            ) >= 0
+        RETURNING m.id, m.channel_id, m.channel, m.key, m.is_admitted, m AS message
+    )
+
+    -- The messages something must follow: keyed, admitted, or of a
+    -- configured channel (history, max_size).
+    -- (Sub-selects, not joins: the message's channel is a parameter of
+    -- their probe, so the probe is one whatever the plan.)
+    SELECT
+        pg_catalog.array_agg(g.id),
+        pg_catalog.array_agg(g.message) FILTER (
+            WHERE g.key IS NOT NULL OR g.is_admitted
+            OR EXISTS (SELECT 1 FROM @extschema@.channel AS c WHERE c.id = g.channel_id)
+            -- (A channel without a row keeps history when its pattern says so.)
+            OR (@extschema@._channel_pattern_config(g.channel)).retain_history
+        )
+    INTO v_gone_ids, v_followed
+    FROM gone AS g;
+
+    IF v_followed IS NOT NULL THEN
+        INSERT INTO @extschema@.message_history (id, channel, key, content, state, num_attempts, created_at, completed_at)
+        SELECT f.id, f.channel, f.key, f.content, f.state, f.num_attempts, f.created_at, v_now
+        FROM pg_catalog.unnest(v_followed) AS f
+        -- (_channel_config is scalar sub-selects, which the planner does
+        -- not turn into joins: probes by the message's channel whatever
+        -- the plan.)
+        WHERE (@extschema@._channel_config(f.channel_id, f.channel)).retain_history;
+        -- Keys: each keyed message's claim lasts its channel's dedup window.
+        FOR v_key IN
+            SELECT
+                f.channel_id, f.key, f.id,
+                (@extschema@._channel_config(f.channel_id, f.channel)).dedup_window_ms AS window_ms
+            FROM pg_catalog.unnest(v_followed) AS f
+            WHERE f.key IS NOT NULL
+        LOOP
+            PERFORM @extschema@._message_key_release(v_key.channel_id, v_key.key, v_key.id, v_key.window_ms, v_now);
+        END LOOP;
+        PERFORM @extschema@._channel_removed(ARRAY(SELECT f.channel_id FROM pg_catalog.unnest(v_followed) AS f));
+        -- Admitted messages free their places: the next held ones are
+        -- admitted, channel rows locked in id order.
+        FOR v_admitted IN
+            SELECT
+                f.channel_id, pg_catalog.count(*)::integer AS n,
+                -- (An expired lock made ready again is its channel's
+                -- pending delivery.)
+                (pg_catalog.count(*) FILTER (WHERE f.position IS NOT NULL))::integer AS pending
+            FROM pg_catalog.unnest(v_followed) AS f
+            WHERE f.is_admitted
+            GROUP BY f.channel_id
+            ORDER BY f.channel_id
+        LOOP
+            PERFORM @extschema@._channel_admit(v_admitted.channel_id, v_admitted.n, v_admitted.pending, FALSE, v_now);
+        END LOOP;
+    END IF;
+    -- Looked for only when fewer were completed than asked (n x k
+    -- comparisons then), not on every batch.
+    IF p_report AND COALESCE(pg_catalog.cardinality(v_gone_ids), 0) < pg_catalog.cardinality(p_ids) THEN
+        FOR i IN 1..pg_catalog.cardinality(p_ids) LOOP
+            CONTINUE WHEN p_ids[i] = ANY(v_gone_ids);
+            RAISE NOTICE 'lonnymq: message % was not completed: stale token, not locked, or locked by another role',
+                p_ids[i]
+                USING ERRCODE = '01LQ1', DETAIL = pg_catalog.format('id=%s num_attempts=%s', p_ids[i], p_num_attempts[i]);
+        END LOOP;
+    END IF;
+    RETURN COALESCE(v_gone_ids, '{}');
 END;
 $$;
 
@@ -115,6 +596,101 @@ BEGIN
     END IF;
 END;
 $$;
+
+CREATE OR REPLACE FUNCTION @extschema@._channel_pattern_apply(
+    p_prefix text,
+    p_was_limited boolean,
+    p_bound bigint,
+    p_now bigint
+)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_name text;
+    v_row @extschema@.channel%ROWTYPE;
+    v_new @extschema@.channel%ROWTYPE;
+BEGIN
+    FOR v_name IN
+        SELECT c.name
+        FROM @extschema@.channel AS c
+        WHERE c.pattern IS NOT NULL AND pg_catalog.starts_with(c.name COLLATE "C", p_prefix)
+        ORDER BY pg_catalog.hashint8(c.id)
+    LOOP
+        PERFORM @extschema@._channel_guard_exclusive(v_name);
+        PERFORM @extschema@._channel_row_lock(@extschema@._channel_id(v_name));
+        SELECT c.* INTO v_row
+        FROM @extschema@.channel AS c
+        WHERE c.id = @extschema@._channel_id(v_name) AND c.name = v_name
+        FOR UPDATE;
+        -- (Gone, or given its own configuration, meanwhile.)
+        CONTINUE WHEN NOT FOUND OR v_row.pattern IS NULL;
+        v_new := COALESCE(
+            @extschema@._channel_pattern_config(v_name), @extschema@._channel_defaults(v_name, 0)
+        );
+        CONTINUE WHEN (
+            v_new.pattern, v_new.max_concurrency, v_new.release_interval_ms, v_new.is_ordered,
+            v_new.max_attempts, v_new.backoff_base_ms, v_new.backoff_factor, v_new.backoff_max_ms,
+            v_new.backoff_jitter, v_new.dedup_window_ms, v_new.retain_history, v_new.notify, v_new.notify_payload
+        ) IS NOT DISTINCT FROM (
+            v_row.pattern, v_row.max_concurrency, v_row.release_interval_ms, v_row.is_ordered,
+            v_row.max_attempts, v_row.backoff_base_ms, v_row.backoff_factor, v_row.backoff_max_ms,
+            v_row.backoff_jitter, v_row.dedup_window_ms, v_row.retain_history, v_row.notify, v_row.notify_payload
+        );
+        UPDATE @extschema@.channel AS c
+        SET
+            pattern = v_new.pattern,
+            max_concurrency = v_new.max_concurrency,
+            release_interval_ms = v_new.release_interval_ms,
+            is_ordered = v_new.is_ordered,
+            max_attempts = v_new.max_attempts,
+            backoff_base_ms = v_new.backoff_base_ms,
+            backoff_factor = v_new.backoff_factor,
+            backoff_max_ms = v_new.backoff_max_ms,
+            backoff_jitter = v_new.backoff_jitter,
+            dedup_window_ms = v_new.dedup_window_ms,
+            retain_history = v_new.retain_history,
+            notify = v_new.notify,
+            notify_payload = v_new.notify_payload
+        WHERE c.id = v_row.id
+        RETURNING c.* INTO v_new;
+        IF (v_new.max_concurrency, v_new.release_interval_ms, v_new.is_ordered)
+            IS DISTINCT FROM (v_row.max_concurrency, v_row.release_interval_ms, v_row.is_ordered) THEN
+            PERFORM @extschema@._channel_readmit(v_new, p_bound, p_now);
+        END IF;
+        -- (A paused channel keeps its row: the pause is its own.)
+        IF NOT @extschema@._channel_admits(v_new) THEN
+            DELETE FROM @extschema@.channel AS c WHERE c.id = v_row.id;
+        END IF;
+    END LOOP;
+
+    IF p_was_limited OR NOT @extschema@._channel_admits(
+        COALESCE(@extschema@._channel_pattern_config(p_prefix), @extschema@._channel_defaults(p_prefix, 0))
+    ) THEN
+        RETURN;
+    END IF;
+    FOR v_name IN
+        SELECT DISTINCT m.channel
+        FROM @extschema@.message AS m
+        WHERE m.position IS NOT NULL AND NOT m.is_admitted AND pg_catalog.starts_with(m.channel COLLATE "C", p_prefix)
+    LOOP
+        PERFORM @extschema@._channel_guard_exclusive(v_name);
+        CONTINUE WHEN NOT @extschema@._channel_admits(
+            @extschema@._channel_config(@extschema@._channel_id(v_name), v_name)
+        ) OR EXISTS (
+            SELECT 1 FROM @extschema@.channel AS c
+            WHERE c.id = @extschema@._channel_id(v_name) AND c.name = v_name
+        );
+        v_row := @extschema@._channel_lock(v_name, p_now);
+        PERFORM @extschema@._channel_readmit(v_row, p_bound, p_now);
+    END LOOP;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_pattern_apply(text, boolean, bigint, bigint) IS
+'Internal: after a pattern was set or dropped, the channels under its prefix without their own configuration follow what now applies to them.';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_pattern_apply(text, boolean, bigint, bigint) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION @extschema@._access_functions(p_access text)
 RETURNS SETOF regprocedure
@@ -192,12 +768,17 @@ DECLARE
     v_channel @extschema@.channel%ROWTYPE;
     v_new @extschema@.channel%ROWTYPE;
     v_held bigint;
+    v_was_limited boolean;
 BEGIN
     PERFORM @extschema@._check_channel_name(p_channel);
     IF p_ordered AND p_max_concurrency <> 1 THEN
         RAISE EXCEPTION 'lonnymq: an ordered channel delivers one message at a time: p_max_concurrency must be NULL or 1, got %',
             p_max_concurrency
             USING ERRCODE = '22023';
+    END IF;
+    IF p_max_size IS NOT NULL AND pg_catalog.right(p_channel, 1) = '*' THEN
+        RAISE EXCEPTION 'lonnymq: a pattern (a name ending in *) cannot set p_max_size: set it on each channel'
+            USING ERRCODE = '0A000';
     END IF;
     IF p_max_concurrency < 1 THEN
         RAISE EXCEPTION 'lonnymq: p_max_concurrency must be NULL (unlimited) or at least 1, got %',
@@ -248,6 +829,13 @@ BEGIN
     -- The guard first, then the row: producers hold the guard when they
     -- lock the row (admission).
     PERFORM @extschema@._channel_guard_exclusive(p_channel);
+    -- (A pattern: whether what applied to its prefix before had limits.)
+    IF pg_catalog.right(p_channel, 1) = '*' THEN
+        v_was_limited := @extschema@._channel_admits(COALESCE(
+            @extschema@._channel_pattern_config(pg_catalog.left(p_channel, -1)),
+            @extschema@._channel_defaults(p_channel, 0)
+        ));
+    END IF;
     v_channel := @extschema@._channel_lock(p_channel, v_now);
 
     -- Wait for the calls in flight that remove or settle the channel's
@@ -285,11 +873,16 @@ BEGIN
         dedup_window_ms = v_window,
         retain_history = COALESCE(p_retain_history, FALSE),
         notify = COALESCE(p_notify, FALSE),
-        notify_payload = CASE p_notify_payload WHEN 'id' THEN c.id::text WHEN 'none' THEN '' END
+        notify_payload = CASE p_notify_payload WHEN 'id' THEN c.id::text WHEN 'none' THEN '' END,
+        -- (Its own configuration now, if it followed a pattern.)
+        pattern = NULL,
+        prefix = CASE WHEN pg_catalog.right(p_channel, 1) = '*' THEN pg_catalog.left(p_channel, -1) END
     WHERE c.id = v_channel.id
     RETURNING c.* INTO v_new;
+    IF v_new.prefix IS NOT NULL THEN
+        PERFORM @extschema@._channel_pattern_apply(v_new.prefix, v_was_limited, v_bound, v_now);
     -- New limits: the channel's messages are admitted again under them.
-    IF (v_new.max_concurrency, v_new.release_interval_ms, v_new.is_ordered) IS DISTINCT FROM
+    ELSIF (v_new.max_concurrency, v_new.release_interval_ms, v_new.is_ordered) IS DISTINCT FROM
         (v_channel.max_concurrency, v_channel.release_interval_ms, v_channel.is_ordered) THEN
         PERFORM @extschema@._channel_readmit(v_new, v_bound, v_now);
     END IF;
@@ -306,6 +899,600 @@ REVOKE ALL ON FUNCTION @extschema@.channel_set(
     text, integer, integer, bigint, integer, bigint, double precision, bigint, double precision, bigint,
     boolean, boolean, text, boolean
 ) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@.channel_drop(
+    p_channel text,
+    p_purge boolean DEFAULT FALSE
+)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_channel_id bigint;
+    v_pattern @extschema@.channel%ROWTYPE;
+BEGIN
+    PERFORM @extschema@._check_channel_name(p_channel);
+    IF p_purge IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_purge must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+
+    v_channel_id := @extschema@._channel_id(p_channel);
+    PERFORM @extschema@._channel_guard_exclusive(p_channel);
+    PERFORM @extschema@._channel_row_lock(v_channel_id);
+    -- A pattern: its followers follow what applies to them without it.
+    IF pg_catalog.right(p_channel, 1) = '*' THEN
+        DELETE FROM @extschema@.channel AS c
+        WHERE c.id = v_channel_id AND c.name = p_channel
+        RETURNING c.* INTO v_pattern;
+        IF NOT FOUND THEN
+            RETURN FALSE;
+        END IF;
+        PERFORM @extschema@._channel_pattern_apply(
+            v_pattern.prefix, @extschema@._channel_admits(v_pattern), @extschema@._epoch_enter(), @extschema@._clock_ms()
+        );
+        RETURN TRUE;
+    END IF;
+    -- A channel exists while it has a row (configuration) or messages.
+    PERFORM 1
+    FROM @extschema@.channel AS c
+    WHERE c.id = v_channel_id AND c.name = p_channel
+    FOR UPDATE;
+    IF NOT FOUND AND NOT EXISTS (
+        SELECT 1 FROM @extschema@.message AS m
+        WHERE m.channel_id = v_channel_id AND m.channel = p_channel
+    ) THEN
+        RETURN FALSE;
+    END IF;
+
+    IF NOT p_purge AND EXISTS (
+        SELECT 1 FROM @extschema@.message AS m
+        WHERE m.channel_id = v_channel_id AND m.channel = p_channel
+    ) THEN
+        RAISE EXCEPTION 'lonnymq: channel "%" still holds messages', p_channel
+            USING ERRCODE = '55006',
+            HINT = 'Pass p_purge => true to delete them with the channel.';
+    END IF;
+
+    DELETE FROM @extschema@.message AS m WHERE m.channel_id = v_channel_id AND m.channel = p_channel;
+    DELETE FROM @extschema@.message_key AS k WHERE k.channel_id = v_channel_id;
+    DELETE FROM @extschema@.channel_quota AS q WHERE q.channel_id = v_channel_id;
+    DELETE FROM @extschema@.channel AS c WHERE c.id = v_channel_id;
+    RETURN TRUE;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.channel_pause(p_channel text)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_bound bigint;
+    v_now bigint;
+    v_channel @extschema@.channel%ROWTYPE;
+BEGIN
+    PERFORM @extschema@._check_channel_name(p_channel);
+    IF pg_catalog.right(p_channel, 1) = '*' THEN
+        RAISE EXCEPTION 'lonnymq: a pattern (a name ending in *) cannot be paused: pause its channels'
+            USING ERRCODE = '0A000';
+    END IF;
+    v_bound := @extschema@._epoch_enter();
+    v_now := @extschema@._clock_ms();
+    PERFORM @extschema@._channel_guard_exclusive(p_channel);
+    v_channel := @extschema@._channel_lock(p_channel, v_now);
+    IF v_channel.is_paused THEN
+        RETURN FALSE;
+    END IF;
+    UPDATE @extschema@.channel AS c
+    SET is_paused = TRUE
+    WHERE c.id = v_channel.id
+    RETURNING c.* INTO v_channel;
+    PERFORM @extschema@._channel_readmit(v_channel, v_bound, v_now);
+    RETURN TRUE;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.message_create(
+    p_channel text,
+    p_content bytea,
+    p_dequeue_at bigint DEFAULT NULL,
+    p_key text DEFAULT NULL
+)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_channel_id bigint := @extschema@._channel_id(p_channel);
+    -- The default is the transaction's start, so that messages created in one
+    -- transaction share a dequeue_at and keep their order by id.
+    v_dequeue_at bigint := COALESCE(p_dequeue_at, @extschema@.to_epoch(pg_catalog.now()));
+    v_epoch bigint;
+    v_place bigint;
+    v_is_early boolean;
+    v_waits boolean;
+    -- (Read once: a setting, not a query.)
+    v_is_serializable boolean := pg_catalog.current_setting('transaction_isolation') = 'serializable';
+    v_max_size integer;
+    v_notify text;
+    v_now bigint;
+    v_id bigint;
+    v_created bigint;
+BEGIN
+    -- One expression for valid input; the checks say what is wrong.
+    IF p_channel IS NULL OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 OR p_content IS NULL
+        OR pg_catalog.octet_length(p_content) > @extschema@._max_content_bytes()
+        OR pg_catalog.length(p_key) NOT BETWEEN 1 AND 1024 OR pg_catalog.right(p_channel, 1) = '*' THEN
+        PERFORM @extschema@._check_message_channel(p_channel);
+        IF p_content IS NULL THEN
+            RAISE EXCEPTION 'lonnymq: p_content must not be NULL'
+                USING ERRCODE = '22004';
+        END IF;
+        PERFORM @extschema@._check_size('p_content', pg_catalog.octet_length(p_content), @extschema@._max_content_bytes());
+        PERFORM @extschema@._check_key(p_key);
+    END IF;
+
+    LOOP
+        -- k is one row whose columns are computed in order: the epoch is
+        -- read, its parity and the channel guard held, then the clock read
+        -- (a subquery with volatile columns is never flattened into its
+        -- caller).
+        SELECT
+            k.epoch,
+            k.now,
+            p.place,
+            p.is_early,
+            @extschema@._channel_admits(g.c) OR v_is_serializable,
+            (g.c).max_size,
+            CASE WHEN (g.c).notify AND NOT (g.c).is_paused THEN COALESCE((g.c).notify_payload, p_channel) END
+        INTO v_epoch, v_now, v_place, v_is_early, v_waits, v_max_size, v_notify
+        FROM (
+            SELECT
+                e.epoch,
+                @extschema@._epoch_hold(e.epoch) AS in_epoch,
+                @extschema@._channel_guard_shared(p_channel) AS in_channel,
+                @extschema@._clock_ms() AS now
+            FROM (SELECT pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') AS epoch) AS e
+        ) AS k
+        -- (OFFSET 0: the configuration read once, not once per column.)
+        CROSS JOIN LATERAL (SELECT @extschema@._channel_config(v_channel_id, p_channel) AS c OFFSET 0) AS g
+        -- (A SERIALIZABLE producer's bound is NULL: the probes' condition
+        -- can never hold, so they read nothing.)
+        CROSS JOIN LATERAL @extschema@._message_place(
+            v_channel_id, CASE WHEN NOT v_is_serializable THEN k.epoch >> 1 END, v_dequeue_at,
+            CASE WHEN p_dequeue_at IS NULL THEN 1000 ELSE 0 END
+        ) AS p;
+
+        -- Once, not again when the epoch changed.
+        IF v_id IS NULL AND (p_key IS NOT NULL OR v_max_size IS NOT NULL) THEN
+            v_id := pg_catalog.nextval('@extschema@.message_id_seq');
+            IF p_key IS NOT NULL THEN
+                v_created := @extschema@._message_key_claim(v_channel_id, p_key, v_id, v_now);
+                IF v_created IS NOT NULL THEN
+                    RETURN v_created;
+                END IF;
+            END IF;
+            IF v_max_size IS NOT NULL AND @extschema@._channel_quota_take(v_channel_id, v_max_size, 1) = 0 THEN
+                IF p_key IS NOT NULL THEN
+                    PERFORM @extschema@._message_key_release(v_channel_id, p_key, v_id, 0, 0);
+                END IF;
+                RETURN NULL;
+            END IF;
+        END IF;
+
+        INSERT INTO @extschema@.message (id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early)
+        SELECT
+            COALESCE(v_id, pg_catalog.nextval('@extschema@.message_id_seq')), v_channel_id, p_channel, v_dequeue_at,
+            v_now, p_content, p_key,
+            CASE WHEN v_dequeue_at <= v_now AND NOT v_waits THEN v_place END,
+            v_dequeue_at <= v_now AND NOT v_waits AND v_is_early
+        WHERE pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') = v_epoch
+        RETURNING id INTO v_created;
+        EXIT WHEN v_created IS NOT NULL;
+    END LOOP;
+    IF v_notify IS NOT NULL AND v_dequeue_at <= v_now THEN
+        PERFORM pg_catalog.pg_notify('lonnymq', v_notify);
+    END IF;
+    RETURN v_created;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.message_create_batch(
+    p_channel text,
+    p_contents bytea[],
+    p_dequeue_at bigint[] DEFAULT NULL,
+    p_keys text[] DEFAULT NULL
+)
+RETURNS SETOF bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_n integer;
+    v_bound bigint;
+    v_limited boolean;
+    v_next bigint;
+    v_last_at bigint;
+    v_last_is_early boolean;
+    v_now bigint;
+    v_default bigint;
+    v_channel @extschema@.channel%ROWTYPE;
+    v_ids bigint[];
+    v_out bigint[];
+    v_keep boolean[];
+    v_claimed bigint[];
+    v_largest bigint;
+    v_room integer;
+    v_dropped bigint[] := '{}';
+    v_dropped_keys text[] := '{}';
+    v_ready_at bigint;
+    v_key text;
+    v_existing bigint;
+    i integer;
+BEGIN
+    IF p_channel IS NULL OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 OR pg_catalog.right(p_channel, 1) = '*' THEN
+        PERFORM @extschema@._check_message_channel(p_channel);
+    END IF;
+    IF p_contents IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_contents must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    v_n := pg_catalog.cardinality(p_contents);
+    IF pg_catalog.array_ndims(p_contents) <> 1
+        OR pg_catalog.array_ndims(p_dequeue_at) <> 1
+        OR pg_catalog.array_ndims(p_keys) <> 1 THEN
+        RAISE EXCEPTION 'lonnymq: p_contents, p_dequeue_at and p_keys must be one-dimensional arrays'
+            USING ERRCODE = '22023';
+    END IF;
+    IF pg_catalog.cardinality(p_dequeue_at) <> v_n OR pg_catalog.cardinality(p_keys) <> v_n THEN
+        RAISE EXCEPTION 'lonnymq: p_dequeue_at and p_keys must have as many elements as p_contents (%), got % and %',
+            v_n, pg_catalog.cardinality(p_dequeue_at), pg_catalog.cardinality(p_keys)
+            USING ERRCODE = '22023';
+    END IF;
+    IF v_n = 0 THEN
+        RETURN;
+    END IF;
+    IF v_n > 10000 THEN
+        RAISE EXCEPTION 'lonnymq: a batch holds at most 10000 messages, got %', v_n
+            USING ERRCODE = '22023';
+    END IF;
+    IF pg_catalog.array_position(p_contents, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_contents[%] is NULL', pg_catalog.array_position(p_contents, NULL)
+            USING ERRCODE = '22004';
+    END IF;
+    SELECT pg_catalog.max(pg_catalog.octet_length(c.content)) INTO v_largest
+    FROM pg_catalog.unnest(p_contents) AS c (content);
+    PERFORM @extschema@._check_size('a content', v_largest, @extschema@._max_content_bytes());
+    IF p_keys IS NOT NULL THEN
+        SELECT pg_catalog.min(k.key) INTO v_key
+        FROM pg_catalog.unnest(p_keys) AS k (key)
+        WHERE pg_catalog.length(k.key) NOT BETWEEN 1 AND 1024;
+        PERFORM @extschema@._check_key(v_key);
+    END IF;
+
+    PERFORM @extschema@._channel_guard_shared(p_channel);
+    v_bound := @extschema@._epoch_enter();
+    v_now := @extschema@._clock_ms();
+    v_default := @extschema@.to_epoch(pg_catalog.now());
+    v_channel := @extschema@._channel_config(@extschema@._channel_id(p_channel), p_channel);
+    -- Waiting for a dequeue to admit or place them, as message_create's:
+    -- a channel with limits, or a SERIALIZABLE producer.
+    v_limited := @extschema@._channel_admits(v_channel)
+        OR pg_catalog.current_setting('transaction_isolation') = 'serializable';
+    v_ids := ARRAY(
+        SELECT s.id
+        FROM (
+            SELECT pg_catalog.nextval('@extschema@.message_id_seq') AS id
+            FROM pg_catalog.generate_series(1, v_n)
+        ) AS s
+        ORDER BY s.id
+    );
+    v_out := v_ids;
+    v_keep := pg_catalog.array_fill(TRUE, ARRAY[v_n]);
+
+    IF p_keys IS NOT NULL THEN
+        -- Claim every key at once; the first occurrence of a repeated key
+        -- wins.  Keys already held (or repeated) are resolved one by one.
+        WITH claimed AS (
+            INSERT INTO @extschema@.message_key AS mk (channel_id, key, message_id)
+            SELECT v_channel.id, k.key, v_ids[k.i]
+            FROM ROWS FROM (pg_catalog.unnest(p_keys)) WITH ORDINALITY AS k (key, i)
+            WHERE k.key IS NOT NULL
+            ORDER BY k.i
+            ON CONFLICT (channel_id, key) DO NOTHING
+            RETURNING mk.message_id
+        )
+
+        SELECT pg_catalog.array_agg(c.message_id) INTO v_claimed
+        FROM claimed AS c;
+        v_claimed := COALESCE(v_claimed, '{}');
+        FOR i IN 1..v_n LOOP
+            v_key := p_keys[pg_catalog.array_lower(p_keys, 1) + i - 1];
+            CONTINUE WHEN v_key IS NULL OR v_ids[i] = ANY(v_claimed);
+            v_existing := @extschema@._message_key_claim(v_channel.id, v_key, v_ids[i], v_now);
+            IF v_existing IS NOT NULL THEN
+                v_out[i] := v_existing;
+                v_keep[i] := FALSE;
+            END IF;
+        END LOOP;
+    END IF;
+
+    IF v_channel.max_size IS NOT NULL THEN
+        -- Room for the new ones (not the duplicates), in input order.
+        v_room := @extschema@._channel_quota_take(
+            v_channel.id, v_channel.max_size,
+            (SELECT pg_catalog.count(*)::integer FROM pg_catalog.unnest(v_keep) AS k (keep) WHERE k.keep)
+        );
+        FOR i IN 1..v_n LOOP
+            CONTINUE WHEN NOT v_keep[i];
+            IF v_room > 0 THEN
+                v_room := v_room - 1;
+            ELSE
+                v_keep[i] := FALSE;
+                v_dropped := v_dropped || v_ids[i];
+                IF p_keys IS NOT NULL THEN
+                    v_dropped_keys := v_dropped_keys || p_keys[pg_catalog.array_lower(p_keys, 1) + i - 1];
+                END IF;
+                v_out[i] := NULL;
+            END IF;
+        END LOOP;
+        IF pg_catalog.cardinality(v_dropped) > 0 THEN
+            DELETE FROM @extschema@.message_key AS k
+            WHERE
+                k.channel_id = v_channel.id
+                AND k.key = ANY(v_dropped_keys)
+                AND k.message_id = ANY(v_dropped);
+            -- A repeat of a dropped message's key is dropped with it.
+            FOR i IN 1..v_n LOOP
+                IF v_out[i] = ANY(v_dropped) THEN
+                    v_out[i] := NULL;
+                END IF;
+            END LOOP;
+        END IF;
+    END IF;
+
+    SELECT pg_catalog.min(COALESCE(r.dequeue_at, v_default)) INTO v_ready_at
+    FROM ROWS FROM (pg_catalog.unnest(p_dequeue_at), pg_catalog.unnest(v_keep)) AS r (dequeue_at, keep)
+    WHERE r.keep AND COALESCE(r.dequeue_at, v_default) <= v_now;
+    IF v_ready_at IS NOT NULL AND NOT v_limited THEN
+        SELECT p.place, p.last_dequeue_at, p.last_is_early
+        INTO v_next, v_last_at, v_last_is_early
+        FROM @extschema@._message_place(v_channel.id, v_bound, v_ready_at, 1000) AS p;
+    END IF;
+
+    -- The ready ones take the channel's next turns, one a round, in
+    -- (dequeue_at, id) order; those more than a second before the channel's
+    -- last ready message are early (_message_place).
+    INSERT INTO @extschema@.message (
+        id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early, is_held
+    )
+    SELECT
+        v_ids[r.i], v_channel.id, v_channel.name, r.at, v_now, r.content, r.key,
+        CASE WHEN r.is_ready THEN
+            v_next + 1048576 * (pg_catalog.row_number() OVER (PARTITION BY r.is_ready ORDER BY r.at, r.i) - 1)
+        END,
+        r.is_ready AND COALESCE(
+            r.at < v_last_at - CASE WHEN v_last_is_early OR NOT r.is_default THEN 0 ELSE 1000 END, FALSE
+        ),
+        FALSE
+    FROM (
+        SELECT c.content, COALESCE(c.dequeue_at, v_default) AS at, c.key, c.i, c.dequeue_at IS NULL AS is_default,
+            COALESCE(c.dequeue_at, v_default) <= v_now AND NOT v_limited AS is_ready
+        FROM ROWS FROM (
+            pg_catalog.unnest(p_contents),
+            pg_catalog.unnest(p_dequeue_at),
+            pg_catalog.unnest(p_keys)
+        ) WITH ORDINALITY AS c (content, dequeue_at, key, i)
+        WHERE v_keep[c.i]
+    ) AS r
+    ORDER BY r.i;
+
+    IF v_ready_at IS NOT NULL THEN
+        IF v_channel.notify AND NOT v_channel.is_paused THEN
+            PERFORM pg_catalog.pg_notify('lonnymq', COALESCE(v_channel.notify_payload, v_channel.name));
+        END IF;
+    END IF;
+
+    RETURN QUERY
+    SELECT o.id
+    FROM ROWS FROM (pg_catalog.unnest(v_out)) WITH ORDINALITY AS o (id, i)
+    ORDER BY o.i;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.schedule_set(
+    p_name text,
+    p_channel text,
+    p_content bytea,
+    p_every_ms bigint,
+    p_start_at bigint DEFAULT NULL
+)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_now bigint;
+    v_start bigint;
+BEGIN
+    IF p_name IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_name must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    IF pg_catalog.length(p_name) NOT BETWEEN 1 AND 255 THEN
+        RAISE EXCEPTION 'lonnymq: a schedule name must be 1 to 255 characters, got %',
+            pg_catalog.length(p_name)
+            USING ERRCODE = '22023';
+    END IF;
+    PERFORM @extschema@._check_message_channel(p_channel);
+    IF p_content IS NULL OR p_every_ms IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_content and p_every_ms must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    PERFORM @extschema@._check_size('p_content', pg_catalog.octet_length(p_content), @extschema@._max_content_bytes());
+    IF p_every_ms NOT BETWEEN 1 AND @extschema@._max_duration_ms() THEN
+        RAISE EXCEPTION 'lonnymq: p_every_ms must be between 1 and % (365 days), got %',
+            @extschema@._max_duration_ms(), p_every_ms
+            USING ERRCODE = '22023';
+    END IF;
+    -- Years 1 to 9999: every period boundary of such a schedule, and its
+    -- distance from any clock reading, fits a bigint.
+    IF p_start_at NOT BETWEEN -62135596800000 AND 253402300799999 THEN
+        RAISE EXCEPTION 'lonnymq: p_start_at must be between -62135596800000 and 253402300799999 (years 1 to 9999), got %',
+            p_start_at
+            USING ERRCODE = '22023';
+    END IF;
+    v_now := @extschema@._clock_ms();
+    v_start := COALESCE(p_start_at, v_now);
+    INSERT INTO @extschema@.schedule AS s (
+        name, channel, content, every_ms, start_at, next_at, created_at
+    )
+    VALUES (p_name, p_channel, p_content, p_every_ms, v_start, v_start, v_now)
+    ON CONFLICT (name) DO UPDATE
+        SET
+            channel = excluded.channel,
+            content = excluded.content,
+            every_ms = excluded.every_ms,
+            start_at = CASE
+                WHEN s.every_ms = excluded.every_ms AND (p_start_at IS NULL OR s.start_at = excluded.start_at)
+                    THEN s.start_at
+                ELSE excluded.start_at
+            END,
+            next_at = CASE
+                WHEN s.every_ms = excluded.every_ms AND (p_start_at IS NULL OR s.start_at = excluded.start_at)
+                    THEN s.next_at
+                ELSE excluded.next_at
+            END;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.tick()
+RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_bound bigint;
+    v_now bigint;
+    v_created integer := 0;
+BEGIN
+    v_bound := @extschema@._epoch_enter();
+    v_now := @extschema@._clock_ms();
+    -- Every due schedule (up to 10000 a call), one pass: a schedule whose
+    -- channel is busy right now is skipped and left for the next call.
+    v_created := @extschema@._schedule_run(v_now, 10000);
+    -- Due messages, from the beginning of message_due_ix (not from the due
+    -- mark): also one that a backward step of the clock left below it.
+    PERFORM @extschema@._message_promote(v_now, -9223372036854775808, v_bound, 10000);
+    -- Expired claims, 100 at a time (a nested loop of primary-key probes;
+    -- one big DELETE would be planned as a hash join over the whole table).
+    FOR v_try IN 1..100 LOOP
+        DELETE FROM @extschema@.message_key AS k
+        WHERE k.ctid = ANY(ARRAY(
+            SELECT e.ctid
+            FROM @extschema@.message_key AS e
+            WHERE e.expires_at <= v_now
+            ORDER BY e.expires_at
+            LIMIT 100
+            FOR UPDATE SKIP LOCKED
+        ));
+        EXIT WHEN NOT FOUND;
+    END LOOP;
+    -- Rows of pattern followers that drained inside their release interval
+    -- (_channel_admit keeps them until it has passed), up to 10000; one
+    -- whose row lock another call holds is left for the next call.
+    DELETE FROM @extschema@.channel AS c
+    WHERE c.id = ANY(ARRAY(
+        SELECT f.id
+        FROM @extschema@.channel AS f
+        WHERE f.pattern IS NOT NULL AND f.num_admitted = 0 AND NOT f.is_paused AND f.release_at <= v_now
+        LIMIT 10000
+    ))
+    AND @extschema@._channel_row_try_lock(c.id)
+    AND c.num_admitted = 0 AND NOT c.is_paused AND c.release_at <= v_now;
+    RETURN v_created;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.channel_stats(p_channel text)
+RETURNS TABLE (
+    channel text,
+    ready bigint,
+    scheduled bigint,
+    locked bigint,
+    dead bigint,
+    oldest_ready_age_ms bigint,
+    is_paused boolean,
+    max_concurrency integer,
+    max_size integer,
+    release_interval_ms bigint,
+    max_attempts integer,
+    backoff_base_ms bigint,
+    backoff_factor double precision,
+    backoff_max_ms bigint,
+    backoff_jitter double precision,
+    dedup_window_ms bigint,
+    retain_history boolean,
+    notify boolean
+)
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT
+        p_channel,
+        n.due - n.expired,
+        n.total - n.due - (n.locked - n.expired),
+        n.locked,
+        d.dead,
+        k.now - GREATEST(h.dequeue_at, h.created_at),
+        (g.c).is_paused,
+        (g.c).max_concurrency,
+        (g.c).max_size,
+        (g.c).release_interval_ms,
+        (g.c).max_attempts,
+        (g.c).backoff_base_ms,
+        (g.c).backoff_factor,
+        (g.c).backoff_max_ms,
+        (g.c).backoff_jitter,
+        (g.c).dedup_window_ms,
+        (g.c).retain_history,
+        (g.c).notify
+    FROM (
+        SELECT @extschema@._clock_ms() AS now, @extschema@._channel_id(p_channel) AS id
+    ) AS k
+    -- (OFFSET 0: the configuration read once, not once per column.)
+    CROSS JOIN LATERAL (SELECT @extschema@._channel_config(k.id, p_channel) AS c OFFSET 0) AS g
+    CROSS JOIN LATERAL (
+        SELECT
+            pg_catalog.count(*) AS total,
+            pg_catalog.count(*) FILTER (WHERE m.dequeue_at <= k.now) AS due,
+            pg_catalog.count(*) FILTER (WHERE m.is_locked) AS locked,
+            pg_catalog.count(*) FILTER (WHERE m.is_locked AND m.dequeue_at <= k.now) AS expired
+        FROM @extschema@.message AS m
+        WHERE m.channel_id = k.id AND m.channel = p_channel
+    ) AS n
+    CROSS JOIN LATERAL (
+        SELECT pg_catalog.count(*) AS dead
+        FROM @extschema@.dead_letter AS dl
+        WHERE dl.channel = p_channel
+    ) AS d
+    LEFT JOIN LATERAL (
+        SELECT m.dequeue_at, m.created_at
+        FROM @extschema@.message AS m
+        WHERE m.channel_id = k.id AND m.channel = p_channel AND m.dequeue_at <= k.now AND NOT m.is_locked
+        ORDER BY m.dequeue_at, m.id
+        LIMIT 1
+    ) AS h ON TRUE
+    WHERE n.total > 0 OR EXISTS (SELECT 1 FROM @extschema@.channel AS c WHERE c.id = k.id AND c.name = p_channel)
+$$;
+
+COMMENT ON COLUMN @extschema@.channel.pattern IS
+'The name of the pattern (a channel_set of a name ending in *) whose configuration this row copies, for a channel without a channel_set of its own whose pattern has limits (the row holds its admission counts and goes when they are back to nothing); NULL for a channel''s own configuration.';
+
+COMMENT ON COLUMN @extschema@.channel.prefix IS
+'For a pattern''s row (a channel_set of a name ending in *): the name without the *; the channels whose names start with it and have no configuration of their own follow this one, the longest prefix winning. NULL for a channel.';
 
 COMMENT ON COLUMN @extschema@.channel.is_ordered IS
 'Whether the channel is ordered (channel_set p_ordered): one message at a time (max_concurrency 1), and a failed, deferred or expired message keeps its admission, so no later message is delivered until it is completed, dead-lettered or cancelled.';

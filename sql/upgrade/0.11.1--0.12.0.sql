@@ -5,6 +5,21 @@
 -- (tools/build_upgrade.py).  Test: test/python/test_upgrade.py (the
 -- upgraded schema equals a fresh one).
 
+-- A name ending in '*' names a pattern from 0.12.0 on, never a channel:
+-- an install with such a channel cannot take the upgrade as it is.
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM @extschema@.channel AS c WHERE pg_catalog.right(c.name, 1) = '*')
+        OR EXISTS (SELECT 1 FROM @extschema@.message AS m WHERE pg_catalog.right(m.channel, 1) = '*')
+        OR EXISTS (SELECT 1 FROM @extschema@.schedule AS s WHERE pg_catalog.right(s.channel, 1) = '*')
+        OR EXISTS (SELECT 1 FROM @extschema@.dead_letter AS d WHERE pg_catalog.right(d.channel, 1) = '*') THEN
+        RAISE EXCEPTION 'lonnymq 0.12.0: a channel name ending in * names a pattern from 0.12.0 on'
+            USING ERRCODE = '55000',
+            HINT = 'Drain, drop or rename the channels whose names end in * (their messages, schedules and dead letters), then upgrade.';
+    END IF;
+END;
+$$;
+
 -- Ordered channels (channel_set p_ordered).
 ALTER TABLE @extschema@.channel ADD COLUMN is_ordered boolean NOT NULL DEFAULT FALSE;
 ALTER TABLE @extschema@.channel ADD CONSTRAINT channel_ordered_check CHECK (NOT is_ordered OR max_concurrency = 1);
@@ -12,3 +27,13 @@ DROP FUNCTION @extschema@.channel_set(
     text, integer, integer, bigint, integer, bigint, double precision, bigint, double precision, bigint, boolean,
     boolean, text
 );
+
+-- Name patterns (channel_set of a name ending in '*').
+ALTER TABLE @extschema@.channel ADD COLUMN pattern text;
+ALTER TABLE @extschema@.channel ADD COLUMN prefix text COLLATE "C";
+ALTER TABLE @extschema@.channel ADD CONSTRAINT channel_prefix_check CHECK (
+    prefix IS NULL
+    OR name = prefix || '*' AND pattern IS NULL AND max_size IS NULL AND NOT is_paused
+);
+-- @include sql/src/schema/013_index_channel_prefix.sql
+-- @include sql/src/schema/014_index_channel_pattern.sql

@@ -6,8 +6,9 @@
 --      (the epoch guard: a raise of the marks waits for this writer), the
 --      channel guard held shared (a configuration change in flight waits
 --      for this producer, and it for the change), the channel's
---      configuration (one probe of channel_pkey, which finds no row for a
---      channel without one) and its place in the round order
+--      configuration (_channel_config: one probe of channel_pkey, which
+--      finds no row for a channel without one, and then one of
+--      channel_prefix_key for its pattern) and its place in the round order
 --      (_message_place: two probes);
 --   2. the INSERT, which re-reads the epoch: when a raise started a new
 --      epoch after statement 1 read it, the bound may have passed the place,
@@ -69,8 +70,8 @@ BEGIN
     -- One expression for valid input; the checks say what is wrong.
     IF p_channel IS NULL OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 OR p_content IS NULL
         OR pg_catalog.octet_length(p_content) > @extschema@._max_content_bytes()
-        OR pg_catalog.length(p_key) NOT BETWEEN 1 AND 1024 THEN
-        PERFORM @extschema@._check_channel_name(p_channel);
+        OR pg_catalog.length(p_key) NOT BETWEEN 1 AND 1024 OR pg_catalog.right(p_channel, 1) = '*' THEN
+        PERFORM @extschema@._check_message_channel(p_channel);
         IF p_content IS NULL THEN
             RAISE EXCEPTION 'lonnymq: p_content must not be NULL'
                 USING ERRCODE = '22004';
@@ -89,9 +90,9 @@ BEGIN
             k.now,
             p.place,
             p.is_early,
-            COALESCE(@extschema@._channel_admits(c), FALSE) OR v_is_serializable,
-            c.max_size,
-            CASE WHEN c.notify AND NOT c.is_paused THEN COALESCE(c.notify_payload, p_channel) END
+            @extschema@._channel_admits(g.c) OR v_is_serializable,
+            (g.c).max_size,
+            CASE WHEN (g.c).notify AND NOT (g.c).is_paused THEN COALESCE((g.c).notify_payload, p_channel) END
         INTO v_epoch, v_now, v_place, v_is_early, v_waits, v_max_size, v_notify
         FROM (
             SELECT
@@ -101,7 +102,8 @@ BEGIN
                 @extschema@._clock_ms() AS now
             FROM (SELECT pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') AS epoch) AS e
         ) AS k
-        LEFT JOIN @extschema@.channel AS c ON c.id = v_channel_id AND c.name = p_channel
+        -- (OFFSET 0: the configuration read once, not once per column.)
+        CROSS JOIN LATERAL (SELECT @extschema@._channel_config(v_channel_id, p_channel) AS c OFFSET 0) AS g
         -- (A SERIALIZABLE producer's bound is NULL: the probes' condition
         -- can never hold, so they read nothing.)
         CROSS JOIN LATERAL @extschema@._message_place(

@@ -44,8 +44,8 @@ DECLARE
     v_existing bigint;
     i integer;
 BEGIN
-    IF p_channel IS NULL OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 THEN
-        PERFORM @extschema@._check_channel_name(p_channel);
+    IF p_channel IS NULL OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 OR pg_catalog.right(p_channel, 1) = '*' THEN
+        PERFORM @extschema@._check_message_channel(p_channel);
     END IF;
     IF p_contents IS NULL THEN
         RAISE EXCEPTION 'lonnymq: p_contents must not be NULL'

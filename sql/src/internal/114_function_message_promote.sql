@@ -67,6 +67,15 @@ BEGIN
             );
         ELSIF v_is_held THEN
             UPDATE @extschema@.message AS m SET is_held = TRUE, is_admitted = FALSE WHERE m.id = v_due.id;
+            -- A channel that follows a pattern with limits gets its row
+            -- (its admission counts) here, at its first admission; it goes
+            -- when they are back to nothing (_channel_admit).
+            IF v_channel.pattern IS NOT NULL THEN
+                v_channel.created_at := p_now;
+                INSERT INTO @extschema@.channel
+                SELECT (v_channel).*
+                ON CONFLICT DO NOTHING;
+            END IF;
         ELSIF v_due.is_locked AND v_due.is_admitted AND v_channel.release_interval_ms > 0
             AND (v_channel.release_at > p_now OR v_channel.num_pending > 0) THEN
             -- An expired lock's new delivery waits for its channel's
