@@ -41,6 +41,44 @@ CREATE INDEX channel_pattern_ix
 ON @extschema@.channel (pattern)
 WHERE pattern IS NOT NULL;
 
+CREATE TABLE @extschema@.topic_binding (
+    pattern text NOT NULL,
+    channel text NOT NULL,
+    regex text,
+    created_at bigint NOT NULL,
+    CONSTRAINT topic_binding_pkey PRIMARY KEY (pattern, channel),
+    CONSTRAINT topic_binding_pattern_check CHECK (
+        pg_catalog.length(pattern) BETWEEN 1 AND 255
+    ),
+    CONSTRAINT topic_binding_channel_check CHECK (
+        pg_catalog.length(channel) BETWEEN 1 AND 255
+    )
+) WITH (
+    -- (Bindings change seldom: configuration, not traffic.)
+    autovacuum_vacuum_threshold = 100
+);
+
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.topic_binding', '');
+
+COMMENT ON TABLE @extschema@.topic_binding IS
+'Topic bindings (topic_bind): message_publish creates its message in every channel bound by a pattern that matches the routing key, once per channel.';
+
+COMMENT ON COLUMN @extschema@.topic_binding.pattern IS
+'Dot-separated words; a word * matches exactly one word of a routing key, # zero or more.';
+
+COMMENT ON COLUMN @extschema@.topic_binding.channel IS
+'The channel a matching publish creates its message in (by name; binding does not create the channel).';
+
+COMMENT ON COLUMN @extschema@.topic_binding.regex IS
+'For a pattern with a * or # word: the anchored regular expression the routing key is tested against; NULL for a pattern matched by equality.';
+
+COMMENT ON COLUMN @extschema@.topic_binding.created_at IS
+'When the binding was made, in epoch milliseconds.';
+
+CREATE INDEX topic_binding_wildcard_ix
+ON @extschema@.topic_binding (pattern, channel)
+WHERE regex IS NOT NULL;
+
 CREATE OR REPLACE FUNCTION @extschema@.to_epoch(p_at timestamptz)
 RETURNS bigint
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
@@ -70,6 +108,27 @@ COMMENT ON FUNCTION @extschema@._check_message_channel(text) IS
 'Internal: raises 22004 for a NULL channel name, 22023 for an empty or over-long one or for a pattern (a name ending in *).';
 
 REVOKE ALL ON FUNCTION @extschema@._check_message_channel(text) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._check_topic(p_topic text, p_name text)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+AS $$
+BEGIN
+    IF p_topic IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: % must not be NULL', p_name
+            USING ERRCODE = '22004';
+    END IF;
+    IF pg_catalog.length(p_topic) NOT BETWEEN 1 AND 255 THEN
+        RAISE EXCEPTION 'lonnymq: % must be 1 to 255 characters, got %', p_name, pg_catalog.length(p_topic)
+            USING ERRCODE = '22023';
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._check_topic(text, text) IS
+'Internal: raises 22004 for a NULL routing key or topic pattern, 22023 for an empty or over-long one.';
+
+REVOKE ALL ON FUNCTION @extschema@._check_topic(text, text) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION @extschema@._channel_defaults(p_channel text, p_now bigint)
 RETURNS @extschema@.channel
@@ -104,52 +163,138 @@ COMMENT ON FUNCTION @extschema@._channel_follower(@extschema@.channel, text) IS
 
 REVOKE ALL ON FUNCTION @extschema@._channel_follower(@extschema@.channel, text) FROM PUBLIC;
 
-CREATE OR REPLACE FUNCTION @extschema@._channel_pattern_search(p_channel text, p_missed text)
+CREATE OR REPLACE FUNCTION @extschema@._channel_pattern_longest(p_channel text, p_missed text)
 RETURNS @extschema@.channel
-LANGUAGE plpgsql STABLE
+LANGUAGE sql STABLE
+AS $$
+    SELECT @extschema@._channel_follower(q, p_channel)
+    FROM @extschema@.channel AS q
+    WHERE q.prefix IS NOT NULL AND q.prefix = ANY(ARRAY(
+        SELECT pg_catalog.left(p_channel COLLATE "C", k)
+        FROM pg_catalog.generate_series(0, pg_catalog.length(p_missed) - 1) AS k
+        WHERE pg_catalog.left(p_missed COLLATE "C", k) = pg_catalog.left(p_channel COLLATE "C", k)
+    ))
+    ORDER BY q.prefix DESC
+    LIMIT 1
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_pattern_longest(text, text) IS
+'Internal: the longest pattern prefix of a channel name when the first probe of _channel_pattern_config missed; at most one probe per character.';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_pattern_longest(text, text) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._check_batch(p_contents bytea[], p_dequeue_at bigint[], p_keys text[])
+RETURNS integer
+LANGUAGE plpgsql IMMUTABLE
 AS $$
 DECLARE
-    v_bound text COLLATE "C" := p_channel;
-    v_missed text COLLATE "C" := p_missed;
-    v_shared integer;
-    v_over integer;
-    v_half integer;
-    v_pattern @extschema@.channel%ROWTYPE;
+    v_n integer;
+    v_largest bigint;
+    v_key text;
 BEGIN
-    LOOP
-        -- The length of the part they share, by bisection: the first
-        -- v_shared characters agree, the first v_over do not.
-        v_shared := 0;
-        v_over := LEAST(pg_catalog.length(v_missed), pg_catalog.length(v_bound)) + 1;
-        WHILE v_over - v_shared > 1 LOOP
-            v_half := (v_shared + v_over) / 2;
-            IF pg_catalog.left(v_missed, v_half) = pg_catalog.left(v_bound, v_half) THEN
-                v_shared := v_half;
-            ELSE
-                v_over := v_half;
-            END IF;
-        END LOOP;
-        v_bound := pg_catalog.left(v_bound, v_shared);
-        SELECT p.* INTO v_pattern
-        FROM @extschema@.channel AS p
-        WHERE p.prefix <= v_bound AND p.prefix IS NOT NULL
-        ORDER BY p.prefix DESC
-        LIMIT 1;
-        IF NOT FOUND THEN
-            RETURN NULL;
-        END IF;
-        IF pg_catalog.starts_with(v_bound, v_pattern.prefix) THEN
-            RETURN @extschema@._channel_follower(v_pattern, p_channel);
-        END IF;
-        v_missed := v_pattern.prefix;
-    END LOOP;
+    IF p_contents IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_contents must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    v_n := pg_catalog.cardinality(p_contents);
+    IF pg_catalog.array_ndims(p_contents) <> 1
+        OR pg_catalog.array_ndims(p_dequeue_at) <> 1
+        OR pg_catalog.array_ndims(p_keys) <> 1 THEN
+        RAISE EXCEPTION 'lonnymq: p_contents, p_dequeue_at and p_keys must be one-dimensional arrays'
+            USING ERRCODE = '22023';
+    END IF;
+    IF pg_catalog.cardinality(p_dequeue_at) <> v_n OR pg_catalog.cardinality(p_keys) <> v_n THEN
+        RAISE EXCEPTION 'lonnymq: p_dequeue_at and p_keys must have as many elements as p_contents (%), got % and %',
+            v_n, pg_catalog.cardinality(p_dequeue_at), pg_catalog.cardinality(p_keys)
+            USING ERRCODE = '22023';
+    END IF;
+    IF v_n = 0 THEN
+        RETURN 0;
+    END IF;
+    IF v_n > 10000 THEN
+        RAISE EXCEPTION 'lonnymq: a batch holds at most 10000 messages, got %', v_n
+            USING ERRCODE = '22023';
+    END IF;
+    IF pg_catalog.array_position(p_contents, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_contents[%] is NULL', pg_catalog.array_position(p_contents, NULL)
+            USING ERRCODE = '22004';
+    END IF;
+    SELECT pg_catalog.max(pg_catalog.octet_length(c.content)) INTO v_largest
+    FROM pg_catalog.unnest(p_contents) AS c (content);
+    PERFORM @extschema@._check_size('a content', v_largest, @extschema@._max_content_bytes());
+    IF p_keys IS NOT NULL THEN
+        SELECT pg_catalog.min(k.key) INTO v_key
+        FROM pg_catalog.unnest(p_keys) AS k (key)
+        WHERE pg_catalog.length(k.key) NOT BETWEEN 1 AND 1024;
+        PERFORM @extschema@._check_key(v_key);
+    END IF;
+    RETURN v_n;
 END;
 $$;
 
-COMMENT ON FUNCTION @extschema@._channel_pattern_search(text, text) IS
-'Internal: the longest pattern prefix of a channel name when the first probe missed; at most one probe per character of the name.';
+COMMENT ON FUNCTION @extschema@._check_batch(bytea[], bigint[], text[]) IS
+'Internal: validates a batch''s arrays (22004, 22023, 54000) and returns its number of messages.';
 
-REVOKE ALL ON FUNCTION @extschema@._channel_pattern_search(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._check_batch(bytea[], bigint[], text[]) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._check_message(p_content bytea, p_key text)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+AS $$
+BEGIN
+    IF p_content IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_content must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    PERFORM @extschema@._check_size('p_content', pg_catalog.octet_length(p_content), @extschema@._max_content_bytes());
+    PERFORM @extschema@._check_key(p_key);
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._check_message(bytea, text) IS
+'Internal: raises 22004 for a NULL content, 54000 for an over-large one, 22023 for an empty or over-long key.';
+
+REVOKE ALL ON FUNCTION @extschema@._check_message(bytea, text) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._topic_regex(p_pattern text)
+RETURNS text
+LANGUAGE plpgsql IMMUTABLE
+AS $$
+DECLARE
+    v_words text[] := pg_catalog.string_to_array(p_pattern, '.');
+    v_regex text := '';
+    v_word text;
+    v_n integer := 0;
+    v_after_lead boolean := FALSE;
+BEGIN
+    IF NOT ('*' = ANY(v_words) OR '#' = ANY(v_words)) THEN
+        RETURN NULL;
+    END IF;
+    FOREACH v_word IN ARRAY v_words LOOP
+        v_n := v_n + 1;
+        CONTINUE WHEN v_word = '#' AND v_n > 1 AND v_words[v_n - 1] = '#';
+        IF v_word = '#' THEN
+            -- Leading: whole words each with its dot; later: each word
+            -- with the dot before it (so "a.#" matches "a").
+            v_regex := v_regex || CASE WHEN v_n = 1 THEN '(?:[^.]*\.)*' ELSE '(?:\.[^.]*)*' END;
+            v_after_lead := v_n = 1;
+            CONTINUE;
+        END IF;
+        v_regex := v_regex || CASE WHEN v_n = 1 OR v_after_lead THEN '' ELSE '\.' END || CASE
+            WHEN v_word = '*' THEN '[^.]*'
+            ELSE pg_catalog.regexp_replace(v_word, '([^[:alnum:]_ -])', '\\\1', 'g')
+        END;
+        v_after_lead := FALSE;
+    END LOOP;
+    -- A pattern of '#' words only matches every key.
+    RETURN '^' || CASE WHEN v_words <@ ARRAY['#'] THEN '.*' ELSE v_regex END || '$';
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._topic_regex(text) IS
+'Internal: the anchored regular expression of a topic pattern with * or # words (NULL without).';
+
+REVOKE ALL ON FUNCTION @extschema@._topic_regex(text) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION @extschema@._channel_pattern_config(p_channel text)
 RETURNS @extschema@.channel
@@ -160,7 +305,7 @@ AS $$
             CASE
                 WHEN pg_catalog.starts_with(p_channel COLLATE "C", p.prefix)
                     THEN @extschema@._channel_follower(p, p_channel)
-                ELSE @extschema@._channel_pattern_search(p_channel, p.prefix)
+                ELSE @extschema@._channel_pattern_longest(p_channel, p.prefix)
             END
         FROM @extschema@.channel AS p
         WHERE p.prefix <= p_channel COLLATE "C" AND p.prefix IS NOT NULL
@@ -702,6 +847,9 @@ AS $$
         ('producer', '@extschema@.to_epoch(timestamptz)'),
         ('producer', '@extschema@.message_create(text, bytea, bigint, text)'),
         ('producer', '@extschema@.message_create_batch(text, bytea[], bigint[], text[])'),
+        ('producer', '@extschema@.message_publish(text, bytea, bigint, text, boolean)'),
+        ('producer', '@extschema@.message_publish_batch(text, bytea[], bigint[], text[], boolean)'),
+        ('producer', '@extschema@.topic_routes(text)'),
         ('consumer', '@extschema@.to_epoch(timestamptz)'),
         ('consumer', '@extschema@.message_dequeue(bigint, integer, text)'),
         ('consumer', '@extschema@.message_complete_dequeue(bigint[], integer[], bigint, integer, text)'),
@@ -713,6 +861,11 @@ AS $$
         ('admin', '@extschema@.to_epoch(timestamptz)'),
         ('admin', '@extschema@.message_create(text, bytea, bigint, text)'),
         ('admin', '@extschema@.message_create_batch(text, bytea[], bigint[], text[])'),
+        ('admin', '@extschema@.message_publish(text, bytea, bigint, text, boolean)'),
+        ('admin', '@extschema@.message_publish_batch(text, bytea[], bigint[], text[], boolean)'),
+        ('admin', '@extschema@.topic_routes(text)'),
+        ('admin', '@extschema@.topic_bind(text, text)'),
+        ('admin', '@extschema@.topic_unbind(text, text)'),
         ('admin', '@extschema@.message_dequeue(bigint, integer, text)'),
         ('admin', '@extschema@.message_complete_dequeue(bigint[], integer[], bigint, integer, text)'),
         ('admin', '@extschema@.message_complete(bigint, integer)'),
@@ -1026,12 +1179,7 @@ BEGIN
         OR pg_catalog.octet_length(p_content) > @extschema@._max_content_bytes()
         OR pg_catalog.length(p_key) NOT BETWEEN 1 AND 1024 OR pg_catalog.right(p_channel, 1) = '*' THEN
         PERFORM @extschema@._check_message_channel(p_channel);
-        IF p_content IS NULL THEN
-            RAISE EXCEPTION 'lonnymq: p_content must not be NULL'
-                USING ERRCODE = '22004';
-        END IF;
-        PERFORM @extschema@._check_size('p_content', pg_catalog.octet_length(p_content), @extschema@._max_content_bytes());
-        PERFORM @extschema@._check_key(p_key);
+        PERFORM @extschema@._check_message(p_content, p_key);
     END IF;
 
     LOOP
@@ -1123,7 +1271,6 @@ DECLARE
     v_out bigint[];
     v_keep boolean[];
     v_claimed bigint[];
-    v_largest bigint;
     v_room integer;
     v_dropped bigint[] := '{}';
     v_dropped_keys text[] := '{}';
@@ -1135,41 +1282,9 @@ BEGIN
     IF p_channel IS NULL OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 OR pg_catalog.right(p_channel, 1) = '*' THEN
         PERFORM @extschema@._check_message_channel(p_channel);
     END IF;
-    IF p_contents IS NULL THEN
-        RAISE EXCEPTION 'lonnymq: p_contents must not be NULL'
-            USING ERRCODE = '22004';
-    END IF;
-    v_n := pg_catalog.cardinality(p_contents);
-    IF pg_catalog.array_ndims(p_contents) <> 1
-        OR pg_catalog.array_ndims(p_dequeue_at) <> 1
-        OR pg_catalog.array_ndims(p_keys) <> 1 THEN
-        RAISE EXCEPTION 'lonnymq: p_contents, p_dequeue_at and p_keys must be one-dimensional arrays'
-            USING ERRCODE = '22023';
-    END IF;
-    IF pg_catalog.cardinality(p_dequeue_at) <> v_n OR pg_catalog.cardinality(p_keys) <> v_n THEN
-        RAISE EXCEPTION 'lonnymq: p_dequeue_at and p_keys must have as many elements as p_contents (%), got % and %',
-            v_n, pg_catalog.cardinality(p_dequeue_at), pg_catalog.cardinality(p_keys)
-            USING ERRCODE = '22023';
-    END IF;
+    v_n := @extschema@._check_batch(p_contents, p_dequeue_at, p_keys);
     IF v_n = 0 THEN
         RETURN;
-    END IF;
-    IF v_n > 10000 THEN
-        RAISE EXCEPTION 'lonnymq: a batch holds at most 10000 messages, got %', v_n
-            USING ERRCODE = '22023';
-    END IF;
-    IF pg_catalog.array_position(p_contents, NULL) IS NOT NULL THEN
-        RAISE EXCEPTION 'lonnymq: p_contents[%] is NULL', pg_catalog.array_position(p_contents, NULL)
-            USING ERRCODE = '22004';
-    END IF;
-    SELECT pg_catalog.max(pg_catalog.octet_length(c.content)) INTO v_largest
-    FROM pg_catalog.unnest(p_contents) AS c (content);
-    PERFORM @extschema@._check_size('a content', v_largest, @extschema@._max_content_bytes());
-    IF p_keys IS NOT NULL THEN
-        SELECT pg_catalog.min(k.key) INTO v_key
-        FROM pg_catalog.unnest(p_keys) AS k (key)
-        WHERE pg_catalog.length(k.key) NOT BETWEEN 1 AND 1024;
-        PERFORM @extschema@._check_key(v_key);
     END IF;
 
     PERFORM @extschema@._channel_guard_shared(p_channel);
@@ -1487,6 +1602,138 @@ AS $$
     ) AS h ON TRUE
     WHERE n.total > 0 OR EXISTS (SELECT 1 FROM @extschema@.channel AS c WHERE c.id = k.id AND c.name = p_channel)
 $$;
+
+CREATE OR REPLACE FUNCTION @extschema@.topic_bind(p_pattern text, p_channel text)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM @extschema@._check_topic(p_pattern, 'p_pattern');
+    PERFORM @extschema@._check_message_channel(p_channel);
+    INSERT INTO @extschema@.topic_binding (pattern, channel, regex, created_at)
+    VALUES (p_pattern, p_channel, @extschema@._topic_regex(p_pattern), @extschema@._clock_ms())
+    ON CONFLICT DO NOTHING;
+    RETURN FOUND;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@.topic_bind(text, text) IS
+'Bind a topic pattern (dot-separated words; * one word, # zero or more) to a channel: message_publish with a matching routing key creates its message there. Returns false when already bound.';
+
+REVOKE ALL ON FUNCTION @extschema@.topic_bind(text, text) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@.topic_unbind(p_pattern text, p_channel text)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM @extschema@._check_topic(p_pattern, 'p_pattern');
+    PERFORM @extschema@._check_message_channel(p_channel);
+    DELETE FROM @extschema@.topic_binding AS b
+    WHERE b.pattern = p_pattern AND b.channel = p_channel;
+    RETURN FOUND;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@.topic_unbind(text, text) IS
+'Remove a topic binding. Returns false when there was none; messages already published stay.';
+
+REVOKE ALL ON FUNCTION @extschema@.topic_unbind(text, text) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@.topic_routes(p_routing_key text)
+RETURNS SETOF text
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM @extschema@._check_topic(p_routing_key, 'p_routing_key');
+    RETURN QUERY
+    SELECT b.channel
+    FROM @extschema@.topic_binding AS b
+    WHERE b.pattern = p_routing_key AND b.regex IS NULL
+    UNION
+    SELECT w.channel
+    FROM @extschema@.topic_binding AS w
+    WHERE w.regex IS NOT NULL AND p_routing_key ~ w.regex
+    ORDER BY 1;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@.topic_routes(text) IS
+'The channels message_publish would create a message in for this routing key (its bindings), in name order.';
+
+REVOKE ALL ON FUNCTION @extschema@.topic_routes(text) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@.message_publish(
+    p_routing_key text,
+    p_content bytea,
+    p_dequeue_at bigint DEFAULT NULL,
+    p_key text DEFAULT NULL,
+    p_require_route boolean DEFAULT FALSE
+)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_channels integer;
+    v_stored integer;
+BEGIN
+    -- (Checked here too: a key bound to no channel creates nothing, and
+    -- bad input must still be refused.)
+    PERFORM @extschema@._check_message(p_content, p_key);
+    SELECT pg_catalog.count(*), pg_catalog.count(@extschema@.message_create(r.channel, p_content, p_dequeue_at, p_key))
+    INTO v_channels, v_stored
+    FROM @extschema@.topic_routes(p_routing_key) AS r (channel);
+    IF v_channels = 0 AND p_require_route THEN
+        RAISE EXCEPTION 'lonnymq: no channel is bound to routing key "%"', p_routing_key
+            USING ERRCODE = 'P0002';
+    END IF;
+    RETURN v_stored;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@.message_publish(text, bytea, bigint, text, boolean) IS
+'Create the message in every channel bound to a pattern matching p_routing_key (topic_bind), in the caller''s transaction. Returns how many channels hold it; none bound: 0, or P0002 with p_require_route.';
+
+REVOKE ALL ON FUNCTION @extschema@.message_publish(text, bytea, bigint, text, boolean) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@.message_publish_batch(
+    p_routing_key text,
+    p_contents bytea[],
+    p_dequeue_at bigint[] DEFAULT NULL,
+    p_keys text[] DEFAULT NULL,
+    p_require_route boolean DEFAULT FALSE
+)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_channels integer;
+    v_stored bigint;
+BEGIN
+    -- (Checked here too: a key bound to no channel creates nothing, and
+    -- bad input must still be refused.)
+    PERFORM @extschema@._check_batch(p_contents, p_dequeue_at, p_keys);
+    SELECT pg_catalog.count(DISTINCT r.channel), pg_catalog.count(i.id)
+    INTO v_channels, v_stored
+    FROM @extschema@.topic_routes(p_routing_key) AS r (channel)
+    LEFT JOIN LATERAL @extschema@.message_create_batch(r.channel, p_contents, p_dequeue_at, p_keys) AS i (id) ON TRUE;
+    IF v_channels = 0 AND p_require_route THEN
+        RAISE EXCEPTION 'lonnymq: no channel is bound to routing key "%"', p_routing_key
+            USING ERRCODE = 'P0002';
+    END IF;
+    RETURN v_stored;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@.message_publish_batch(text, bytea[], bigint[], text[], boolean) IS
+'Create the messages in every channel bound to a pattern matching p_routing_key (topic_bind), in the caller''s transaction. Returns how many messages were stored over all channels; none bound: 0, or P0002 with p_require_route.';
+
+REVOKE ALL ON FUNCTION @extschema@.message_publish_batch(text, bytea[], bigint[], text[], boolean) FROM PUBLIC;
 
 COMMENT ON COLUMN @extschema@.channel.pattern IS
 'The name of the pattern (a channel_set of a name ending in *) whose configuration this row copies, for a channel without a channel_set of its own whose pattern has limits (the row holds its admission counts and goes when they are back to nothing); NULL for a channel''s own configuration.';

@@ -37,3 +37,7 @@ ALTER TABLE @extschema@.channel ADD CONSTRAINT channel_prefix_check CHECK (
 );
 -- @include sql/src/schema/013_index_channel_prefix.sql
 -- @include sql/src/schema/014_index_channel_pattern.sql
+
+-- Topics (topic_bind, message_publish).
+-- @include sql/src/schema/068_table_topic_binding.sql
+-- @include sql/src/schema/069_index_topic_binding_wildcard.sql

@@ -1,5 +1,5 @@
 \ir include/setup.psql
-SELECT plan(41);
+SELECT plan(46);
 
 -- The public API of 0.2.0: names and parameter order are a contract.
 SELECT has_function('lonnymq', 'to_epoch', ARRAY['timestamp with time zone'], 'to_epoch(timestamp with time zone)');
@@ -25,6 +25,12 @@ SELECT has_function('lonnymq', 'schedule_drop', ARRAY['text'], 'schedule_drop(te
 SELECT has_function('lonnymq', 'tick', ARRAY[]::text[], 'tick()');
 SELECT has_function('lonnymq', 'grant_access', ARRAY['name', 'text'], 'grant_access(name, text)');
 SELECT has_function('lonnymq', 'revoke_access', ARRAY['name', 'text'], 'revoke_access(name, text)');
+-- Topics (0.12.0).
+SELECT has_function('lonnymq', 'topic_bind', ARRAY['text', 'text'], 'topic_bind(text, text)');
+SELECT has_function('lonnymq', 'topic_unbind', ARRAY['text', 'text'], 'topic_unbind(text, text)');
+SELECT has_function('lonnymq', 'topic_routes', ARRAY['text'], 'topic_routes(text)');
+SELECT has_function('lonnymq', 'message_publish', ARRAY['text', 'bytea', 'bigint', 'text', 'boolean'], 'message_publish(text, bytea, bigint, text, boolean)');
+SELECT has_function('lonnymq', 'message_publish_batch', ARRAY['text', 'bytea[]', 'bigint[]', 'text[]', 'boolean'], 'message_publish_batch(text, bytea[], bigint[], text[], boolean)');
 SELECT is(
     (SELECT pg_get_function_result('lonnymq.message_dequeue(bigint, integer, text)'::regprocedure)),
     'SETOF lonnymq.delivery',

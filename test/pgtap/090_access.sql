@@ -36,7 +36,11 @@ CREATE FUNCTION pg_temp.lmq_can(p_role name) RETURNS text LANGUAGE sql AS $$
     FROM pg_proc AS p
     WHERE p.pronamespace = 'lonnymq'::regnamespace AND has_function_privilege(p_role, p.oid, 'EXECUTE')
 $$;
-SELECT is(pg_temp.lmq_can('lmq_pgtap_app'), 'message_create,message_create_batch,to_epoch', 'the producer set');
+SELECT is(
+    pg_temp.lmq_can('lmq_pgtap_app'),
+    'message_create,message_create_batch,message_publish,message_publish_batch,to_epoch,topic_routes',
+    'the producer set'
+);
 SELECT is(
     pg_temp.lmq_can('lmq_pgtap_worker'),
     'message_complete,message_complete_batch,message_complete_dequeue,message_defer,message_dequeue,message_fail,'
@@ -47,7 +51,8 @@ SELECT is(
     pg_temp.lmq_can('lmq_pgtap_ops'),
     'channel_drop,channel_pause,channel_resume,channel_set,channel_stats,dead_letter_delete,dead_letter_redrive,history_prune,'
     'message_cancel,message_complete,message_complete_batch,message_complete_dequeue,message_create,message_create_batch,'
-    'message_defer,message_dequeue,message_fail,message_heartbeat,schedule_drop,schedule_set,tick,to_epoch',
+    'message_defer,message_dequeue,message_fail,message_heartbeat,message_publish,message_publish_batch,schedule_drop,'
+    'schedule_set,tick,to_epoch,topic_bind,topic_routes,topic_unbind',
     'the admin set'
 );
 SELECT ok(

@@ -72,12 +72,7 @@ BEGIN
         OR pg_catalog.octet_length(p_content) > @extschema@._max_content_bytes()
         OR pg_catalog.length(p_key) NOT BETWEEN 1 AND 1024 OR pg_catalog.right(p_channel, 1) = '*' THEN
         PERFORM @extschema@._check_message_channel(p_channel);
-        IF p_content IS NULL THEN
-            RAISE EXCEPTION 'lonnymq: p_content must not be NULL'
-                USING ERRCODE = '22004';
-        END IF;
-        PERFORM @extschema@._check_size('p_content', pg_catalog.octet_length(p_content), @extschema@._max_content_bytes());
-        PERFORM @extschema@._check_key(p_key);
+        PERFORM @extschema@._check_message(p_content, p_key);
     END IF;
 
     LOOP

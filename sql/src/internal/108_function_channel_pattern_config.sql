@@ -2,9 +2,9 @@
 -- the pattern with the longest prefix of its name, or NULL when none
 -- matches.  One probe of channel_prefix_key: the greatest prefix not
 -- after the name (byte order) is the longest matching one when it is a
--- prefix of the name at all; otherwise _channel_pattern_search goes on.
--- With no pattern, the probe reads an empty index.  SQL and STABLE:
--- inlined into its callers.
+-- prefix of the name at all; when it is not, _channel_pattern_longest
+-- goes on (at most 255 probes).  With no pattern, the probe reads an empty
+-- index.  SQL and STABLE: inlined into its callers, two plan nodes.
 -- Tables: reads channel (channel_prefix_key).
 CREATE FUNCTION @extschema@._channel_pattern_config(p_channel text)
 RETURNS @extschema@.channel
@@ -15,7 +15,7 @@ AS $$
             CASE
                 WHEN pg_catalog.starts_with(p_channel COLLATE "C", p.prefix)
                     THEN @extschema@._channel_follower(p, p_channel)
-                ELSE @extschema@._channel_pattern_search(p_channel, p.prefix)
+                ELSE @extschema@._channel_pattern_longest(p_channel, p.prefix)
             END
         FROM @extschema@.channel AS p
         WHERE p.prefix <= p_channel COLLATE "C" AND p.prefix IS NOT NULL

@@ -1,7 +1,8 @@
 -- Internal: the functions each access set grants.
---   producer: create messages (one or a batch);
+--   producer: create messages (one or a batch), publish them to a topic
+--             (one or a batch) and list a routing key's channels;
 --   consumer: dequeue, complete (one or a batch), defer, heartbeat, fail;
---   admin:    everything above, plus channel settings, pause, resume and
+--   admin:    everything above, plus topic bindings, channel settings, pause, resume and
 --             drops, cancel, dead-letter redrive and delete, history pruning, schedules,
 --             tick, and SELECT on lonnymq's tables and views (to inspect the
 --             queue, its dead letters and history, channel_stats).
@@ -16,6 +17,9 @@ AS $$
         ('producer', '@extschema@.to_epoch(timestamptz)'),
         ('producer', '@extschema@.message_create(text, bytea, bigint, text)'),
         ('producer', '@extschema@.message_create_batch(text, bytea[], bigint[], text[])'),
+        ('producer', '@extschema@.message_publish(text, bytea, bigint, text, boolean)'),
+        ('producer', '@extschema@.message_publish_batch(text, bytea[], bigint[], text[], boolean)'),
+        ('producer', '@extschema@.topic_routes(text)'),
         ('consumer', '@extschema@.to_epoch(timestamptz)'),
         ('consumer', '@extschema@.message_dequeue(bigint, integer, text)'),
         ('consumer', '@extschema@.message_complete_dequeue(bigint[], integer[], bigint, integer, text)'),
@@ -27,6 +31,11 @@ AS $$
         ('admin', '@extschema@.to_epoch(timestamptz)'),
         ('admin', '@extschema@.message_create(text, bytea, bigint, text)'),
         ('admin', '@extschema@.message_create_batch(text, bytea[], bigint[], text[])'),
+        ('admin', '@extschema@.message_publish(text, bytea, bigint, text, boolean)'),
+        ('admin', '@extschema@.message_publish_batch(text, bytea[], bigint[], text[], boolean)'),
+        ('admin', '@extschema@.topic_routes(text)'),
+        ('admin', '@extschema@.topic_bind(text, text)'),
+        ('admin', '@extschema@.topic_unbind(text, text)'),
         ('admin', '@extschema@.message_dequeue(bigint, integer, text)'),
         ('admin', '@extschema@.message_complete_dequeue(bigint[], integer[], bigint, integer, text)'),
         ('admin', '@extschema@.message_complete(bigint, integer)'),

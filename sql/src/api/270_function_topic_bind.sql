@@ -1,0 +1,23 @@
+-- Bind a topic pattern to a channel: from the commit on, message_publish
+-- with a routing key the pattern matches creates its message in the
+-- channel too.  Returns false when the binding existed already.  The
+-- channel need not exist (binding does not create it).
+CREATE FUNCTION @extschema@.topic_bind(p_pattern text, p_channel text)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM @extschema@._check_topic(p_pattern, 'p_pattern');
+    PERFORM @extschema@._check_message_channel(p_channel);
+    INSERT INTO @extschema@.topic_binding (pattern, channel, regex, created_at)
+    VALUES (p_pattern, p_channel, @extschema@._topic_regex(p_pattern), @extschema@._clock_ms())
+    ON CONFLICT DO NOTHING;
+    RETURN FOUND;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@.topic_bind(text, text) IS
+'Bind a topic pattern (dot-separated words; * one word, # zero or more) to a channel: message_publish with a matching routing key creates its message there. Returns false when already bound.';
+
+REVOKE ALL ON FUNCTION @extschema@.topic_bind(text, text) FROM PUBLIC;
