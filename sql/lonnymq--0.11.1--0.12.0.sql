@@ -383,6 +383,70 @@ BEGIN
 END;
 $$;
 
+CREATE OR REPLACE FUNCTION @extschema@._marks_raise(p_now bigint, p_taken bigint, p_taken_last bigint, p_from bigint)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_epoch bigint;
+    v_mark bigint;
+    v_due_mark bigint;
+    v_epoch_at bigint;
+    v_front bigint;
+    v_first_due bigint;
+BEGIN
+    -- One raise at a time: the raise lock, until this transaction ends
+    -- (another raise meanwhile does nothing), and the epoch read after it.
+    -- Two raises that both read epoch E and both found its previous
+    -- parity free both started "epoch E + 1": the second, from its stale
+    -- reads, set a bound above and an epoch_at after what the writers that
+    -- had entered the first one wrote, and the next raise passed their
+    -- positions and due entries (the soak test, under load: a ready
+    -- message below the position mark, waiting ones below the due mark,
+    -- never delivered).
+    IF NOT pg_catalog.pg_try_advisory_xact_lock(1819111690, 2) THEN
+        RETURN FALSE;
+    END IF;
+    v_epoch := pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq');
+    v_mark := pg_catalog.pg_sequence_last_value('@extschema@.position_mark_seq');
+    v_due_mark := pg_catalog.pg_sequence_last_value('@extschema@.due_mark_seq');
+    v_epoch_at := pg_catalog.pg_sequence_last_value('@extschema@.epoch_at_seq');
+    IF NOT pg_catalog.pg_try_advisory_lock(1819111690, (1 - (v_epoch & 1))::integer) THEN
+        RETURN FALSE;
+    END IF;
+    PERFORM pg_catalog.pg_advisory_unlock(1819111690, (1 - (v_epoch & 1))::integer);
+    -- The first ready position, below what the caller took or from p_from,
+    -- without walking the caller's own takes (dead entries to its read).
+    v_front := LEAST(
+        (SELECT r.position FROM @extschema@.message AS r WHERE r.position >= v_mark AND r.position < p_taken ORDER BY r.position LIMIT 1),
+        (SELECT r.position FROM @extschema@.message AS r WHERE r.position >= p_from ORDER BY r.position LIMIT 1)
+    );
+    -- Only below the candidate due mark: the live entries above it do not
+    -- matter, and the completed locks up to them are what the mark is
+    -- there to skip.
+    SELECT GREATEST(d.dequeue_at, d.created_at) INTO v_first_due
+    FROM @extschema@.message AS d
+    WHERE
+        GREATEST(d.dequeue_at, d.created_at) >= v_due_mark AND GREATEST(d.dequeue_at, d.created_at) < v_epoch_at - 100
+        AND d.position IS NULL AND NOT d.is_held
+    ORDER BY GREATEST(d.dequeue_at, d.created_at)
+    LIMIT 1;
+    PERFORM
+        -- Below what the caller took and every other ready position.
+        pg_catalog.setval('@extschema@.position_mark_seq', LEAST(v_front, p_taken, v_epoch >> 1)),
+        pg_catalog.setval('@extschema@.due_mark_seq', GREATEST(v_due_mark, LEAST(v_epoch_at - 100, v_first_due))),
+        pg_catalog.setval('@extschema@.epoch_at_seq', p_now);
+    -- The new epoch's bound: the front, or past what the caller took when
+    -- nothing else is ready, so that new messages never take a
+    -- consumed position again (the marks could then never pass it).
+    PERFORM pg_catalog.setval(
+        '@extschema@.position_bound_seq',
+        GREATEST(COALESCE(v_front, p_taken_last + 1), v_epoch >> 1) * 2 + 1 - (v_epoch & 1)
+    );
+    RETURN TRUE;
+END;
+$$;
+
 CREATE OR REPLACE FUNCTION @extschema@._channel_admit(
     p_channel_id bigint,
     p_ended integer,
