@@ -334,3 +334,31 @@ def test_a_raise_never_sends_new_messages_behind_ready_ones(db):
         conn.execute("SELECT lonnymq.message_create('c', 'c')")
         order = [r[0] for r in dequeue(conn, limit=10, columns="convert_from(content, 'UTF8')")]
         assert "c" in order, f"the new channel's message was sent behind the ready ones: {order}"
+        conn.execute("SELECT count(*) FROM lonnymq.message_create_batch('a', array_fill('a'::bytea, ARRAY[40]))")
+        conn.execute("SELECT count(*) FROM lonnymq.message_create_batch('b', array_fill('b'::bytea, ARRAY[40]))")
+        assert len(dequeue(conn, limit=20, channel="a")) == 20
+        conn.execute("SELECT lonnymq.message_create('c', 'c')")
+        order = [r[0] for r in dequeue(conn, limit=10, columns="convert_from(content, 'UTF8')")]
+        assert "c" in order, f"the new channel's message was sent behind the ready ones: {order}"
+
+
+RAISE = ("SELECT lonnymq._marks_raise(lonnymq.to_epoch(clock_timestamp()), b, b, b + 1) "
+         "FROM (SELECT pg_sequence_last_value('lonnymq.position_bound_seq') >> 1 AS b) AS x")
+
+
+def test_one_raise_at_a_time(db):
+    """A raise holds the raise lock until its transaction ends, and reads the
+    epoch after it: another raise meanwhile does nothing.  Two raises that
+    both read epoch E both started "E + 1" (0.11): the second, from its stale
+    reads, set a bound and an epoch_at past what the first one's writers
+    wrote, and the next raise passed them (the soak test under load: messages
+    below the marks, never delivered)."""
+    with db.connect(autocommit=False) as first, db.connect(autocommit=False) as second:
+        assert first.execute(RAISE).fetchone() == (True,)
+        epoch = first.execute("SELECT pg_sequence_last_value('lonnymq.position_bound_seq')").fetchone()
+        assert second.execute(RAISE).fetchone() == (False,), "a second raise ran while the first was in flight"
+        second.rollback()
+        assert second.execute("SELECT pg_sequence_last_value('lonnymq.position_bound_seq')").fetchone() == epoch
+        first.commit()
+        assert second.execute(RAISE).fetchone() == (True,), "the raise lock outlived the first raise's transaction"
+        second.commit()

@@ -1,5 +1,7 @@
 -- Internal: raise the position mark and the due mark, and start a new
--- epoch, if every writer of the previous epoch has finished (its parity can
+-- epoch, if no other raise is in flight (the raise lock, advisory
+-- (1819111690, 2), held until the caller's transaction ends) and every
+-- writer of the previous epoch has finished (its parity can
 -- be locked exclusively at once; session-level, released at once, so a
 -- raiser never holds it while its own transaction runs on).  Then every
 -- writer in flight entered the current epoch: its positions are at least
@@ -33,13 +35,29 @@ RETURNS boolean
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
-    v_epoch bigint := pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq');
-    v_mark bigint := pg_catalog.pg_sequence_last_value('@extschema@.position_mark_seq');
-    v_due_mark bigint := pg_catalog.pg_sequence_last_value('@extschema@.due_mark_seq');
-    v_epoch_at bigint := pg_catalog.pg_sequence_last_value('@extschema@.epoch_at_seq');
+    v_epoch bigint;
+    v_mark bigint;
+    v_due_mark bigint;
+    v_epoch_at bigint;
     v_front bigint;
     v_first_due bigint;
 BEGIN
+    -- One raise at a time: the raise lock, until this transaction ends
+    -- (another raise meanwhile does nothing), and the epoch read after it.
+    -- Two raises that both read epoch E and both found its previous
+    -- parity free both started "epoch E + 1": the second, from its stale
+    -- reads, set a bound above and an epoch_at after what the writers that
+    -- had entered the first one wrote, and the next raise passed their
+    -- positions and due entries (the soak test, under load: a ready
+    -- message below the position mark, waiting ones below the due mark,
+    -- never delivered).
+    IF NOT pg_catalog.pg_try_advisory_xact_lock(1819111690, 2) THEN
+        RETURN FALSE;
+    END IF;
+    v_epoch := pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq');
+    v_mark := pg_catalog.pg_sequence_last_value('@extschema@.position_mark_seq');
+    v_due_mark := pg_catalog.pg_sequence_last_value('@extschema@.due_mark_seq');
+    v_epoch_at := pg_catalog.pg_sequence_last_value('@extschema@.epoch_at_seq');
     IF NOT pg_catalog.pg_try_advisory_lock(1819111690, (1 - (v_epoch & 1))::integer) THEN
         RETURN FALSE;
     END IF;

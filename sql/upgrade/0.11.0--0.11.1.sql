@@ -1,9 +1,0 @@
--- Schema changes from 0.11.0 to 0.11.1 (hand-written).  make appends the
--- functions of sql/src/ and the comments of sql/src/schema/ that 0.11.0
--- does not already have, the entry points' settings, and the recorded
--- access grants again, giving sql/lonnymq--0.11.0--0.11.1.sql
--- (tools/build_upgrade.py).  Test: test/python/test_upgrade.py (the
--- upgraded schema equals a fresh one).
---
--- No table changes: channel rows are now locked through the channel row
--- lock (_channel_row_lock), new functions that make appends.

@@ -1,0 +1,10 @@
+-- Schema changes from 0.11.1 to 0.11.2 (hand-written).  make appends the
+-- functions of sql/src/ and the comments of sql/src/schema/ that 0.11.1
+-- does not already have, the entry points' settings, and the recorded
+-- access grants again, giving sql/lonnymq--0.11.1--0.11.2.sql
+-- (tools/build_upgrade.py).  Test: test/python/test_upgrade.py (the
+-- upgraded schema equals a fresh one).
+--
+-- No table changes: one raise of the marks at a time (_marks_raise takes
+-- the raise lock, the advisory key (1819111690, 2)), a function that make
+-- appends.
