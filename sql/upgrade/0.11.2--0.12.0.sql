@@ -1,7 +1,7 @@
--- Schema changes from 0.11.1 to 0.12.0 (hand-written).  make appends the
--- functions of sql/src/ and the comments of sql/src/schema/ that 0.11.1
+-- Schema changes from 0.11.2 to 0.12.0 (hand-written).  make appends the
+-- functions of sql/src/ and the comments of sql/src/schema/ that 0.11.2
 -- does not already have, the entry points' settings, and the recorded
--- access grants again, giving sql/lonnymq--0.11.1--0.12.0.sql
+-- access grants again, giving sql/lonnymq--0.11.2--0.12.0.sql
 -- (tools/build_upgrade.py).  Test: test/python/test_upgrade.py (the
 -- upgraded schema equals a fresh one).
 
