@@ -7,30 +7,25 @@ RETURNS boolean
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
-    v_epoch bigint;
-    v_mark bigint;
-    v_due_mark bigint;
-    v_epoch_at bigint;
+    -- One raise at a time: the raise lock first, until this transaction
+    -- ends (another raise meanwhile does nothing), then the epoch and the
+    -- marks read under it (initialisers run in order; no other raise can
+    -- change them then), then the previous parity.  Two raises that both
+    -- read epoch E and both found its previous parity free both started
+    -- "epoch E + 1": the second, from its stale reads, set a bound above
+    -- and an epoch_at after what the writers that had entered the first
+    -- one wrote, and the next raise passed their positions and due entries
+    -- (the soak test, under load: a ready message below the position mark,
+    -- waiting ones below the due mark, never delivered).
+    v_is_alone boolean := pg_catalog.pg_try_advisory_xact_lock(1819111690, 2);
+    v_epoch bigint := pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq');
+    v_mark bigint := pg_catalog.pg_sequence_last_value('@extschema@.position_mark_seq');
+    v_due_mark bigint := pg_catalog.pg_sequence_last_value('@extschema@.due_mark_seq');
+    v_epoch_at bigint := pg_catalog.pg_sequence_last_value('@extschema@.epoch_at_seq');
     v_front bigint;
     v_first_due bigint;
 BEGIN
-    -- One raise at a time: the raise lock, until this transaction ends
-    -- (another raise meanwhile does nothing), and the epoch read after it.
-    -- Two raises that both read epoch E and both found its previous
-    -- parity free both started "epoch E + 1": the second, from its stale
-    -- reads, set a bound above and an epoch_at after what the writers that
-    -- had entered the first one wrote, and the next raise passed their
-    -- positions and due entries (the soak test, under load: a ready
-    -- message below the position mark, waiting ones below the due mark,
-    -- never delivered).
-    IF NOT pg_catalog.pg_try_advisory_xact_lock(1819111690, 2) THEN
-        RETURN FALSE;
-    END IF;
-    v_epoch := pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq');
-    v_mark := pg_catalog.pg_sequence_last_value('@extschema@.position_mark_seq');
-    v_due_mark := pg_catalog.pg_sequence_last_value('@extschema@.due_mark_seq');
-    v_epoch_at := pg_catalog.pg_sequence_last_value('@extschema@.epoch_at_seq');
-    IF NOT pg_catalog.pg_try_advisory_lock(1819111690, (1 - (v_epoch & 1))::integer) THEN
+    IF NOT (v_is_alone AND pg_catalog.pg_try_advisory_lock(1819111690, (1 - (v_epoch & 1))::integer)) THEN
         RETURN FALSE;
     END IF;
     PERFORM pg_catalog.pg_advisory_unlock(1819111690, (1 - (v_epoch & 1))::integer);
