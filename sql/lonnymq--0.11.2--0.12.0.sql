@@ -297,25 +297,27 @@ COMMENT ON FUNCTION @extschema@._topic_regex(text) IS
 REVOKE ALL ON FUNCTION @extschema@._topic_regex(text) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION @extschema@._channel_pattern_config(p_channel text)
-RETURNS @extschema@.channel
+RETURNS SETOF @extschema@.channel
 LANGUAGE sql STABLE
 AS $$
-    SELECT (
+    SELECT (f.f).*
+    FROM (
         SELECT
             CASE
                 WHEN pg_catalog.starts_with(p_channel COLLATE "C", p.prefix)
                     THEN @extschema@._channel_follower(p, p_channel)
                 ELSE @extschema@._channel_pattern_longest(p_channel, p.prefix)
-            END
+            END AS f
         FROM @extschema@.channel AS p
         WHERE p.prefix <= p_channel COLLATE "C" AND p.prefix IS NOT NULL
         ORDER BY p.prefix DESC
         LIMIT 1
-    )
+    ) AS f
+    WHERE (f.f).id IS NOT NULL
 $$;
 
 COMMENT ON FUNCTION @extschema@._channel_pattern_config(text) IS
-'Internal: the configuration a channel without its own takes from its longest matching pattern; NULL when none matches.';
+'Internal: the configuration a channel without its own takes from its longest matching pattern; no row when none matches.';
 
 REVOKE ALL ON FUNCTION @extschema@._channel_pattern_config(text) FROM PUBLIC;
 
@@ -325,7 +327,7 @@ LANGUAGE sql STABLE
 AS $$
     SELECT COALESCE(
         (SELECT c FROM @extschema@.channel AS c WHERE c.id = p_channel_id AND c.name = p_channel),
-        @extschema@._channel_pattern_config(p_channel),
+        (SELECT f FROM @extschema@._channel_pattern_config(p_channel) AS f),
         @extschema@._channel_defaults(p_channel, 0)
     )
 $$;
@@ -627,8 +629,9 @@ BEGIN
         pg_catalog.array_agg(g.message) FILTER (
             WHERE g.key IS NOT NULL OR g.is_admitted
             OR EXISTS (SELECT 1 FROM @extschema@.channel AS c WHERE c.id = g.channel_id)
-            -- (A channel without a row keeps history when its pattern says so.)
-            OR (@extschema@._channel_pattern_config(g.channel)).retain_history
+            -- (With any pattern, every message: its pattern may keep its
+            -- history; an uncorrelated probe, once per call.)
+            OR EXISTS (SELECT 1 FROM @extschema@.channel AS p WHERE p.prefix IS NOT NULL)
         )
     INTO v_gone_ids, v_followed
     FROM gone AS g;
@@ -637,15 +640,21 @@ BEGIN
         INSERT INTO @extschema@.message_history (id, channel, key, content, state, num_attempts, created_at, completed_at)
         SELECT f.id, f.channel, f.key, f.content, f.state, f.num_attempts, f.created_at, v_now
         FROM pg_catalog.unnest(v_followed) AS f
-        -- (_channel_config is scalar sub-selects, which the planner does
-        -- not turn into joins: probes by the message's channel whatever
-        -- the plan.)
-        WHERE (@extschema@._channel_config(f.channel_id, f.channel)).retain_history;
+        -- (Scalar sub-selects, which the planner does not turn into joins:
+        -- probes by the message's channel whatever the plan.)
+        WHERE COALESCE(
+            (SELECT c.retain_history FROM @extschema@.channel AS c WHERE c.id = f.channel_id AND c.name = f.channel),
+            (SELECT p.retain_history FROM @extschema@._channel_pattern_config(f.channel) AS p)
+        );
         -- Keys: each keyed message's claim lasts its channel's dedup window.
         FOR v_key IN
             SELECT
                 f.channel_id, f.key, f.id,
-                (@extschema@._channel_config(f.channel_id, f.channel)).dedup_window_ms AS window_ms
+                COALESCE(
+                    (SELECT c.dedup_window_ms FROM @extschema@.channel AS c WHERE c.id = f.channel_id AND c.name = f.channel),
+                    (SELECT p.dedup_window_ms FROM @extschema@._channel_pattern_config(f.channel) AS p),
+                    0
+                ) AS window_ms
             FROM pg_catalog.unnest(v_followed) AS f
             WHERE f.key IS NOT NULL
         LOOP
@@ -771,7 +780,7 @@ BEGIN
         -- (Gone, or given its own configuration, meanwhile.)
         CONTINUE WHEN NOT FOUND OR v_row.pattern IS NULL;
         v_new := COALESCE(
-            @extschema@._channel_pattern_config(v_name), @extschema@._channel_defaults(v_name, 0)
+            (SELECT f FROM @extschema@._channel_pattern_config(v_name) AS f), @extschema@._channel_defaults(v_name, 0)
         );
         CONTINUE WHEN (
             v_new.pattern, v_new.max_concurrency, v_new.release_interval_ms, v_new.is_ordered,
@@ -810,7 +819,7 @@ BEGIN
     END LOOP;
 
     IF p_was_limited OR NOT @extschema@._channel_admits(
-        COALESCE(@extschema@._channel_pattern_config(p_prefix), @extschema@._channel_defaults(p_prefix, 0))
+        COALESCE((SELECT f FROM @extschema@._channel_pattern_config(p_prefix) AS f), @extschema@._channel_defaults(p_prefix, 0))
     ) THEN
         RETURN;
     END IF;
@@ -985,7 +994,7 @@ BEGIN
     -- (A pattern: whether what applied to its prefix before had limits.)
     IF pg_catalog.right(p_channel, 1) = '*' THEN
         v_was_limited := @extschema@._channel_admits(COALESCE(
-            @extschema@._channel_pattern_config(pg_catalog.left(p_channel, -1)),
+            (SELECT f FROM @extschema@._channel_pattern_config(pg_catalog.left(p_channel, -1)) AS f),
             @extschema@._channel_defaults(p_channel, 0)
         ));
     END IF;
@@ -1192,9 +1201,12 @@ BEGIN
             k.now,
             p.place,
             p.is_early,
-            @extschema@._channel_admits(g.c) OR v_is_serializable,
-            (g.c).max_size,
-            CASE WHEN (g.c).notify AND NOT (g.c).is_paused THEN COALESCE((g.c).notify_payload, p_channel) END
+            COALESCE(@extschema@._channel_admits(c), @extschema@._channel_admits(f), FALSE) OR v_is_serializable,
+            c.max_size,
+            CASE
+                WHEN COALESCE(c.notify AND NOT c.is_paused, f.notify)
+                    THEN COALESCE(c.notify_payload, f.notify_payload, p_channel)
+            END
         INTO v_epoch, v_now, v_place, v_is_early, v_waits, v_max_size, v_notify
         FROM (
             SELECT
@@ -1204,8 +1216,9 @@ BEGIN
                 @extschema@._clock_ms() AS now
             FROM (SELECT pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') AS epoch) AS e
         ) AS k
-        -- (OFFSET 0: the configuration read once, not once per column.)
-        CROSS JOIN LATERAL (SELECT @extschema@._channel_config(v_channel_id, p_channel) AS c OFFSET 0) AS g
+        LEFT JOIN @extschema@.channel AS c ON c.id = v_channel_id AND c.name = p_channel
+        -- (A channel without a row: its pattern's configuration, if any.)
+        LEFT JOIN LATERAL @extschema@._channel_pattern_config(p_channel) AS f ON c.id IS NULL
         -- (A SERIALIZABLE producer's bound is NULL: the probes' condition
         -- can never hold, so they read nothing.)
         CROSS JOIN LATERAL @extschema@._message_place(

@@ -110,7 +110,7 @@ BEGIN
     -- (A pattern: whether what applied to its prefix before had limits.)
     IF pg_catalog.right(p_channel, 1) = '*' THEN
         v_was_limited := @extschema@._channel_admits(COALESCE(
-            @extschema@._channel_pattern_config(pg_catalog.left(p_channel, -1)),
+            (SELECT f FROM @extschema@._channel_pattern_config(pg_catalog.left(p_channel, -1)) AS f),
             @extschema@._channel_defaults(p_channel, 0)
         ));
     END IF;

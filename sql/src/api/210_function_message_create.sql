@@ -6,9 +6,9 @@
 --      (the epoch guard: a raise of the marks waits for this writer), the
 --      channel guard held shared (a configuration change in flight waits
 --      for this producer, and it for the change), the channel's
---      configuration (_channel_config: one probe of channel_pkey, which
---      finds no row for a channel without one, and then one of
---      channel_prefix_key for its pattern) and its place in the round order
+--      configuration (one probe of channel_pkey, which finds no row for a
+--      channel without one, and one of channel_prefix_key for its pattern,
+--      _channel_pattern_config) and its place in the round order
 --      (_message_place: two probes);
 --   2. the INSERT, which re-reads the epoch: when a raise started a new
 --      epoch after statement 1 read it, the bound may have passed the place,
@@ -85,9 +85,12 @@ BEGIN
             k.now,
             p.place,
             p.is_early,
-            @extschema@._channel_admits(g.c) OR v_is_serializable,
-            (g.c).max_size,
-            CASE WHEN (g.c).notify AND NOT (g.c).is_paused THEN COALESCE((g.c).notify_payload, p_channel) END
+            COALESCE(@extschema@._channel_admits(c), @extschema@._channel_admits(f), FALSE) OR v_is_serializable,
+            c.max_size,
+            CASE
+                WHEN COALESCE(c.notify AND NOT c.is_paused, f.notify)
+                    THEN COALESCE(c.notify_payload, f.notify_payload, p_channel)
+            END
         INTO v_epoch, v_now, v_place, v_is_early, v_waits, v_max_size, v_notify
         FROM (
             SELECT
@@ -97,8 +100,9 @@ BEGIN
                 @extschema@._clock_ms() AS now
             FROM (SELECT pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') AS epoch) AS e
         ) AS k
-        -- (OFFSET 0: the configuration read once, not once per column.)
-        CROSS JOIN LATERAL (SELECT @extschema@._channel_config(v_channel_id, p_channel) AS c OFFSET 0) AS g
+        LEFT JOIN @extschema@.channel AS c ON c.id = v_channel_id AND c.name = p_channel
+        -- (A channel without a row: its pattern's configuration, if any.)
+        LEFT JOIN LATERAL @extschema@._channel_pattern_config(p_channel) AS f ON c.id IS NULL
         -- (A SERIALIZABLE producer's bound is NULL: the probes' condition
         -- can never hold, so they read nothing.)
         CROSS JOIN LATERAL @extschema@._message_place(

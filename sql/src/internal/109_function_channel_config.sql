@@ -1,7 +1,10 @@
 -- Internal: a channel's configuration: its row, else its pattern's
 -- (_channel_pattern_config), else the defaults.  One probe of channel_pkey,
 -- and for a channel without a row one of channel_prefix_key.  SQL and
--- STABLE: inlined into its callers.
+-- STABLE, but not inlined (a scalar SQL function with a subquery never
+-- is): a call is an executor start of its own; the hot paths
+-- (message_create, completions) read the row and the pattern in their
+-- own statements instead.
 -- Parameters: p_channel_id (the hash), p_channel (the name).
 -- Returns: a channel row (id NULL never: the defaults carry the hash).
 -- Tables: reads channel.
@@ -11,7 +14,7 @@ LANGUAGE sql STABLE
 AS $$
     SELECT COALESCE(
         (SELECT c FROM @extschema@.channel AS c WHERE c.id = p_channel_id AND c.name = p_channel),
-        @extschema@._channel_pattern_config(p_channel),
+        (SELECT f FROM @extschema@._channel_pattern_config(p_channel) AS f),
         @extschema@._channel_defaults(p_channel, 0)
     )
 $$;

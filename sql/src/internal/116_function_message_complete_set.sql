@@ -10,8 +10,9 @@
 --
 -- One statement for messages of channels without configuration: the
 -- DELETE by primary key (one probe per pair), and for each deleted message
--- a probe of channel_pkey (which finds nothing for a channel without one)
--- and one of channel_prefix_key (its pattern's retain_history).  What keyed messages, admitted ones and
+-- a probe of channel_pkey (which finds nothing for a channel without one),
+-- and one probe per call of channel_prefix_key (whether any pattern exists:
+-- then every message is followed, for its pattern's history setting).  What keyed messages, admitted ones and
 -- configured channels need follows, only when there is any, from the rows
 -- the DELETE returned: channels that retain history get their copies;
 -- keys are released for their channel's dedup window; max_size channels
@@ -97,8 +98,9 @@ BEGIN
         pg_catalog.array_agg(g.message) FILTER (
             WHERE g.key IS NOT NULL OR g.is_admitted
             OR EXISTS (SELECT 1 FROM @extschema@.channel AS c WHERE c.id = g.channel_id)
-            -- (A channel without a row keeps history when its pattern says so.)
-            OR (@extschema@._channel_pattern_config(g.channel)).retain_history
+            -- (With any pattern, every message: its pattern may keep its
+            -- history; an uncorrelated probe, once per call.)
+            OR EXISTS (SELECT 1 FROM @extschema@.channel AS p WHERE p.prefix IS NOT NULL)
         )
     INTO v_gone_ids, v_followed
     FROM gone AS g;
@@ -107,15 +109,21 @@ BEGIN
         INSERT INTO @extschema@.message_history (id, channel, key, content, state, num_attempts, created_at, completed_at)
         SELECT f.id, f.channel, f.key, f.content, f.state, f.num_attempts, f.created_at, v_now
         FROM pg_catalog.unnest(v_followed) AS f
-        -- (_channel_config is scalar sub-selects, which the planner does
-        -- not turn into joins: probes by the message's channel whatever
-        -- the plan.)
-        WHERE (@extschema@._channel_config(f.channel_id, f.channel)).retain_history;
+        -- (Scalar sub-selects, which the planner does not turn into joins:
+        -- probes by the message's channel whatever the plan.)
+        WHERE COALESCE(
+            (SELECT c.retain_history FROM @extschema@.channel AS c WHERE c.id = f.channel_id AND c.name = f.channel),
+            (SELECT p.retain_history FROM @extschema@._channel_pattern_config(f.channel) AS p)
+        );
         -- Keys: each keyed message's claim lasts its channel's dedup window.
         FOR v_key IN
             SELECT
                 f.channel_id, f.key, f.id,
-                (@extschema@._channel_config(f.channel_id, f.channel)).dedup_window_ms AS window_ms
+                COALESCE(
+                    (SELECT c.dedup_window_ms FROM @extschema@.channel AS c WHERE c.id = f.channel_id AND c.name = f.channel),
+                    (SELECT p.dedup_window_ms FROM @extschema@._channel_pattern_config(f.channel) AS p),
+                    0
+                ) AS window_ms
             FROM pg_catalog.unnest(v_followed) AS f
             WHERE f.key IS NOT NULL
         LOOP

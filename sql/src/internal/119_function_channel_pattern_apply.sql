@@ -49,7 +49,7 @@ BEGIN
         -- (Gone, or given its own configuration, meanwhile.)
         CONTINUE WHEN NOT FOUND OR v_row.pattern IS NULL;
         v_new := COALESCE(
-            @extschema@._channel_pattern_config(v_name), @extschema@._channel_defaults(v_name, 0)
+            (SELECT f FROM @extschema@._channel_pattern_config(v_name) AS f), @extschema@._channel_defaults(v_name, 0)
         );
         CONTINUE WHEN (
             v_new.pattern, v_new.max_concurrency, v_new.release_interval_ms, v_new.is_ordered,
@@ -88,7 +88,7 @@ BEGIN
     END LOOP;
 
     IF p_was_limited OR NOT @extschema@._channel_admits(
-        COALESCE(@extschema@._channel_pattern_config(p_prefix), @extschema@._channel_defaults(p_prefix, 0))
+        COALESCE((SELECT f FROM @extschema@._channel_pattern_config(p_prefix) AS f), @extschema@._channel_defaults(p_prefix, 0))
     ) THEN
         RETURN;
     END IF;
