@@ -45,6 +45,7 @@ CREATE TABLE @extschema@.topic_binding (
     pattern text NOT NULL,
     channel text NOT NULL,
     regex text,
+    head text,
     created_at bigint NOT NULL,
     CONSTRAINT topic_binding_pkey PRIMARY KEY (pattern, channel),
     CONSTRAINT topic_binding_pattern_check CHECK (
@@ -72,12 +73,25 @@ COMMENT ON COLUMN @extschema@.topic_binding.channel IS
 COMMENT ON COLUMN @extschema@.topic_binding.regex IS
 'For a pattern with a * or # word: the anchored regular expression the routing key is tested against; NULL for a pattern matched by equality.';
 
+COMMENT ON COLUMN @extschema@.topic_binding.head IS
+'For a wildcard pattern: its first word when that is not * or # (a publish tests the pattern only against keys with that first word); NULL for a pattern that starts with a wildcard (tested against every key) or without wildcards.';
+
 COMMENT ON COLUMN @extschema@.topic_binding.created_at IS
 'When the binding was made, in epoch milliseconds.';
 
 CREATE INDEX topic_binding_wildcard_ix
-ON @extschema@.topic_binding (pattern, channel)
+ON @extschema@.topic_binding (head, pattern, channel)
 WHERE regex IS NOT NULL;
+
+CREATE SEQUENCE @extschema@.channel_pattern_seq AS bigint
+MINVALUE 0 MAXVALUE 1 START 0;
+
+SELECT pg_catalog.setval('@extschema@.channel_pattern_seq', 0, TRUE);
+
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.channel_pattern_seq', '');
+
+COMMENT ON SEQUENCE @extschema@.channel_pattern_seq IS
+'Configuration, internal state maintained by channel_set, not to be written by hand: 1 once a pattern (a name ending in *) was set in this database, else 0.';
 
 CREATE OR REPLACE FUNCTION @extschema@.to_epoch(p_at timestamptz)
 RETURNS bigint
@@ -629,9 +643,9 @@ BEGIN
         pg_catalog.array_agg(g.message) FILTER (
             WHERE g.key IS NOT NULL OR g.is_admitted
             OR EXISTS (SELECT 1 FROM @extschema@.channel AS c WHERE c.id = g.channel_id)
-            -- (With any pattern, every message: its pattern may keep its
-            -- history; an uncorrelated probe, once per call.)
-            OR EXISTS (SELECT 1 FROM @extschema@.channel AS p WHERE p.prefix IS NOT NULL)
+            -- (Once a pattern was ever set, every message: its pattern may
+            -- keep its history.)
+            OR pg_catalog.pg_sequence_last_value('@extschema@.channel_pattern_seq') > 0
         )
     INTO v_gone_ids, v_followed
     FROM gone AS g;
@@ -1042,6 +1056,8 @@ BEGIN
     WHERE c.id = v_channel.id
     RETURNING c.* INTO v_new;
     IF v_new.prefix IS NOT NULL THEN
+        -- (From now on producers and completions look for patterns.)
+        PERFORM pg_catalog.setval('@extschema@.channel_pattern_seq', 1);
         PERFORM @extschema@._channel_pattern_apply(v_new.prefix, v_was_limited, v_bound, v_now);
     -- New limits: the channel's messages are admitted again under them.
     ELSIF (v_new.max_concurrency, v_new.release_interval_ms, v_new.is_ordered) IS DISTINCT FROM
@@ -1182,6 +1198,7 @@ DECLARE
     v_now bigint;
     v_id bigint;
     v_created bigint;
+    v_has_no_row boolean;
 BEGIN
     -- One expression for valid input; the checks say what is wrong.
     IF p_channel IS NULL OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 OR p_content IS NULL
@@ -1201,13 +1218,11 @@ BEGIN
             k.now,
             p.place,
             p.is_early,
-            COALESCE(@extschema@._channel_admits(c), @extschema@._channel_admits(f), FALSE) OR v_is_serializable,
+            COALESCE(@extschema@._channel_admits(c), FALSE) OR v_is_serializable,
             c.max_size,
-            CASE
-                WHEN COALESCE(c.notify AND NOT c.is_paused, f.notify)
-                    THEN COALESCE(c.notify_payload, f.notify_payload, p_channel)
-            END
-        INTO v_epoch, v_now, v_place, v_is_early, v_waits, v_max_size, v_notify
+            CASE WHEN c.notify AND NOT c.is_paused THEN COALESCE(c.notify_payload, p_channel) END,
+            c.id IS NULL
+        INTO v_epoch, v_now, v_place, v_is_early, v_waits, v_max_size, v_notify, v_has_no_row
         FROM (
             SELECT
                 e.epoch,
@@ -1217,14 +1232,24 @@ BEGIN
             FROM (SELECT pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') AS epoch) AS e
         ) AS k
         LEFT JOIN @extschema@.channel AS c ON c.id = v_channel_id AND c.name = p_channel
-        -- (A channel without a row: its pattern's configuration, if any.)
-        LEFT JOIN LATERAL @extschema@._channel_pattern_config(p_channel) AS f ON c.id IS NULL
         -- (A SERIALIZABLE producer's bound is NULL: the probes' condition
         -- can never hold, so they read nothing.)
         CROSS JOIN LATERAL @extschema@._message_place(
             v_channel_id, CASE WHEN NOT v_is_serializable THEN k.epoch >> 1 END, v_dequeue_at,
             CASE WHEN p_dequeue_at IS NULL THEN 1000 ELSE 0 END
         ) AS p;
+
+        -- A channel without a row follows its pattern, if it has one: looked
+        -- for only once a pattern was ever set (channel_pattern_seq), so
+        -- that producers of a database without patterns read nothing more.
+        IF v_has_no_row AND pg_catalog.pg_sequence_last_value('@extschema@.channel_pattern_seq') > 0 THEN
+            SELECT
+                COALESCE(@extschema@._channel_admits(f), FALSE) OR v_is_serializable,
+                CASE WHEN f.notify THEN COALESCE(f.notify_payload, p_channel) END
+            INTO v_waits, v_notify
+            FROM (SELECT) AS one
+            LEFT JOIN LATERAL @extschema@._channel_pattern_config(p_channel) AS f ON TRUE;
+        END IF;
 
         -- Once, not again when the epoch changed.
         IF v_id IS NULL AND (p_key IS NOT NULL OR v_max_size IS NOT NULL) THEN
@@ -1624,8 +1649,12 @@ AS $$
 BEGIN
     PERFORM @extschema@._check_topic(p_pattern, 'p_pattern');
     PERFORM @extschema@._check_message_channel(p_channel);
-    INSERT INTO @extschema@.topic_binding (pattern, channel, regex, created_at)
-    VALUES (p_pattern, p_channel, @extschema@._topic_regex(p_pattern), @extschema@._clock_ms())
+    INSERT INTO @extschema@.topic_binding (pattern, channel, regex, head, created_at)
+    SELECT
+        p_pattern, p_channel, w.regex,
+        CASE WHEN w.regex IS NOT NULL AND w.head NOT IN ('*', '#') THEN w.head END,
+        @extschema@._clock_ms()
+    FROM (SELECT @extschema@._topic_regex(p_pattern) AS regex, pg_catalog.split_part(p_pattern, '.', 1) AS head) AS w
     ON CONFLICT DO NOTHING;
     RETURN FOUND;
 END;
@@ -1669,7 +1698,11 @@ BEGIN
     UNION
     SELECT w.channel
     FROM @extschema@.topic_binding AS w
-    WHERE w.regex IS NOT NULL AND p_routing_key ~ w.regex
+    WHERE w.regex IS NOT NULL AND w.head = pg_catalog.split_part(p_routing_key, '.', 1) AND p_routing_key ~ w.regex
+    UNION
+    SELECT v.channel
+    FROM @extschema@.topic_binding AS v
+    WHERE v.regex IS NOT NULL AND v.head IS NULL AND p_routing_key ~ v.regex
     ORDER BY 1;
 END;
 $$;

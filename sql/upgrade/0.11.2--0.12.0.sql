@@ -41,3 +41,6 @@ ALTER TABLE @extschema@.channel ADD CONSTRAINT channel_prefix_check CHECK (
 -- Topics (topic_bind, message_publish).
 -- @include sql/src/schema/068_table_topic_binding.sql
 -- @include sql/src/schema/069_index_topic_binding_wildcard.sql
+
+-- Whether a pattern was ever set (channel_pattern_seq): none before 0.12.0.
+-- @include sql/src/schema/044_sequence_channel_pattern.sql

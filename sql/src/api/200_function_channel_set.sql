@@ -158,6 +158,8 @@ BEGIN
     WHERE c.id = v_channel.id
     RETURNING c.* INTO v_new;
     IF v_new.prefix IS NOT NULL THEN
+        -- (From now on producers and completions look for patterns.)
+        PERFORM pg_catalog.setval('@extschema@.channel_pattern_seq', 1);
         PERFORM @extschema@._channel_pattern_apply(v_new.prefix, v_was_limited, v_bound, v_now);
     -- New limits: the channel's messages are admitted again under them.
     ELSIF (v_new.max_concurrency, v_new.release_interval_ms, v_new.is_ordered) IS DISTINCT FROM

@@ -7,9 +7,10 @@
 --      channel guard held shared (a configuration change in flight waits
 --      for this producer, and it for the change), the channel's
 --      configuration (one probe of channel_pkey, which finds no row for a
---      channel without one, and one of channel_prefix_key for its pattern,
---      _channel_pattern_config) and its place in the round order
+--      channel without one) and its place in the round order
 --      (_message_place: two probes);
+--   (a channel without a row, once a pattern was ever set: one more
+--   statement, its pattern's configuration, _channel_pattern_config);
 --   2. the INSERT, which re-reads the epoch: when a raise started a new
 --      epoch after statement 1 read it, the bound may have passed the place,
 --      and the two statements run again.
@@ -66,6 +67,7 @@ DECLARE
     v_now bigint;
     v_id bigint;
     v_created bigint;
+    v_has_no_row boolean;
 BEGIN
     -- One expression for valid input; the checks say what is wrong.
     IF p_channel IS NULL OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 OR p_content IS NULL
@@ -85,13 +87,11 @@ BEGIN
             k.now,
             p.place,
             p.is_early,
-            COALESCE(@extschema@._channel_admits(c), @extschema@._channel_admits(f), FALSE) OR v_is_serializable,
+            COALESCE(@extschema@._channel_admits(c), FALSE) OR v_is_serializable,
             c.max_size,
-            CASE
-                WHEN COALESCE(c.notify AND NOT c.is_paused, f.notify)
-                    THEN COALESCE(c.notify_payload, f.notify_payload, p_channel)
-            END
-        INTO v_epoch, v_now, v_place, v_is_early, v_waits, v_max_size, v_notify
+            CASE WHEN c.notify AND NOT c.is_paused THEN COALESCE(c.notify_payload, p_channel) END,
+            c.id IS NULL
+        INTO v_epoch, v_now, v_place, v_is_early, v_waits, v_max_size, v_notify, v_has_no_row
         FROM (
             SELECT
                 e.epoch,
@@ -101,14 +101,24 @@ BEGIN
             FROM (SELECT pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') AS epoch) AS e
         ) AS k
         LEFT JOIN @extschema@.channel AS c ON c.id = v_channel_id AND c.name = p_channel
-        -- (A channel without a row: its pattern's configuration, if any.)
-        LEFT JOIN LATERAL @extschema@._channel_pattern_config(p_channel) AS f ON c.id IS NULL
         -- (A SERIALIZABLE producer's bound is NULL: the probes' condition
         -- can never hold, so they read nothing.)
         CROSS JOIN LATERAL @extschema@._message_place(
             v_channel_id, CASE WHEN NOT v_is_serializable THEN k.epoch >> 1 END, v_dequeue_at,
             CASE WHEN p_dequeue_at IS NULL THEN 1000 ELSE 0 END
         ) AS p;
+
+        -- A channel without a row follows its pattern, if it has one: looked
+        -- for only once a pattern was ever set (channel_pattern_seq), so
+        -- that producers of a database without patterns read nothing more.
+        IF v_has_no_row AND pg_catalog.pg_sequence_last_value('@extschema@.channel_pattern_seq') > 0 THEN
+            SELECT
+                COALESCE(@extschema@._channel_admits(f), FALSE) OR v_is_serializable,
+                CASE WHEN f.notify THEN COALESCE(f.notify_payload, p_channel) END
+            INTO v_waits, v_notify
+            FROM (SELECT) AS one
+            LEFT JOIN LATERAL @extschema@._channel_pattern_config(p_channel) AS f ON TRUE;
+        END IF;
 
         -- Once, not again when the epoch changed.
         IF v_id IS NULL AND (p_key IS NOT NULL OR v_max_size IS NOT NULL) THEN

@@ -10,8 +10,12 @@ AS $$
 BEGIN
     PERFORM @extschema@._check_topic(p_pattern, 'p_pattern');
     PERFORM @extschema@._check_message_channel(p_channel);
-    INSERT INTO @extschema@.topic_binding (pattern, channel, regex, created_at)
-    VALUES (p_pattern, p_channel, @extschema@._topic_regex(p_pattern), @extschema@._clock_ms())
+    INSERT INTO @extschema@.topic_binding (pattern, channel, regex, head, created_at)
+    SELECT
+        p_pattern, p_channel, w.regex,
+        CASE WHEN w.regex IS NOT NULL AND w.head NOT IN ('*', '#') THEN w.head END,
+        @extschema@._clock_ms()
+    FROM (SELECT @extschema@._topic_regex(p_pattern) AS regex, pg_catalog.split_part(p_pattern, '.', 1) AS head) AS w
     ON CONFLICT DO NOTHING;
     RETURN FOUND;
 END;

@@ -10,9 +10,9 @@
 --
 -- One statement for messages of channels without configuration: the
 -- DELETE by primary key (one probe per pair), and for each deleted message
--- a probe of channel_pkey (which finds nothing for a channel without one),
--- and one probe per call of channel_prefix_key (whether any pattern exists:
--- then every message is followed, for its pattern's history setting).  What keyed messages, admitted ones and
+-- a probe of channel_pkey (which finds nothing for a channel without one);
+-- once a pattern was ever set (channel_pattern_seq), every message is
+-- followed, for its pattern's history setting.  What keyed messages, admitted ones and
 -- configured channels need follows, only when there is any, from the rows
 -- the DELETE returned: channels that retain history get their copies;
 -- keys are released for their channel's dedup window; max_size channels
@@ -98,9 +98,9 @@ BEGIN
         pg_catalog.array_agg(g.message) FILTER (
             WHERE g.key IS NOT NULL OR g.is_admitted
             OR EXISTS (SELECT 1 FROM @extschema@.channel AS c WHERE c.id = g.channel_id)
-            -- (With any pattern, every message: its pattern may keep its
-            -- history; an uncorrelated probe, once per call.)
-            OR EXISTS (SELECT 1 FROM @extschema@.channel AS p WHERE p.prefix IS NOT NULL)
+            -- (Once a pattern was ever set, every message: its pattern may
+            -- keep its history.)
+            OR pg_catalog.pg_sequence_last_value('@extschema@.channel_pattern_seq') > 0
         )
     INTO v_gone_ids, v_followed
     FROM gone AS g;

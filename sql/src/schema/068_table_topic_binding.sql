@@ -4,13 +4,15 @@
 -- words, as AMQP topic exchanges and PGMQ write them: in a pattern, a word
 -- '*' is exactly one word and '#' zero or more.  A pattern without them
 -- is found by one probe of topic_binding_pkey (pattern = key); one with
--- them is tested against the key (its regex, compiled once by topic_bind),
--- so a publish reads the bindings its key matches exactly plus every
--- wildcard binding (topic_binding_wildcard_ix).
+-- them is tested against the key (its regex), and only when its first word
+-- (head) is the key's first word or a wildcard (topic_binding_wildcard_ix):
+-- a publish reads the bindings its key matches exactly, the wildcard
+-- bindings of its first word and those that start with '*' or '#'.
 CREATE TABLE @extschema@.topic_binding (
     pattern text NOT NULL,
     channel text NOT NULL,
     regex text,
+    head text,
     created_at bigint NOT NULL,
     CONSTRAINT topic_binding_pkey PRIMARY KEY (pattern, channel),
     CONSTRAINT topic_binding_pattern_check CHECK (
@@ -37,6 +39,9 @@ COMMENT ON COLUMN @extschema@.topic_binding.channel IS
 
 COMMENT ON COLUMN @extschema@.topic_binding.regex IS
 'For a pattern with a * or # word: the anchored regular expression the routing key is tested against; NULL for a pattern matched by equality.';
+
+COMMENT ON COLUMN @extschema@.topic_binding.head IS
+'For a wildcard pattern: its first word when that is not * or # (a publish tests the pattern only against keys with that first word); NULL for a pattern that starts with a wildcard (tested against every key) or without wildcards.';
 
 COMMENT ON COLUMN @extschema@.topic_binding.created_at IS
 'When the binding was made, in epoch milliseconds.';
