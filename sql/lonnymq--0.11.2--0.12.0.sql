@@ -310,6 +310,28 @@ COMMENT ON FUNCTION @extschema@._topic_regex(text) IS
 
 REVOKE ALL ON FUNCTION @extschema@._topic_regex(text) FROM PUBLIC;
 
+CREATE OR REPLACE FUNCTION @extschema@._topic_routes(p_routing_key text)
+RETURNS TABLE (channel text)
+LANGUAGE sql STABLE
+AS $$
+    SELECT b.channel
+    FROM @extschema@.topic_binding AS b
+    WHERE b.pattern = p_routing_key AND b.regex IS NULL
+    UNION
+    SELECT w.channel
+    FROM @extschema@.topic_binding AS w
+    WHERE w.regex IS NOT NULL AND w.head = pg_catalog.split_part(p_routing_key, '.', 1) AND p_routing_key ~ w.regex
+    UNION
+    SELECT v.channel
+    FROM @extschema@.topic_binding AS v
+    WHERE v.regex IS NOT NULL AND v.head IS NULL AND p_routing_key ~ v.regex
+$$;
+
+COMMENT ON FUNCTION @extschema@._topic_routes(text) IS
+'Internal: the channels bound to a pattern that matches the routing key, each once, in no order.';
+
+REVOKE ALL ON FUNCTION @extschema@._topic_routes(text) FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION @extschema@._channel_pattern_config(p_channel text)
 RETURNS SETOF @extschema@.channel
 LANGUAGE sql STABLE
@@ -1692,18 +1714,7 @@ AS $$
 BEGIN
     PERFORM @extschema@._check_topic(p_routing_key, 'p_routing_key');
     RETURN QUERY
-    SELECT b.channel
-    FROM @extschema@.topic_binding AS b
-    WHERE b.pattern = p_routing_key AND b.regex IS NULL
-    UNION
-    SELECT w.channel
-    FROM @extschema@.topic_binding AS w
-    WHERE w.regex IS NOT NULL AND w.head = pg_catalog.split_part(p_routing_key, '.', 1) AND p_routing_key ~ w.regex
-    UNION
-    SELECT v.channel
-    FROM @extschema@.topic_binding AS v
-    WHERE v.regex IS NOT NULL AND v.head IS NULL AND p_routing_key ~ v.regex
-    ORDER BY 1;
+    SELECT r.channel FROM @extschema@._topic_routes(p_routing_key) AS r ORDER BY r.channel;
 END;
 $$;
 
@@ -1729,10 +1740,11 @@ DECLARE
 BEGIN
     -- (Checked here too: a key bound to no channel creates nothing, and
     -- bad input must still be refused.)
+    PERFORM @extschema@._check_topic(p_routing_key, 'p_routing_key');
     PERFORM @extschema@._check_message(p_content, p_key);
     SELECT pg_catalog.count(*), pg_catalog.count(@extschema@.message_create(r.channel, p_content, p_dequeue_at, p_key))
     INTO v_channels, v_stored
-    FROM @extschema@.topic_routes(p_routing_key) AS r (channel);
+    FROM (SELECT t.channel FROM @extschema@._topic_routes(p_routing_key) AS t ORDER BY t.channel) AS r;
     IF v_channels = 0 AND p_require_route THEN
         RAISE EXCEPTION 'lonnymq: no channel is bound to routing key "%"', p_routing_key
             USING ERRCODE = 'P0002';
@@ -1763,10 +1775,11 @@ DECLARE
 BEGIN
     -- (Checked here too: a key bound to no channel creates nothing, and
     -- bad input must still be refused.)
+    PERFORM @extschema@._check_topic(p_routing_key, 'p_routing_key');
     PERFORM @extschema@._check_batch(p_contents, p_dequeue_at, p_keys);
     SELECT pg_catalog.count(DISTINCT r.channel), pg_catalog.count(i.id)
     INTO v_channels, v_stored
-    FROM @extschema@.topic_routes(p_routing_key) AS r (channel)
+    FROM (SELECT t.channel FROM @extschema@._topic_routes(p_routing_key) AS t ORDER BY t.channel) AS r
     LEFT JOIN LATERAL @extschema@.message_create_batch(r.channel, p_contents, p_dequeue_at, p_keys) AS i (id) ON TRUE;
     IF v_channels = 0 AND p_require_route THEN
         RAISE EXCEPTION 'lonnymq: no channel is bound to routing key "%"', p_routing_key

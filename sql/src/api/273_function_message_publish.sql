@@ -8,7 +8,7 @@
 -- the call (created, or found by its key); a channel at its max_size
 -- stores nothing and is not counted.  No channel bound: 0, or, with
 -- p_require_route, an error (P0002) that changes nothing.
--- Cost: topic_routes's probes, then one message_create per channel.
+-- Cost: _topic_routes's probes (inlined), then one message_create per channel.
 CREATE FUNCTION @extschema@.message_publish(
     p_routing_key text,
     p_content bytea,
@@ -26,10 +26,11 @@ DECLARE
 BEGIN
     -- (Checked here too: a key bound to no channel creates nothing, and
     -- bad input must still be refused.)
+    PERFORM @extschema@._check_topic(p_routing_key, 'p_routing_key');
     PERFORM @extschema@._check_message(p_content, p_key);
     SELECT pg_catalog.count(*), pg_catalog.count(@extschema@.message_create(r.channel, p_content, p_dequeue_at, p_key))
     INTO v_channels, v_stored
-    FROM @extschema@.topic_routes(p_routing_key) AS r (channel);
+    FROM (SELECT t.channel FROM @extschema@._topic_routes(p_routing_key) AS t ORDER BY t.channel) AS r;
     IF v_channels = 0 AND p_require_route THEN
         RAISE EXCEPTION 'lonnymq: no channel is bound to routing key "%"', p_routing_key
             USING ERRCODE = 'P0002';

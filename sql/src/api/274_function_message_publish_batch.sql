@@ -5,7 +5,7 @@
 -- messages stored over all channels (created, or found by their keys;
 -- what a channel's max_size refuses is not counted).  No channel bound: 0,
 -- or, with p_require_route, an error (P0002) that changes nothing.
--- Cost: topic_routes's probes, then one message_create_batch per channel.
+-- Cost: _topic_routes's probes (inlined), then one message_create_batch per channel.
 CREATE FUNCTION @extschema@.message_publish_batch(
     p_routing_key text,
     p_contents bytea[],
@@ -23,10 +23,11 @@ DECLARE
 BEGIN
     -- (Checked here too: a key bound to no channel creates nothing, and
     -- bad input must still be refused.)
+    PERFORM @extschema@._check_topic(p_routing_key, 'p_routing_key');
     PERFORM @extschema@._check_batch(p_contents, p_dequeue_at, p_keys);
     SELECT pg_catalog.count(DISTINCT r.channel), pg_catalog.count(i.id)
     INTO v_channels, v_stored
-    FROM @extschema@.topic_routes(p_routing_key) AS r (channel)
+    FROM (SELECT t.channel FROM @extschema@._topic_routes(p_routing_key) AS t ORDER BY t.channel) AS r
     LEFT JOIN LATERAL @extschema@.message_create_batch(r.channel, p_contents, p_dequeue_at, p_keys) AS i (id) ON TRUE;
     IF v_channels = 0 AND p_require_route THEN
         RAISE EXCEPTION 'lonnymq: no channel is bound to routing key "%"', p_routing_key
