@@ -93,6 +93,70 @@ SELECT pg_catalog.pg_extension_config_dump('@extschema@.channel_pattern_seq', ''
 COMMENT ON SEQUENCE @extschema@.channel_pattern_seq IS
 'Configuration, internal state maintained by channel_set, not to be written by hand: 1 once a pattern (a name ending in *) was set in this database, else 0.';
 
+CREATE SEQUENCE @extschema@.messages_created_seq AS bigint MINVALUE 0 START 0;
+
+SELECT pg_catalog.setval('@extschema@.messages_created_seq', 0, TRUE);
+
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.messages_created_seq', '');
+
+COMMENT ON SEQUENCE @extschema@.messages_created_seq IS
+'Metrics counter, internal state, not to be written by hand: Messages created (message_create, message_create_batch, message_publish, periodic messages, dead_letter_redrive): one per message stored.';
+
+CREATE SEQUENCE @extschema@.messages_delivered_seq AS bigint MINVALUE 0 START 0;
+
+SELECT pg_catalog.setval('@extschema@.messages_delivered_seq', 0, TRUE);
+
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.messages_delivered_seq', '');
+
+COMMENT ON SEQUENCE @extschema@.messages_delivered_seq IS
+'Metrics counter, internal state, not to be written by hand: Deliveries (message_dequeue, message_complete_dequeue): one per message locked for a worker.';
+
+CREATE SEQUENCE @extschema@.messages_completed_seq AS bigint MINVALUE 0 START 0;
+
+SELECT pg_catalog.setval('@extschema@.messages_completed_seq', 0, TRUE);
+
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.messages_completed_seq', '');
+
+COMMENT ON SEQUENCE @extschema@.messages_completed_seq IS
+'Metrics counter, internal state, not to be written by hand: Messages completed (message_complete, message_complete_batch, message_complete_dequeue).';
+
+CREATE SEQUENCE @extschema@.messages_failed_seq AS bigint MINVALUE 0 START 0;
+
+SELECT pg_catalog.setval('@extschema@.messages_failed_seq', 0, TRUE);
+
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.messages_failed_seq', '');
+
+COMMENT ON SEQUENCE @extschema@.messages_failed_seq IS
+'Metrics counter, internal state, not to be written by hand: Deliveries failed by message_fail (a retry or a dead letter follows).';
+
+CREATE SEQUENCE @extschema@.messages_lock_expired_seq AS bigint MINVALUE 0 START 0;
+
+SELECT pg_catalog.setval('@extschema@.messages_lock_expired_seq', 0, TRUE);
+
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.messages_lock_expired_seq', '');
+
+COMMENT ON SEQUENCE @extschema@.messages_lock_expired_seq IS
+'Metrics counter, internal state, not to be written by hand: Locks that expired before their message was completed, failed or deferred (each a failed delivery, counted when the message is delivered again or dead-lettered).';
+
+CREATE SEQUENCE @extschema@.messages_dead_lettered_seq AS bigint MINVALUE 0 START 0;
+
+SELECT pg_catalog.setval('@extschema@.messages_dead_lettered_seq', 0, TRUE);
+
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.messages_dead_lettered_seq', '');
+
+COMMENT ON SEQUENCE @extschema@.messages_dead_lettered_seq IS
+'Metrics counter, internal state, not to be written by hand: Messages moved to dead_letter (max_attempts reached, by message_fail or an expired lock).';
+
+ALTER TABLE @extschema@.access_grant DROP CONSTRAINT access_grant_access_check;
+
+ALTER TABLE @extschema@.access_grant ADD CONSTRAINT access_grant_access_check CHECK (
+    access IN ('producer', 'consumer', 'monitor', 'admin')
+);
+
+DROP VIEW @extschema@.channel_stats;
+
+DROP FUNCTION @extschema@.channel_stats(text);
+
 CREATE OR REPLACE FUNCTION @extschema@.to_epoch(p_at timestamptz)
 RETURNS bigint
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
@@ -176,6 +240,27 @@ COMMENT ON FUNCTION @extschema@._channel_follower(@extschema@.channel, text) IS
 'Internal: the configuration a channel without its own takes from its pattern, as a channel row.';
 
 REVOKE ALL ON FUNCTION @extschema@._channel_follower(@extschema@.channel, text) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._check_access(p_role name, p_access text)
+RETURNS void
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF p_role IS NULL OR p_access IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_role and p_access must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    IF p_access NOT IN ('producer', 'consumer', 'monitor', 'admin') THEN
+        RAISE EXCEPTION 'lonnymq: p_access must be producer, consumer, monitor or admin, got "%"', p_access
+            USING ERRCODE = '22023';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles AS r WHERE r.rolname = p_role) THEN
+        RAISE EXCEPTION 'lonnymq: role "%" does not exist', p_role
+            USING ERRCODE = '42704';
+    END IF;
+END;
+$$;
 
 CREATE OR REPLACE FUNCTION @extschema@._channel_pattern_longest(p_channel text, p_missed text)
 RETURNS @extschema@.channel
@@ -544,6 +629,8 @@ BEGIN
             v_channel := @extschema@._channel_config(v_due.channel_id, v_due.channel);
         END IF;
         IF v_is_dead THEN
+            -- (Counted, lonnymq_messages_lock_expired_total: a sequence, no row.)
+            PERFORM pg_catalog.nextval('@extschema@.messages_lock_expired_seq');
             PERFORM @extschema@._message_bury(
                 v_due.id, v_due.channel_id, v_due.channel, 'lock expired', p_now, v_channel.dedup_window_ms
             );
@@ -653,7 +740,10 @@ BEGIN
                     OFFSET 0
                 ) AS l
             ) >= 0
-        RETURNING m.id, m.channel_id, m.channel, m.key, m.is_admitted, m AS message
+        RETURNING
+            m.id, m.channel_id, m.channel, m.key, m.is_admitted, m AS message,
+            -- (Counted, lonnymq_messages_completed_total: a sequence, no row.)
+            pg_catalog.nextval('@extschema@.messages_completed_seq') AS counted
     )
 
     -- The messages something must follow: keyed, admitted, or of a
@@ -724,6 +814,43 @@ BEGIN
         END LOOP;
     END IF;
     RETURN COALESCE(v_gone_ids, '{}');
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._message_bury(
+    p_id bigint,
+    p_channel_id bigint,
+    p_channel text,
+    p_error text,
+    p_now bigint,
+    p_window_ms bigint
+)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_key text;
+    v_counted bigint;
+BEGIN
+    WITH gone AS (
+        DELETE FROM @extschema@.message AS m
+        WHERE m.id = p_id
+        RETURNING m.*
+    )
+
+    INSERT INTO @extschema@.dead_letter (
+        id, channel, key, content, state, num_attempts, created_at, dead_at, last_error, attempt_log
+    )
+    SELECT
+        g.id, p_channel, g.key, g.content, g.state, g.num_attempts, g.created_at, p_now, p_error,
+        @extschema@._attempt_log_append(g.attempt_log, g.num_attempts, p_now, p_error)
+    FROM gone AS g
+    -- (Counted, lonnymq_messages_dead_lettered_total: a sequence, no row.)
+    RETURNING key, pg_catalog.nextval('@extschema@.messages_dead_lettered_seq') INTO v_key, v_counted;
+    IF v_key IS NOT NULL THEN
+        PERFORM @extschema@._message_key_release(p_channel_id, v_key, p_id, p_window_ms, p_now);
+    END IF;
+    PERFORM @extschema@._channel_removed(ARRAY[p_channel_id]);
 END;
 $$;
 
@@ -929,9 +1056,322 @@ AS $$
         ('admin', '@extschema@.schedule_set(text, text, bytea, bigint, bigint)'),
         ('admin', '@extschema@.schedule_drop(text)'),
         ('admin', '@extschema@.tick()'),
-        ('admin', '@extschema@.channel_stats(text)')
+        ('admin', '@extschema@.channel_stats(text)'),
+        ('monitor', '@extschema@.metrics_text()'),
+        ('monitor', '@extschema@._metrics()'),
+        ('admin', '@extschema@.metrics_text()'),
+        ('admin', '@extschema@._metrics()')
     ) AS f (access, fn)
     WHERE f.access = p_access
+$$;
+
+COMMENT ON FUNCTION @extschema@._access_functions(text) IS
+'Internal: the functions an access set (producer, consumer, monitor, admin) grants EXECUTE on.';
+
+CREATE OR REPLACE FUNCTION @extschema@._access_apply(
+    p_role name DEFAULT NULL,
+    p_access text DEFAULT NULL
+)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_grant record;
+    v_function regprocedure;
+    v_role name;
+BEGIN
+    FOR v_grant IN
+        SELECT g.role_name, g.access
+        FROM @extschema@.access_grant AS g
+        WHERE
+            (p_role IS NULL OR g.role_name = p_role)
+            AND (p_access IS NULL OR g.access = p_access)
+            AND EXISTS (SELECT 1 FROM pg_catalog.pg_roles AS r WHERE r.rolname = g.role_name)
+    LOOP
+        v_role := v_grant.role_name;
+        EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA %I TO %I', '@extschema@', v_role);
+        FOR v_function IN SELECT f FROM @extschema@._access_functions(v_grant.access) AS f LOOP
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %I', v_function, v_role);
+        END LOOP;
+        IF v_grant.access = 'monitor' THEN
+            EXECUTE pg_catalog.format('GRANT SELECT ON %I.metrics TO %I', '@extschema@', v_role);
+        END IF;
+        IF v_grant.access = 'admin' THEN
+            EXECUTE pg_catalog.format('GRANT SELECT ON ALL TABLES IN SCHEMA %I TO %I', '@extschema@', v_role);
+        END IF;
+    END LOOP;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@.grant_access(name, text) IS
+'Give a role an access set: producer (message_create), consumer (dequeue, complete, defer, heartbeat), monitor (metrics_text, the view metrics) or admin (everything, channel settings, SELECT on the tables). Needs the right to grant on lonnymq''s objects.';
+
+CREATE OR REPLACE FUNCTION @extschema@._metric_families()
+RETURNS TABLE (i integer, metric text, type text, help text)
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT f.i, f.metric, f.type, f.help
+    FROM (
+        VALUES
+        (
+            1, 'lonnymq_messages', 'gauge',
+            'Messages by state (ready, scheduled, locked) per configured channel, pattern, '
+            || 'and * (every other channel); counted up to lonnymq_messages_count_limit per series.'
+        ),
+        (
+            2, 'lonnymq_dead_letters', 'gauge',
+            'Dead letters per configured channel, pattern, and * (every other channel); '
+            || 'counted up to lonnymq_messages_count_limit per series.'
+        ),
+        (
+            3, 'lonnymq_oldest_ready_age_seconds', 'gauge',
+            'How long the longest-waiting next ready message of the series'' channels has been deliverable.'
+        ),
+        (
+            4, 'lonnymq_messages_count_limit', 'gauge',
+            'The entries a series'' counts read at most (the setting lonnymq.metrics_count_limit).'
+        ),
+        (5, 'lonnymq_messages_created_total', 'counter', 'Messages stored by a create, a publish, a periodic message or a redrive.'),
+        (6, 'lonnymq_messages_delivered_total', 'counter', 'Messages locked for a worker by a dequeue.'),
+        (7, 'lonnymq_messages_completed_total', 'counter', 'Messages completed.'),
+        (8, 'lonnymq_messages_failed_total', 'counter', 'Deliveries failed by message_fail.'),
+        (9, 'lonnymq_messages_dead_lettered_total', 'counter', 'Messages moved to the dead letters.'),
+        (10, 'lonnymq_messages_lock_expired_total', 'counter', 'Locks that expired before their delivery was settled.')
+    ) AS f (i, metric, type, help)
+$$;
+
+COMMENT ON FUNCTION @extschema@._metric_families() IS
+'Internal: the metric families of the view metrics, with their Prometheus type and help text.';
+
+REVOKE ALL ON FUNCTION @extschema@._metric_families() FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._metric_label(p_value text)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT pg_catalog.replace(
+        pg_catalog.replace(pg_catalog.replace(p_value, E'\\', E'\\\\'), '"', E'\\"'), E'\n', E'\\n'
+    )
+$$;
+
+COMMENT ON FUNCTION @extschema@._metric_label(text) IS
+'Internal: a label value escaped for Prometheus'' text exposition format.';
+
+REVOKE ALL ON FUNCTION @extschema@._metric_label(text) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._metrics()
+RETURNS TABLE (metric text, channel text, state text, value double precision)
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    WITH RECURSIVE holding AS (
+        SELECT (
+            SELECT m.channel_id FROM @extschema@.message AS m
+            WHERE m.channel_id IS NOT NULL
+            ORDER BY m.channel_id
+            LIMIT 1
+        ) AS id
+        UNION ALL
+        SELECT (
+            SELECT m.channel_id FROM @extschema@.message AS m
+            WHERE m.channel_id > h.id
+            ORDER BY m.channel_id
+            LIMIT 1
+        )
+        FROM holding AS h
+        WHERE h.id IS NOT NULL
+    ),
+
+    burying AS (
+        SELECT (
+            SELECT d.channel FROM @extschema@.dead_letter AS d
+            WHERE d.channel IS NOT NULL
+            ORDER BY d.channel
+            LIMIT 1
+        ) AS name
+        UNION ALL
+        SELECT (
+            SELECT d.channel FROM @extschema@.dead_letter AS d
+            WHERE d.channel > b.name
+            ORDER BY d.channel
+            LIMIT 1
+        )
+        FROM burying AS b
+        WHERE b.name IS NOT NULL
+    ),
+
+    k AS MATERIALIZED (
+        SELECT
+            @extschema@._clock_ms() AS now,
+            COALESCE(
+                NULLIF(pg_catalog.current_setting('lonnymq.metrics_count_limit', TRUE), '')::bigint,
+                10000
+            ) AS count_limit
+    ),
+
+    channels AS MATERIALIZED (
+        SELECT x.id, x.name, pg_catalog.bool_or(x.has_dead) AS has_dead, pg_catalog.bool_or(NOT x.has_dead) AS has_messages
+        FROM (
+            SELECT
+                h.id,
+                (
+                    SELECT m.channel FROM @extschema@.message AS m
+                    WHERE m.channel_id = h.id
+                    ORDER BY m.channel_id, m.position NULLS FIRST, m.dequeue_at, m.id
+                    LIMIT 1
+                ) AS name,
+                FALSE AS has_dead
+            FROM holding AS h
+            WHERE h.id IS NOT NULL
+            UNION ALL
+            SELECT @extschema@._channel_id(b.name), b.name, TRUE
+            FROM burying AS b
+            WHERE b.name IS NOT NULL
+        ) AS x
+        GROUP BY x.id, x.name
+    ),
+
+    series AS MATERIALIZED (
+        SELECT
+            s.series,
+            pg_catalog.array_agg(s.id) FILTER (WHERE s.has_messages) AS ids,
+            pg_catalog.array_agg(s.name) FILTER (WHERE s.has_messages) AS names,
+            pg_catalog.array_agg(s.name) FILTER (WHERE s.has_dead) AS dead_names,
+            pg_catalog.max(s.age_ms) AS age_ms
+        FROM (
+            SELECT
+                COALESCE(
+                    (SELECT COALESCE(c.pattern, c.name) FROM @extschema@.channel AS c WHERE c.id = ch.id AND c.name = ch.name),
+                    (SELECT f.pattern FROM @extschema@._channel_pattern_config(ch.name) AS f),
+                    '*'
+                ) AS series,
+                ch.id, ch.name, ch.has_dead, ch.has_messages,
+                (
+                    SELECT pg_catalog.max(k.now - GREATEST(r.dequeue_at, r.created_at))
+                    FROM (
+                        (
+                            SELECT m.dequeue_at, m.created_at FROM @extschema@.message AS m
+                            WHERE m.channel_id = ch.id AND m.position IS NOT NULL AND m.channel = ch.name
+                            ORDER BY m.position NULLS FIRST
+                            LIMIT 1
+                        )
+                        UNION ALL
+                        (
+                            SELECT m.dequeue_at, m.created_at FROM @extschema@.message AS m
+                            WHERE
+                                m.channel_id = ch.id AND m.position IS NULL AND m.dequeue_at <= k.now
+                                AND NOT m.is_locked AND m.channel = ch.name
+                            ORDER BY m.position NULLS FIRST, m.dequeue_at
+                            LIMIT 1
+                        )
+                    ) AS r
+                ) AS age_ms
+            FROM channels AS ch CROSS JOIN k
+            WHERE ch.has_messages OR ch.has_dead
+            -- Configured channels and patterns have a series with or
+            -- without messages, and so has '*'.
+            UNION ALL
+            SELECT c.name, NULL, NULL, FALSE, FALSE, NULL
+            FROM @extschema@.channel AS c
+            WHERE c.pattern IS NULL
+            UNION ALL
+            SELECT '*', NULL, NULL, FALSE, FALSE, NULL
+        ) AS s
+        GROUP BY s.series
+    ),
+
+    figures AS (
+        SELECT s.series, n.ready, n.scheduled, n.locked, d.dead, GREATEST(COALESCE(s.age_ms, 0), 0) AS age_ms
+        FROM series AS s
+        CROSS JOIN k
+        -- The first count_limit messages of the series' channels, in turn:
+        -- the nested loop stops there.
+        CROSS JOIN LATERAL (
+            SELECT
+                pg_catalog.count(*) FILTER (WHERE NOT m.is_locked AND m.dequeue_at <= k.now) AS ready,
+                pg_catalog.count(*) FILTER (WHERE NOT m.is_locked AND m.dequeue_at > k.now) AS scheduled,
+                pg_catalog.count(*) FILTER (WHERE m.is_locked) AS locked
+            FROM (
+                SELECT m.is_locked, m.dequeue_at
+                FROM ROWS FROM (pg_catalog.unnest(s.ids), pg_catalog.unnest(s.names)) AS c (id, name)
+                CROSS JOIN LATERAL (
+                    SELECT m.is_locked, m.dequeue_at FROM @extschema@.message AS m
+                    WHERE m.channel_id = c.id AND m.channel = c.name
+                ) AS m
+                LIMIT k.count_limit
+            ) AS m
+        ) AS n
+        CROSS JOIN LATERAL (
+            SELECT pg_catalog.count(*) AS dead
+            FROM (
+                SELECT 1
+                FROM pg_catalog.unnest(s.dead_names) AS c (name)
+                CROSS JOIN LATERAL (
+                    SELECT 1 FROM @extschema@.dead_letter AS d WHERE d.channel = c.name
+                ) AS d
+                LIMIT k.count_limit
+            ) AS d
+        ) AS d
+    )
+
+    SELECT 'lonnymq_messages', f.series, v.state, v.value::double precision
+    FROM figures AS f
+    CROSS JOIN LATERAL (
+        VALUES ('ready', f.ready), ('scheduled', f.scheduled), ('locked', f.locked)
+    ) AS v (state, value)
+    UNION ALL
+    SELECT 'lonnymq_dead_letters', f.series, NULL, f.dead
+    FROM figures AS f
+    UNION ALL
+    SELECT 'lonnymq_oldest_ready_age_seconds', f.series, NULL, f.age_ms / 1000.0
+    FROM figures AS f
+    UNION ALL
+    SELECT 'lonnymq_messages_count_limit', NULL, NULL, k.count_limit
+    FROM k
+    UNION ALL
+    SELECT c.metric, NULL, NULL, pg_catalog.pg_sequence_last_value(c.seq)
+    FROM (
+        VALUES
+        ('lonnymq_messages_created_total', '@extschema@.messages_created_seq'::regclass),
+        ('lonnymq_messages_delivered_total', '@extschema@.messages_delivered_seq'::regclass),
+        ('lonnymq_messages_completed_total', '@extschema@.messages_completed_seq'::regclass),
+        ('lonnymq_messages_failed_total', '@extschema@.messages_failed_seq'::regclass),
+        ('lonnymq_messages_dead_lettered_total', '@extschema@.messages_dead_lettered_seq'::regclass),
+        ('lonnymq_messages_lock_expired_total', '@extschema@.messages_lock_expired_seq'::regclass)
+    ) AS c (metric, seq)
+$$;
+
+COMMENT ON FUNCTION @extschema@._metrics() IS
+'Internal: the rows of the view metrics: gauges per configured channel, pattern and ''*'' (the other channels), read a bounded amount per channel, and the counters.';
+
+REVOKE ALL ON FUNCTION @extschema@._metrics() FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@.revoke_access(p_role name, p_access text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_function regprocedure;
+BEGIN
+    PERFORM @extschema@._check_access(p_role, p_access);
+    DELETE FROM @extschema@.access_grant AS g
+    WHERE g.role_name = p_role AND g.access = p_access;
+    FOR v_function IN SELECT f FROM @extschema@._access_functions(p_access) AS f LOOP
+        EXECUTE pg_catalog.format('REVOKE EXECUTE ON FUNCTION %s FROM %I', v_function, p_role);
+    END LOOP;
+    IF p_access = 'monitor' THEN
+        EXECUTE pg_catalog.format('REVOKE SELECT ON %I.metrics FROM %I', '@extschema@', p_role);
+    END IF;
+    IF p_access = 'admin' THEN
+        EXECUTE pg_catalog.format('REVOKE SELECT ON ALL TABLES IN SCHEMA %I FROM %I', '@extschema@', p_role);
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM @extschema@.access_grant AS g WHERE g.role_name = p_role) THEN
+        EXECUTE pg_catalog.format('REVOKE USAGE ON SCHEMA %I FROM %I', '@extschema@', p_role);
+    END IF;
+    PERFORM @extschema@._access_apply(p_role, NULL);
+END;
 $$;
 
 CREATE OR REPLACE FUNCTION @extschema@.channel_set(
@@ -1220,6 +1660,7 @@ DECLARE
     v_now bigint;
     v_id bigint;
     v_created bigint;
+    v_counted bigint;
     v_has_no_row boolean;
 BEGIN
     -- One expression for valid input; the checks say what is wrong.
@@ -1297,7 +1738,8 @@ BEGIN
             CASE WHEN v_dequeue_at <= v_now AND NOT v_waits THEN v_place END,
             v_dequeue_at <= v_now AND NOT v_waits AND v_is_early
         WHERE pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') = v_epoch
-        RETURNING id INTO v_created;
+        -- (Counted, lonnymq_messages_created_total: a sequence, no row.)
+        RETURNING id, pg_catalog.nextval('@extschema@.messages_created_seq') INTO v_created, v_counted;
         EXIT WHEN v_created IS NOT NULL;
     END LOOP;
     IF v_notify IS NOT NULL AND v_dequeue_at <= v_now THEN
@@ -1454,7 +1896,10 @@ BEGIN
         FALSE
     FROM (
         SELECT c.content, COALESCE(c.dequeue_at, v_default) AS at, c.key, c.i, c.dequeue_at IS NULL AS is_default,
-            COALESCE(c.dequeue_at, v_default) <= v_now AND NOT v_limited AS is_ready
+            COALESCE(c.dequeue_at, v_default) <= v_now AND NOT v_limited AS is_ready,
+            -- (Counted, lonnymq_messages_created_total: a sequence, no row;
+            -- a volatile column, which the planner keeps.)
+            pg_catalog.nextval('@extschema@.messages_created_seq') AS counted
         FROM ROWS FROM (
             pg_catalog.unnest(p_contents),
             pg_catalog.unnest(p_dequeue_at),
@@ -1474,6 +1919,397 @@ BEGIN
     SELECT o.id
     FROM ROWS FROM (pg_catalog.unnest(v_out)) WITH ORDINALITY AS o (id, i)
     ORDER BY o.i;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.message_complete_dequeue(
+    p_ids bigint[],
+    p_num_attempts integer[],
+    p_lock_ms bigint,
+    p_limit integer DEFAULT 1,
+    p_channel text DEFAULT NULL
+)
+RETURNS SETOF @extschema@.delivery
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_limit integer := COALESCE(p_limit, 1);
+    -- Evaluated once, not once per message taken.
+    v_caller pg_catalog.regrole := @extschema@._caller_role();
+    v_channel_id bigint := @extschema@._channel_id(p_channel);
+    v_may_raise boolean := pg_catalog.pg_current_xact_id_if_assigned() IS NULL;
+    v_now bigint;
+    v_mark bigint;
+    v_due_mark bigint;
+    v_schedule_due boolean;
+    v_due boolean;
+    v_is_resolved boolean := FALSE;
+    v_is_passed boolean;
+    v_turns @extschema@._turn[];
+    v_first bigint;
+    v_last bigint;
+    v_out @extschema@.delivery[];
+    v_admitted bigint[];
+    v_delivery @extschema@.delivery;
+BEGIN
+    -- One expression for valid input; the checks say what is wrong.
+    IF p_lock_ms IS NULL OR p_lock_ms NOT BETWEEN 1 AND @extschema@._max_duration_ms()
+        OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 OR v_limit NOT BETWEEN 1 AND 1000 THEN
+        PERFORM @extschema@._check_lock_ms(p_lock_ms);
+        IF p_channel IS NOT NULL THEN
+            PERFORM @extschema@._check_channel_name(p_channel);
+        END IF;
+        RAISE EXCEPTION 'lonnymq: p_limit must be between 1 and 1000, got %', v_limit
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_ids IS NOT NULL OR p_num_attempts IS NOT NULL THEN
+        PERFORM @extschema@._message_complete_set(COALESCE(p_ids, '{}'), COALESCE(p_num_attempts, '{}'), v_caller, TRUE);
+    END IF;
+
+    -- 1.  k is one row whose columns are computed in order: the epoch's
+    -- parity is held before the clock is read, so that a lock's expiry
+    -- written with this clock is above the due mark (a subquery with
+    -- volatile columns is never flattened into its caller).
+    -- (Sub-selects of k: the due mark is a parameter of their index scan,
+    -- so the range starts at the mark whatever the plan.)
+    SELECT
+        k.now, k.mark, k.due_mark,
+        EXISTS (SELECT 1 FROM @extschema@.schedule AS sc WHERE sc.next_at <= k.now),
+        EXISTS (
+            SELECT 1
+            FROM @extschema@.message AS m
+            WHERE
+                GREATEST(m.dequeue_at, m.created_at) >= k.due_mark AND GREATEST(m.dequeue_at, m.created_at) <= k.now
+                AND m.position IS NULL AND NOT m.is_held
+        )
+    INTO v_now, v_mark, v_due_mark, v_schedule_due, v_due
+    FROM (
+        SELECT
+            @extschema@._epoch_hold(pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq')) AS in_epoch,
+            @extschema@._clock_ms() AS now,
+            pg_catalog.pg_sequence_last_value('@extschema@.position_mark_seq') AS mark,
+            pg_catalog.pg_sequence_last_value('@extschema@.due_mark_seq') AS due_mark
+    ) AS k;
+
+    -- 2.  (A promotion's positions are checked against the bound by its
+    -- own _epoch_enter.)
+    IF v_schedule_due THEN
+        PERFORM @extschema@._schedule_run(v_now, 4);
+    END IF;
+    IF v_due OR v_schedule_due THEN
+        PERFORM @extschema@._message_promote(v_now, v_due_mark, @extschema@._epoch_enter(), 8);
+    END IF;
+
+    -- 3.  Of the head's two legs, the one p_channel does not ask for is not
+    -- executed.  The deliveries are taken by primary key only ("= ANY": an
+    -- index condition by shape, no join whose plan could walk
+    -- message_pkey).
+    LOOP
+        WITH head AS MATERIALIZED (
+            SELECT a.*
+            FROM (
+                SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position, r.is_early
+                FROM @extschema@.message AS r
+                WHERE p_channel IS NULL AND v_turns IS NULL AND r.position >= v_mark
+                ORDER BY r.position, r.dequeue_at, r.id
+                LIMIT v_limit
+                FOR UPDATE OF r SKIP LOCKED
+            ) AS a
+            UNION ALL
+            SELECT b.*
+            FROM (
+                SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position, r.is_early
+                FROM @extschema@.message AS r
+                WHERE
+                    p_channel IS NOT NULL AND v_turns IS NULL AND r.channel_id = v_channel_id
+                    AND r.position >= v_mark AND r.channel = p_channel
+                ORDER BY r.position NULLS FIRST, r.dequeue_at, r.id
+                LIMIT v_limit
+                FOR UPDATE OF r SKIP LOCKED
+            ) AS b
+        ),
+
+        -- The turns in order (one row): the take finds its messages by
+        -- primary key ("= ANY": an index condition by shape, no join whose
+        -- plan could walk message_pkey), and the k-th turn is what the k-th
+        -- delivery reports.  Once resolved (_message_turns_resolve), the
+        -- turns are those it gave, already locked, and the head is not read
+        -- again.
+        turns AS MATERIALIZED (
+            SELECT
+                COALESCE(
+                    pg_catalog.array_agg(ROW(h.id, h.channel_id, h.dequeue_at, h.is_locked, h.position)::@extschema@._turn),
+                    v_turns
+                ) AS turns,
+                COALESCE(pg_catalog.array_agg(h.id), ARRAY(SELECT r.id FROM pg_catalog.unnest(v_turns) AS r)) AS ids,
+                -- Whether an early message of a turn's channel sorts before
+                -- its holder (message_early_ix: one probe per turn).
+                COALESCE(pg_catalog.bool_or(EXISTS (
+                    SELECT 1 FROM @extschema@.message AS x
+                    WHERE
+                        x.channel_id = h.channel_id AND x.is_early AND x.position IS NOT NULL
+                        AND (x.dequeue_at, x.id) < (h.dequeue_at, h.id)
+                )), FALSE) AS is_passed,
+                -- The first and last positions of the round order this call
+                -- took, for the raise: FOR UPDATE returns a row that another
+                -- call's swap moved (an early one) while this call waited
+                -- for it, with its new, far position.
+                pg_catalog.min(h.position) AS first, pg_catalog.max(h.position) FILTER (WHERE NOT h.is_early) AS last
+            FROM head AS h
+        ),
+
+        taken AS (
+            UPDATE @extschema@.message AS m
+            SET
+                position = NULL, is_early = FALSE, is_locked = TRUE, locked_by = v_caller,
+                num_attempts = m.num_attempts + 1,
+                -- The clock when the row is taken, after another call's
+                -- promotion of it committed: a lock never starts before
+                -- its message became due.
+                dequeue_at = @extschema@._clock_ms() + p_lock_ms,
+                -- An expired lock was a failed delivery.
+                num_failures = m.num_failures + CASE WHEN m.is_locked THEN 1 ELSE 0 END,
+                attempt_log = CASE
+                    WHEN m.is_locked THEN
+                        @extschema@._attempt_log_append(m.attempt_log, m.num_attempts, v_now, 'lock expired')
+                    ELSE m.attempt_log
+                END
+            FROM turns AS u
+            WHERE
+                m.id = ANY(u.ids) AND NOT u.is_passed
+                -- A delivery in a channel with a release interval starts
+                -- the interval again (step 4): its channel's row lock is
+                -- tried here, never waited for, or the message is left for
+                -- a later call, so that no call waits for a channel row
+                -- after its completion locked others (two such calls
+                -- deadlocked).
+                AND (
+                    NOT m.is_admitted
+                    OR NOT EXISTS (
+                        SELECT 1 FROM @extschema@.channel AS c WHERE c.id = m.channel_id AND c.release_interval_ms > 0
+                    )
+                    OR @extschema@._channel_row_try_lock(m.channel_id)
+                )
+            RETURNING
+                m.id, m.channel, m.content, m.state, m.num_attempts, m.channel_id, m.is_admitted,
+                pg_catalog.array_position(u.ids, m.id) AS k,
+                -- (Counted, lonnymq_messages_delivered_total and, for a
+                -- lapsed lock delivered again, lonnymq_messages_lock_expired_total:
+                -- sequences, no row.)
+                pg_catalog.nextval('@extschema@.messages_delivered_seq') AS delivered,
+                CASE
+                    WHEN (u.turns[pg_catalog.array_position(u.ids, m.id)]).is_locked
+                        THEN pg_catalog.nextval('@extschema@.messages_lock_expired_seq')
+                END AS expired
+        )
+
+        SELECT u.turns, u.is_passed, d.deliveries, d.admitted, COALESCE(u.first, v_first), COALESCE(u.last, v_last)
+        INTO v_turns, v_is_passed, v_out, v_admitted, v_first, v_last
+        FROM turns AS u
+        CROSS JOIN LATERAL (
+            SELECT
+                pg_catalog.array_agg(
+                    ROW(
+                        t.id, t.channel, t.content, t.state, t.num_attempts, (u.turns[t.k]).dequeue_at,
+                        (u.turns[t.k]).is_locked
+                    )::@extschema@.delivery
+                    ORDER BY t.k
+                ) AS deliveries,
+                pg_catalog.array_agg(t.channel_id) FILTER (WHERE t.is_admitted) AS admitted
+            FROM taken AS t
+        ) AS d;
+        EXIT WHEN NOT v_is_passed OR v_is_resolved;
+        v_turns := @extschema@._message_turns_resolve(v_turns);
+        v_is_resolved := TRUE;
+    END LOOP;
+
+    -- 4.
+    -- A take in a channel with a release interval starts the interval
+    -- again (its row lock is held already, from the take).
+    -- (The clock after the take: the interval never starts before a
+    -- delivery's lock.)
+    IF v_admitted IS NOT NULL THEN
+        PERFORM @extschema@._channel_admit(
+            c.id, 0, pg_catalog.cardinality(pg_catalog.array_positions(v_admitted, c.id)), TRUE, @extschema@._clock_ms()
+        )
+        FROM @extschema@.channel AS c
+        WHERE c.id = ANY(v_admitted) AND c.release_interval_ms > 0;
+    END IF;
+    -- Only a call whose transaction wrote nothing before it raises the
+    -- marks: it knows every position it took (its turns, in position
+    -- order, all taken when any was), which its own reads no longer see, and
+    -- which a rollback or a crash would make ready again.
+    IF v_may_raise AND (v_first >= v_mark + 16 * 1048576 OR (v_turns[1]).id % 16 = 0
+        OR pg_catalog.cardinality(v_out) >= 16) THEN
+        -- (Other ready positions may lie after the last when the turns
+        -- were the first of the round order, else from the first.)
+        PERFORM @extschema@._marks_raise(v_now, v_first, COALESCE(v_last, v_first),
+            CASE WHEN p_channel IS NULL AND v_last IS NOT NULL THEN v_last + 1 ELSE v_first END);
+    END IF;
+    FOREACH v_delivery IN ARRAY COALESCE(v_out, '{}') LOOP
+        RETURN NEXT v_delivery;
+    END LOOP;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.message_fail(
+    p_id bigint,
+    p_num_attempts integer,
+    p_error text DEFAULT NULL
+)
+RETURNS text
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_bound bigint;
+    v_now bigint;
+    v_channel @extschema@.channel%ROWTYPE;
+    v_message record;
+BEGIN
+    PERFORM @extschema@._check_token(p_id, p_num_attempts);
+    PERFORM @extschema@._check_size('p_error', pg_catalog.octet_length(p_error), 1048576);
+    v_channel := @extschema@._message_channel(p_id);
+    IF v_channel.id IS NULL THEN
+        RETURN NULL;
+    END IF;
+    v_bound := @extschema@._epoch_enter();
+    v_now := @extschema@._clock_ms();
+
+    SELECT
+        m.num_failures + 1 AS num_failures, m.is_admitted, (m.position IS NOT NULL)::integer AS pending,
+        -- (Counted, lonnymq_messages_failed_total: a sequence, no row.)
+        pg_catalog.nextval('@extschema@.messages_failed_seq') AS counted
+    INTO v_message
+    FROM @extschema@.message AS m
+    WHERE
+        m.id = p_id
+        AND m.num_attempts = p_num_attempts
+        AND m.is_locked
+        AND COALESCE(m.locked_by = @extschema@._caller_role(), TRUE)
+    FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+
+    IF v_message.num_failures >= v_channel.max_attempts THEN
+        PERFORM @extschema@._message_bury(
+            p_id, v_channel.id, v_channel.name, p_error, v_now, v_channel.dedup_window_ms
+        );
+        IF v_message.is_admitted THEN
+            PERFORM @extschema@._channel_admit(v_channel.id, 1, v_message.pending, FALSE, v_now);
+        END IF;
+        RETURN 'dead';
+    END IF;
+
+    PERFORM @extschema@._message_requeue(
+        p_id, v_channel, v_message.is_admitted,
+        v_now + @extschema@._backoff_ms(v_channel, v_message.num_failures),
+        NULL, TRUE, p_error, v_bound, v_now
+    );
+    RETURN 'retry';
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.dead_letter_redrive(
+    p_channel text DEFAULT NULL,
+    p_ids bigint[] DEFAULT NULL
+)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_now bigint;
+    v_dead record;
+    v_channel @extschema@.channel%ROWTYPE;
+    v_id bigint;
+    v_key text;
+    v_count integer := 0;
+    v_bound bigint;
+    v_cursor refcursor;
+    v_limited boolean;
+BEGIN
+    IF p_channel IS NOT NULL THEN
+        PERFORM @extschema@._check_channel_name(p_channel);
+    END IF;
+    v_bound := @extschema@._epoch_enter();
+    v_now := @extschema@._clock_ms();
+    -- One query per way of choosing, each walking its own index in order:
+    -- the ids (primary key), one channel or all (dead_letter_channel_ix).
+    IF p_ids IS NOT NULL THEN
+        OPEN v_cursor FOR
+        SELECT d.*
+        FROM @extschema@.dead_letter AS d
+        WHERE d.id = ANY(p_ids) AND (p_channel IS NULL OR d.channel = p_channel)
+        ORDER BY d.id
+        FOR UPDATE SKIP LOCKED;
+    ELSIF p_channel IS NOT NULL THEN
+        OPEN v_cursor FOR
+        SELECT d.*
+        FROM @extschema@.dead_letter AS d
+        WHERE d.channel = p_channel
+        ORDER BY d.channel, d.id
+        FOR UPDATE SKIP LOCKED;
+    ELSE
+        OPEN v_cursor FOR
+        SELECT d.*
+        FROM @extschema@.dead_letter AS d
+        ORDER BY d.channel, d.id
+        FOR UPDATE SKIP LOCKED;
+    END IF;
+    LOOP
+        FETCH v_cursor INTO v_dead;
+        EXIT WHEN NOT FOUND;
+        IF v_channel.name IS DISTINCT FROM v_dead.channel THEN
+            PERFORM @extschema@._channel_guard_shared(v_dead.channel);
+            v_channel := @extschema@._channel_config(@extschema@._channel_id(v_dead.channel), v_dead.channel);
+            v_limited := @extschema@._channel_admits(v_channel);
+        END IF;
+        v_id := pg_catalog.nextval('@extschema@.message_id_seq');
+        v_key := v_dead.key;
+        IF v_key IS NOT NULL THEN
+            UPDATE @extschema@.message_key AS k
+            SET message_id = v_id, expires_at = NULL
+            WHERE
+                k.channel_id = v_channel.id
+                AND k.key = v_key
+                AND (k.message_id = v_dead.id OR k.expires_at <= v_now);
+            IF NOT FOUND THEN
+                INSERT INTO @extschema@.message_key (channel_id, key, message_id)
+                VALUES (v_channel.id, v_key, v_id)
+                ON CONFLICT (channel_id, key) DO NOTHING;
+                IF NOT FOUND THEN
+                    v_key := NULL;
+                END IF;
+            END IF;
+        END IF;
+        -- Counted towards max_size, which it may exceed: a redrive never
+        -- drops a message.
+        UPDATE @extschema@.channel_quota AS q
+        SET num_created = q.num_created + 1
+        WHERE q.channel_id = v_channel.id;
+        -- Deliverable now: ready at its channel's next place, or, in a
+        -- channel with limits, due at once for admission (as a create).
+        INSERT INTO @extschema@.message (
+            id, channel_id, channel, dequeue_at, created_at, content, state, key, attempt_log, position, is_early
+        )
+        SELECT
+            v_id, v_channel.id, v_channel.name, v_now, v_dead.created_at, v_dead.content, v_dead.state, v_key,
+            v_dead.attempt_log,
+            CASE WHEN NOT v_limited THEN p.place END, NOT v_limited AND p.is_early
+        FROM @extschema@._message_place(v_channel.id, v_bound, v_now, 0) AS p;
+        IF v_channel.notify AND NOT v_channel.is_paused THEN
+            PERFORM pg_catalog.pg_notify('lonnymq', COALESCE(v_channel.notify_payload, v_channel.name));
+        END IF;
+        DELETE FROM @extschema@.dead_letter AS d WHERE d.id = v_dead.id;
+        v_count := v_count + 1;
+    END LOOP;
+    CLOSE v_cursor;
+    -- (Counted, lonnymq_messages_created_total: a sequence, no row.)
+    PERFORM pg_catalog.nextval('@extschema@.messages_created_seq') FROM pg_catalog.generate_series(1, v_count);
+    RETURN v_count;
 END;
 $$;
 
@@ -1610,7 +2446,9 @@ RETURNS TABLE (
     backoff_jitter double precision,
     dedup_window_ms bigint,
     retain_history boolean,
-    notify boolean
+    notify boolean,
+    is_ordered boolean,
+    pattern text
 )
 LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -1633,7 +2471,9 @@ AS $$
         (g.c).backoff_jitter,
         (g.c).dedup_window_ms,
         (g.c).retain_history,
-        (g.c).notify
+        (g.c).notify,
+        (g.c).is_ordered,
+        (g.c).pattern
     FROM (
         SELECT @extschema@._clock_ms() AS now, @extschema@._channel_id(p_channel) AS id
     ) AS k
@@ -1662,6 +2502,11 @@ AS $$
     ) AS h ON TRUE
     WHERE n.total > 0 OR EXISTS (SELECT 1 FROM @extschema@.channel AS c WHERE c.id = k.id AND c.name = p_channel)
 $$;
+
+COMMENT ON FUNCTION @extschema@.channel_stats(text) IS
+'One channel''s row of the view channel_stats (ready, scheduled, locked and dead messages, the age of the next ready message, the pause state and the configuration), reading only that channel''s messages; no row when the channel has neither configuration nor messages.';
+
+REVOKE ALL ON FUNCTION @extschema@.channel_stats(text) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION @extschema@.topic_bind(p_pattern text, p_channel text)
 RETURNS boolean
@@ -1793,6 +2638,177 @@ COMMENT ON FUNCTION @extschema@.message_publish_batch(text, bytea[], bigint[], t
 'Create the messages in every channel bound to a pattern matching p_routing_key (topic_bind), in the caller''s transaction. Returns how many messages were stored over all channels; none bound: 0, or P0002 with p_require_route.';
 
 REVOKE ALL ON FUNCTION @extschema@.message_publish_batch(text, bytea[], bigint[], text[], boolean) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@.metrics_text()
+RETURNS text
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT COALESCE(pg_catalog.string_agg(l.line, E'\n' ORDER BY l.family, l.i), '') || E'\n'
+    FROM (
+        SELECT
+            f.i AS family, 0 AS i,
+            '# HELP ' || f.metric || ' ' || f.help || E'\n# TYPE ' || f.metric || ' ' || f.type AS line
+        FROM @extschema@._metric_families() AS f
+        UNION ALL
+        SELECT
+            f.i,
+            pg_catalog.row_number() OVER (PARTITION BY f.i ORDER BY m.channel, m.state),
+            m.metric
+            || CASE
+                WHEN m.channel IS NULL AND m.state IS NULL THEN ''
+                ELSE '{' || pg_catalog.concat_ws(
+                    ',',
+                    'channel="' || @extschema@._metric_label(m.channel) || '"',
+                    'state="' || @extschema@._metric_label(m.state) || '"'
+                ) || '}'
+            END
+            || ' ' || m.value::text
+        FROM @extschema@._metrics() AS m
+        INNER JOIN @extschema@._metric_families() AS f ON f.metric = m.metric
+    ) AS l
+$$;
+
+COMMENT ON FUNCTION @extschema@.metrics_text() IS
+'The metrics of the view metrics in Prometheus'' text exposition format: HELP and TYPE lines, one line per series.';
+
+REVOKE ALL ON FUNCTION @extschema@.metrics_text() FROM PUBLIC;
+
+CREATE VIEW @extschema@.channel_stats AS
+WITH RECURSIVE holding AS (
+    SELECT min(m.channel_id) AS id
+    FROM @extschema@.message AS m
+    WHERE m.channel_id IS NOT NULL
+    UNION ALL
+    SELECT (
+        SELECT min(m.channel_id)
+        FROM @extschema@.message AS m
+        WHERE m.channel_id > holding.id
+    )
+    FROM holding
+    WHERE holding.id IS NOT NULL
+),
+
+channels AS (
+    SELECT c.name
+    FROM @extschema@.channel AS c
+    UNION
+    SELECT (
+        SELECT m.channel
+        FROM @extschema@.message AS m
+        WHERE m.channel_id = h.id
+        ORDER BY m.channel_id, m.position NULLS FIRST, m.dequeue_at, m.id
+        LIMIT 1
+    )
+    FROM holding AS h
+    WHERE h.id IS NOT NULL
+)
+
+SELECT
+    s.channel,
+    s.ready,
+    s.scheduled,
+    s.locked,
+    s.dead,
+    s.oldest_ready_age_ms,
+    s.is_paused,
+    s.max_concurrency,
+    s.max_size,
+    s.release_interval_ms,
+    s.max_attempts,
+    s.backoff_base_ms,
+    s.backoff_factor,
+    s.backoff_max_ms,
+    s.backoff_jitter,
+    s.dedup_window_ms,
+    s.retain_history,
+    s.notify,
+    s.is_ordered,
+    s.pattern
+FROM channels AS ch
+CROSS JOIN LATERAL @extschema@.channel_stats(ch.name) AS s;
+
+COMMENT ON VIEW @extschema@.channel_stats IS
+'Per channel, configured or holding messages: ready, scheduled, locked and dead messages, the age of the next ready message, the pause state, the configuration and the pattern it follows: channel_stats(name) for each channel. Reads every message (the view metrics reads a bounded amount per channel); lonnymq.channel_stats(name) reads one channel.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.channel IS
+'The channel''s name.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.ready IS
+'Messages not locked whose dequeue_at has come; a paused channel, or one at its max_concurrency or inside its release_interval_ms, still counts them.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.scheduled IS
+'Messages not locked whose dequeue_at is in the future: created for later, deferred, or waiting out a retry backoff.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.locked IS
+'Messages held by a worker, expired locks included until a message_dequeue recovers them.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.dead IS
+'Rows of dead_letter filed under the channel''s name.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.oldest_ready_age_ms IS
+'Milliseconds since the channel''s next ready message in (dequeue_at, id) order became deliverable, now - greatest(dequeue_at, created_at); NULL: none ready.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.is_paused IS
+'Paused by channel_pause.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.max_concurrency IS
+'As set by channel_set; NULL: unlimited.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.max_size IS
+'As set by channel_set; NULL: unlimited.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.release_interval_ms IS
+'As set by channel_set, in milliseconds.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.max_attempts IS
+'As set by channel_set; NULL: unlimited.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.backoff_base_ms IS
+'As set by channel_set, in milliseconds.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.backoff_factor IS
+'As set by channel_set.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.backoff_max_ms IS
+'As set by channel_set, in milliseconds.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.backoff_jitter IS
+'As set by channel_set.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.dedup_window_ms IS
+'As set by channel_set, in milliseconds.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.retain_history IS
+'As set by channel_set.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.notify IS
+'As set by channel_set.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.is_ordered IS
+'As set by channel_set (p_ordered): one message locked at a time, and a failed or deferred one keeps its place.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.pattern IS
+'The pattern (a name ending in *) whose configuration the channel follows; NULL when it has its own or none.';
+
+CREATE VIEW @extschema@.metrics AS
+SELECT m.metric, m.channel, m.state, m.value
+FROM @extschema@._metrics() AS m;
+
+COMMENT ON VIEW @extschema@.metrics IS
+'Metrics for Prometheus, one row per metric and label set (metric, channel, state; value): gauges per configured channel, pattern and * (the other channels), and counters. metrics_text() renders them.';
+
+COMMENT ON COLUMN @extschema@.metrics.metric IS
+'The metric''s name, with the lonnymq_ prefix; counters end in _total.';
+
+COMMENT ON COLUMN @extschema@.metrics.channel IS
+'Label: a configured channel, a pattern (its name, ending in *), or * (every other channel); NULL for the totals.';
+
+COMMENT ON COLUMN @extschema@.metrics.state IS
+'Label of lonnymq_messages: ready, scheduled or locked; NULL for the other metrics.';
+
+COMMENT ON COLUMN @extschema@.metrics.value IS
+'The value: a count, a number of seconds, or a counter''s total.';
 
 COMMENT ON COLUMN @extschema@.channel.pattern IS
 'The name of the pattern (a channel_set of a name ending in *) whose configuration this row copies, for a channel without a channel_set of its own whose pattern has limits (the row holds its admission counts and goes when they are back to nothing); NULL for a channel''s own configuration.';

@@ -44,3 +44,26 @@ ALTER TABLE @extschema@.channel ADD CONSTRAINT channel_prefix_check CHECK (
 
 -- Whether a pattern was ever set (channel_pattern_seq): none before 0.12.0.
 -- @include sql/src/schema/044_sequence_channel_pattern.sql
+
+-- Metrics (the view metrics, metrics_text()): the counters' sequences, and
+-- the access set monitor.
+-- @include sql/src/schema/045_sequence_messages_created.sql
+-- @include sql/src/schema/046_sequence_messages_delivered.sql
+-- @include sql/src/schema/047_sequence_messages_completed.sql
+-- @include sql/src/schema/048_sequence_messages_failed.sql
+-- @include sql/src/schema/049_sequence_messages_lock_expired.sql
+-- @include sql/src/schema/049_sequence_messages_dead_lettered.sql
+ALTER TABLE @extschema@.access_grant DROP CONSTRAINT access_grant_access_check;
+ALTER TABLE @extschema@.access_grant ADD CONSTRAINT access_grant_access_check CHECK (
+    access IN ('producer', 'consumer', 'monitor', 'admin')
+);
+
+-- channel_stats gains the columns is_ordered and pattern: its function's
+-- result changes, so the view over it goes first and comes back after the
+-- functions (the grants of admin return with _access_apply).
+DROP VIEW @extschema@.channel_stats;
+DROP FUNCTION @extschema@.channel_stats(text);
+
+-- @after functions
+-- @include sql/src/api/261_view_channel_stats.sql
+-- @include sql/src/api/281_view_metrics.sql

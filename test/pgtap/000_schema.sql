@@ -1,5 +1,5 @@
 \ir include/setup.psql
-SELECT plan(46);
+SELECT plan(50);
 
 -- The public API of 0.2.0: names and parameter order are a contract.
 SELECT has_function('lonnymq', 'to_epoch', ARRAY['timestamp with time zone'], 'to_epoch(timestamp with time zone)');
@@ -157,8 +157,21 @@ SELECT has_view('lonnymq', 'channel_stats', 'the channel_stats view');
 SELECT columns_are('lonnymq', 'channel_stats', ARRAY[
     'channel', 'ready', 'scheduled', 'locked', 'dead', 'oldest_ready_age_ms', 'is_paused',
     'max_concurrency', 'max_size', 'release_interval_ms', 'max_attempts', 'backoff_base_ms',
-    'backoff_factor', 'backoff_max_ms', 'backoff_jitter', 'dedup_window_ms', 'retain_history', 'notify'
+    'backoff_factor', 'backoff_max_ms', 'backoff_jitter', 'dedup_window_ms', 'retain_history', 'notify',
+    'is_ordered', 'pattern'
 ], 'channel_stats has the documented columns');
+SELECT has_view('lonnymq', 'metrics', 'the metrics view');
+SELECT columns_are('lonnymq', 'metrics', ARRAY['metric', 'channel', 'state', 'value'], 'metrics has the documented columns');
+SELECT function_returns('lonnymq', 'metrics_text', ARRAY[]::text[], 'text', 'metrics_text() returns text');
+SELECT is(
+    (SELECT string_agg(c.relname, ', ' ORDER BY c.relname)
+     FROM pg_class AS c
+     WHERE c.relnamespace = 'lonnymq'::regnamespace AND c.relkind = 'S' AND c.relname LIKE '%\_seq'
+       AND c.relname IN ('messages_created_seq', 'messages_delivered_seq', 'messages_completed_seq',
+                         'messages_failed_seq', 'messages_dead_lettered_seq', 'messages_lock_expired_seq')),
+    'messages_completed_seq, messages_created_seq, messages_dead_lettered_seq, messages_delivered_seq, messages_failed_seq, messages_lock_expired_seq',
+    'the metrics counters are sequences'
+);
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -67,6 +67,7 @@ DECLARE
     v_now bigint;
     v_id bigint;
     v_created bigint;
+    v_counted bigint;
     v_has_no_row boolean;
 BEGIN
     -- One expression for valid input; the checks say what is wrong.
@@ -144,7 +145,8 @@ BEGIN
             CASE WHEN v_dequeue_at <= v_now AND NOT v_waits THEN v_place END,
             v_dequeue_at <= v_now AND NOT v_waits AND v_is_early
         WHERE pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') = v_epoch
-        RETURNING id INTO v_created;
+        -- (Counted, lonnymq_messages_created_total: a sequence, no row.)
+        RETURNING id, pg_catalog.nextval('@extschema@.messages_created_seq') INTO v_created, v_counted;
         EXIT WHEN v_created IS NOT NULL;
     END LOOP;
     IF v_notify IS NOT NULL AND v_dequeue_at <= v_now THEN

@@ -158,7 +158,10 @@ BEGIN
         FALSE
     FROM (
         SELECT c.content, COALESCE(c.dequeue_at, v_default) AS at, c.key, c.i, c.dequeue_at IS NULL AS is_default,
-            COALESCE(c.dequeue_at, v_default) <= v_now AND NOT v_limited AS is_ready
+            COALESCE(c.dequeue_at, v_default) <= v_now AND NOT v_limited AS is_ready,
+            -- (Counted, lonnymq_messages_created_total: a sequence, no row;
+            -- a volatile column, which the planner keeps.)
+            pg_catalog.nextval('@extschema@.messages_created_seq') AS counted
         FROM ROWS FROM (
             pg_catalog.unnest(p_contents),
             pg_catalog.unnest(p_dequeue_at),

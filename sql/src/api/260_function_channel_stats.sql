@@ -17,7 +17,8 @@
 --     the age of its oldest ready message unless priorities reorder it.
 -- "Now" is the wall clock, read once per channel.
 -- A channel without a row has its pattern's configuration or the defaults
--- (_channel_config); a pattern's name shows the pattern's.
+-- (_channel_config), and pattern names that pattern; a pattern's name shows
+-- the pattern's configuration.
 -- Tables: channel, message, dead_letter (read).
 CREATE FUNCTION @extschema@.channel_stats(p_channel text)
 RETURNS TABLE (
@@ -38,7 +39,9 @@ RETURNS TABLE (
     backoff_jitter double precision,
     dedup_window_ms bigint,
     retain_history boolean,
-    notify boolean
+    notify boolean,
+    is_ordered boolean,
+    pattern text
 )
 LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -61,7 +64,9 @@ AS $$
         (g.c).backoff_jitter,
         (g.c).dedup_window_ms,
         (g.c).retain_history,
-        (g.c).notify
+        (g.c).notify,
+        (g.c).is_ordered,
+        (g.c).pattern
     FROM (
         SELECT @extschema@._clock_ms() AS now, @extschema@._channel_id(p_channel) AS id
     ) AS k

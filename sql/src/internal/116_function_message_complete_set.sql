@@ -86,7 +86,10 @@ BEGIN
                     OFFSET 0
                 ) AS l
             ) >= 0
-        RETURNING m.id, m.channel_id, m.channel, m.key, m.is_admitted, m AS message
+        RETURNING
+            m.id, m.channel_id, m.channel, m.key, m.is_admitted, m AS message,
+            -- (Counted, lonnymq_messages_completed_total: a sequence, no row.)
+            pg_catalog.nextval('@extschema@.messages_completed_seq') AS counted
     )
 
     -- The messages something must follow: keyed, admitted, or of a

@@ -2,6 +2,8 @@
 --   producer: create messages (one or a batch), publish them to a topic
 --             (one or a batch) and list a routing key's channels;
 --   consumer: dequeue, complete (one or a batch), defer, heartbeat, fail;
+--   monitor:  the metrics (metrics_text(), and SELECT on the view metrics,
+--             which calls _metrics);
 --   admin:    everything above, plus topic bindings, channel settings, pause, resume and
 --             drops, cancel, dead-letter redrive and delete, history pruning, schedules,
 --             tick, and SELECT on lonnymq's tables and views (to inspect the
@@ -54,12 +56,16 @@ AS $$
         ('admin', '@extschema@.schedule_set(text, text, bytea, bigint, bigint)'),
         ('admin', '@extschema@.schedule_drop(text)'),
         ('admin', '@extschema@.tick()'),
-        ('admin', '@extschema@.channel_stats(text)')
+        ('admin', '@extschema@.channel_stats(text)'),
+        ('monitor', '@extschema@.metrics_text()'),
+        ('monitor', '@extschema@._metrics()'),
+        ('admin', '@extschema@.metrics_text()'),
+        ('admin', '@extschema@._metrics()')
     ) AS f (access, fn)
     WHERE f.access = p_access
 $$;
 
 COMMENT ON FUNCTION @extschema@._access_functions(text) IS
-'Internal: the functions an access set (producer, consumer, admin) grants EXECUTE on.';
+'Internal: the functions an access set (producer, consumer, monitor, admin) grants EXECUTE on.';
 
 REVOKE ALL ON FUNCTION @extschema@._access_functions(text) FROM PUBLIC;
