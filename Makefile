@@ -57,7 +57,8 @@ VENV_PY := $(VENV)/bin/python
 SQLFLUFF := $(VENV)/bin/sqlfluff
 PYTEST_ARGS ?=
 # openjdk-17-jre-headless: Spark (pipeline/, its tests and the demo) runs on the JVM.
-APT_PACKAGES = postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl openjdk-17-jre-headless
+# prometheus-postgres-exporter: test/python/test_metrics.py scrapes monitoring/'s queries with it.
+APT_PACKAGES = postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl openjdk-17-jre-headless prometheus-postgres-exporter
 PGTAP_FILES := $(shell LC_ALL=C ls -1 test/pgtap/*.sql 2>/dev/null | LC_ALL=C sort)
 
 # Lint: sql/src with .sqlfluff as is. test/pgtap gets a relaxed rule set (capitalisation,

@@ -20,7 +20,8 @@ What it does:
   6. prints a summary and checks every claim it makes: exit status 1 if a
      message was lost or delivered too often, or a limit was exceeded;
   7. per-tenant ordered channels configured once by a name pattern, and a
-     topic's fan-out in a business transaction (demo/peers_demo.py);
+     topic's fan-out in a business transaction, and the metrics in
+     Prometheus' text format (demo/peers_demo.py);
   8. the Spark pipeline (demo/pipeline_demo.py): a generated dataset is
      enqueued exactly once through Spark, workers process it with retries
      (message_fail) and a dead letter or two, and the export prints the

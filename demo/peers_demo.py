@@ -1,6 +1,7 @@
 """What users of other queues expect, shown and checked (0.12.0): per-tenant
 channels configured once by a name pattern, strict FIFO per tenant (ordered
-channels), and topics (fan-out in the caller's transaction).
+channels), topics (fan-out in the caller's transaction), and the metrics
+for Prometheus.
 
 Called by demo/demo.py on its database; returns (ok, claim) pairs.
 """
@@ -85,6 +86,25 @@ def topics(conn: psycopg.Connection) -> list[tuple[bool, str]]:
     return checks
 
 
+def metrics(conn: psycopg.Connection) -> list[tuple[bool, str]]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    _say("\n== Metrics for Prometheus: lonnymq.metrics_text() (what the exporters in monitoring/ serve)")
+    text = conn.execute("SELECT lonnymq.metrics_text()").fetchone()[0]
+    for line in text.splitlines():
+        if not line.startswith("#") and (" 0" != line[-2:] or "_total" in line):
+            _say(f"  {line}")
+    samples = {(s.name, s.labels.get("channel"), s.labels.get("state")): s.value
+               for f in text_string_to_metric_families(text) for s in f.samples}
+    created = samples.get(("lonnymq_messages_created_total", None, None), 0)
+    completed = samples.get(("lonnymq_messages_completed_total", None, None), 0)
+    tenant_series = [k for k in samples if k[0] == "lonnymq_messages" and k[1] == "tenant-*"]
+    return [
+        (created > 0 and completed > 0, f"counters: {created:.0f} created, {completed:.0f} completed"),
+        (len(tenant_series) == 3, "one series for every tenant channel under tenant-* (ready, scheduled, locked)"),
+    ]
+
+
 def run_peers_demo(dsn: str) -> list[tuple[bool, str]]:
     with psycopg.connect(dsn, autocommit=True) as conn:
-        return ordered_tenants(conn) + topics(conn)
+        return ordered_tenants(conn) + topics(conn) + metrics(conn)
