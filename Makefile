@@ -207,13 +207,16 @@ demo:
 # Benchmarks (bench/run.py): a private cluster, or PGHOST/PGPORT; writes
 # bench/results/<date>.md and PNGs. BENCH_DURATION, BENCH_WARMUP, BENCH_CLIENTS,
 # BENCH_SCENARIOS, BENCH_SETTINGS: see bench/README.md. Installs the '.[bench]'
-# extra (matplotlib) into the venv; `make test` does not need it.
+# extra (matplotlib) into the venv; `make test` does not need it.  Then the
+# topics' fan-out (bench/publish.py) and one metrics scrape (bench/metrics.py).
 bench:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory install-system
 	@$(VENV_PY) -m pip install -q --disable-pip-version-check -e '.[dev,bench]'
 	$(VENV_PY) bench/run.py
+	$(VENV_PY) -m bench.publish
+	$(VENV_PY) -m bench.metrics
 
 # installcheck (replaces the PGXS pg_regress one): runs pg_prove over test/pgtap/*.sql
 # against an EXISTING, running server that has this version installed (`make install`),

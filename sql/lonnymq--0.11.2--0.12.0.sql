@@ -100,7 +100,7 @@ SELECT pg_catalog.setval('@extschema@.messages_created_seq', 0, TRUE);
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.messages_created_seq', '');
 
 COMMENT ON SEQUENCE @extschema@.messages_created_seq IS
-'Metrics counter, internal state, not to be written by hand: Messages created (message_create, message_create_batch, message_publish, periodic messages, dead_letter_redrive): one per message stored.';
+'Metrics counter, internal state, not to be written by hand: messages created (message_create, message_create_batch, message_publish, periodic messages, dead_letter_redrive): one per message stored.';
 
 CREATE SEQUENCE @extschema@.messages_delivered_seq AS bigint MINVALUE 0 START 0;
 
@@ -109,7 +109,7 @@ SELECT pg_catalog.setval('@extschema@.messages_delivered_seq', 0, TRUE);
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.messages_delivered_seq', '');
 
 COMMENT ON SEQUENCE @extschema@.messages_delivered_seq IS
-'Metrics counter, internal state, not to be written by hand: Deliveries (message_dequeue, message_complete_dequeue): one per message locked for a worker.';
+'Metrics counter, internal state, not to be written by hand: deliveries (message_dequeue, message_complete_dequeue): one per message locked for a worker.';
 
 CREATE SEQUENCE @extschema@.messages_completed_seq AS bigint MINVALUE 0 START 0;
 
@@ -118,7 +118,7 @@ SELECT pg_catalog.setval('@extschema@.messages_completed_seq', 0, TRUE);
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.messages_completed_seq', '');
 
 COMMENT ON SEQUENCE @extschema@.messages_completed_seq IS
-'Metrics counter, internal state, not to be written by hand: Messages completed (message_complete, message_complete_batch, message_complete_dequeue).';
+'Metrics counter, internal state, not to be written by hand: messages completed (message_complete, message_complete_batch, message_complete_dequeue).';
 
 CREATE SEQUENCE @extschema@.messages_failed_seq AS bigint MINVALUE 0 START 0;
 
@@ -127,7 +127,7 @@ SELECT pg_catalog.setval('@extschema@.messages_failed_seq', 0, TRUE);
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.messages_failed_seq', '');
 
 COMMENT ON SEQUENCE @extschema@.messages_failed_seq IS
-'Metrics counter, internal state, not to be written by hand: Deliveries failed by message_fail (a retry or a dead letter follows).';
+'Metrics counter, internal state, not to be written by hand: deliveries failed by message_fail (a retry or a dead letter follows).';
 
 CREATE SEQUENCE @extschema@.messages_lock_expired_seq AS bigint MINVALUE 0 START 0;
 
@@ -136,7 +136,7 @@ SELECT pg_catalog.setval('@extschema@.messages_lock_expired_seq', 0, TRUE);
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.messages_lock_expired_seq', '');
 
 COMMENT ON SEQUENCE @extschema@.messages_lock_expired_seq IS
-'Metrics counter, internal state, not to be written by hand: Locks that expired before their message was completed, failed or deferred (each a failed delivery, counted when the message is delivered again or dead-lettered).';
+'Metrics counter, internal state, not to be written by hand: locks that expired before their delivery was settled, counted when a dequeue finds the lock lapsed.';
 
 CREATE SEQUENCE @extschema@.messages_dead_lettered_seq AS bigint MINVALUE 0 START 0;
 
@@ -145,7 +145,7 @@ SELECT pg_catalog.setval('@extschema@.messages_dead_lettered_seq', 0, TRUE);
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.messages_dead_lettered_seq', '');
 
 COMMENT ON SEQUENCE @extschema@.messages_dead_lettered_seq IS
-'Metrics counter, internal state, not to be written by hand: Messages moved to dead_letter (max_attempts reached, by message_fail or an expired lock).';
+'Metrics counter, internal state, not to be written by hand: messages moved to dead_letter (max_attempts reached, by message_fail or an expired lock).';
 
 ALTER TABLE @extschema@.access_grant DROP CONSTRAINT access_grant_access_check;
 
@@ -628,9 +628,10 @@ BEGIN
             -- (Read again under the lock: its release and pending count.)
             v_channel := @extschema@._channel_config(v_due.channel_id, v_due.channel);
         END IF;
+        -- A lapsed lock, found (counted, lonnymq_messages_lock_expired_total:
+        -- a sequence, no row).
+        IF v_due.is_locked THEN PERFORM pg_catalog.nextval('@extschema@.messages_lock_expired_seq'); END IF;
         IF v_is_dead THEN
-            -- (Counted, lonnymq_messages_lock_expired_total: a sequence, no row.)
-            PERFORM pg_catalog.nextval('@extschema@.messages_lock_expired_seq');
             PERFORM @extschema@._message_bury(
                 v_due.id, v_due.channel_id, v_due.channel, 'lock expired', p_now, v_channel.dedup_window_ms
             );
@@ -2094,14 +2095,8 @@ BEGIN
             RETURNING
                 m.id, m.channel, m.content, m.state, m.num_attempts, m.channel_id, m.is_admitted,
                 pg_catalog.array_position(u.ids, m.id) AS k,
-                -- (Counted, lonnymq_messages_delivered_total and, for a
-                -- lapsed lock delivered again, lonnymq_messages_lock_expired_total:
-                -- sequences, no row.)
-                pg_catalog.nextval('@extschema@.messages_delivered_seq') AS delivered,
-                CASE
-                    WHEN (u.turns[pg_catalog.array_position(u.ids, m.id)]).is_locked
-                        THEN pg_catalog.nextval('@extschema@.messages_lock_expired_seq')
-                END AS expired
+                -- (Counted, lonnymq_messages_delivered_total: a sequence, no row.)
+                pg_catalog.nextval('@extschema@.messages_delivered_seq') AS delivered
         )
 
         SELECT u.turns, u.is_passed, d.deliveries, d.admitted, COALESCE(u.first, v_first), COALESCE(u.last, v_last)
@@ -2792,7 +2787,11 @@ COMMENT ON COLUMN @extschema@.channel_stats.pattern IS
 'The pattern (a name ending in *) whose configuration the channel follows; NULL when it has its own or none.';
 
 CREATE VIEW @extschema@.metrics AS
-SELECT m.metric, m.channel, m.state, m.value
+SELECT
+    m.metric,
+    m.channel,
+    m.state,
+    m.value
 FROM @extschema@._metrics() AS m;
 
 COMMENT ON VIEW @extschema@.metrics IS

@@ -73,7 +73,7 @@ SELECT is(
 );
 
 -- ---------------------------------------------------------------- the count limit
-SET LOCAL lonnymq.metrics_count_limit = 2;
+SELECT set_config('lonnymq.metrics_count_limit', '2', TRUE);
 SELECT is(
     (SELECT sum(m.value) FROM lonnymq.metrics AS m WHERE m.metric = 'lonnymq_messages' AND m.channel = 'm-tenant-*'),
     2::double precision,
@@ -84,11 +84,11 @@ SELECT is(
     2::double precision,
     'and says so'
 );
-SET LOCAL lonnymq.metrics_count_limit = 'many';
+SELECT set_config('lonnymq.metrics_count_limit', 'many', TRUE);
 SELECT throws_ok($$SELECT count(*) FROM lonnymq.metrics$$, '22P02', NULL, 'a limit that is not a number: 22P02');
-SET LOCAL lonnymq.metrics_count_limit = -1;
+SELECT set_config('lonnymq.metrics_count_limit', '-1', TRUE);
 SELECT throws_ok($$SELECT lonnymq.metrics_text()$$, '2201W', NULL, 'a negative limit: 2201W');
-RESET lonnymq.metrics_count_limit;
+SELECT set_config('lonnymq.metrics_count_limit', '', TRUE);
 SELECT lives_ok($$SELECT lonnymq.metrics_text()$$, 'the default again');
 
 SELECT * FROM finish();

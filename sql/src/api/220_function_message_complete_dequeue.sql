@@ -207,14 +207,8 @@ BEGIN
             RETURNING
                 m.id, m.channel, m.content, m.state, m.num_attempts, m.channel_id, m.is_admitted,
                 pg_catalog.array_position(u.ids, m.id) AS k,
-                -- (Counted, lonnymq_messages_delivered_total and, for a
-                -- lapsed lock delivered again, lonnymq_messages_lock_expired_total:
-                -- sequences, no row.)
-                pg_catalog.nextval('@extschema@.messages_delivered_seq') AS delivered,
-                CASE
-                    WHEN (u.turns[pg_catalog.array_position(u.ids, m.id)]).is_locked
-                        THEN pg_catalog.nextval('@extschema@.messages_lock_expired_seq')
-                END AS expired
+                -- (Counted, lonnymq_messages_delivered_total: a sequence, no row.)
+                pg_catalog.nextval('@extschema@.messages_delivered_seq') AS delivered
         )
 
         SELECT u.turns, u.is_passed, d.deliveries, d.admitted, COALESCE(u.first, v_first), COALESCE(u.last, v_last)

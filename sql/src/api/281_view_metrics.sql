@@ -4,7 +4,11 @@
 -- format).  A filter on the view does not make it cheaper: each scrape
 -- reads a bounded amount per channel.
 CREATE VIEW @extschema@.metrics AS
-SELECT m.metric, m.channel, m.state, m.value
+SELECT
+    m.metric,
+    m.channel,
+    m.state,
+    m.value
 FROM @extschema@._metrics() AS m;
 
 COMMENT ON VIEW @extschema@.metrics IS

@@ -61,9 +61,10 @@ BEGIN
             -- (Read again under the lock: its release and pending count.)
             v_channel := @extschema@._channel_config(v_due.channel_id, v_due.channel);
         END IF;
+        -- A lapsed lock, found (counted, lonnymq_messages_lock_expired_total:
+        -- a sequence, no row).
+        IF v_due.is_locked THEN PERFORM pg_catalog.nextval('@extschema@.messages_lock_expired_seq'); END IF;
         IF v_is_dead THEN
-            -- (Counted, lonnymq_messages_lock_expired_total: a sequence, no row.)
-            PERFORM pg_catalog.nextval('@extschema@.messages_lock_expired_seq');
             PERFORM @extschema@._message_bury(
                 v_due.id, v_due.channel_id, v_due.channel, 'lock expired', p_now, v_channel.dedup_window_ms
             );

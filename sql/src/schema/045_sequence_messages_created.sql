@@ -13,4 +13,4 @@ SELECT pg_catalog.setval('@extschema@.messages_created_seq', 0, TRUE);
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.messages_created_seq', '');
 
 COMMENT ON SEQUENCE @extschema@.messages_created_seq IS
-'Metrics counter, internal state, not to be written by hand: Messages created (message_create, message_create_batch, message_publish, periodic messages, dead_letter_redrive): one per message stored.';
+'Metrics counter, internal state, not to be written by hand: messages created (message_create, message_create_batch, message_publish, periodic messages, dead_letter_redrive): one per message stored.';

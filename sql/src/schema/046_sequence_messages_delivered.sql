@@ -13,4 +13,4 @@ SELECT pg_catalog.setval('@extschema@.messages_delivered_seq', 0, TRUE);
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.messages_delivered_seq', '');
 
 COMMENT ON SEQUENCE @extschema@.messages_delivered_seq IS
-'Metrics counter, internal state, not to be written by hand: Deliveries (message_dequeue, message_complete_dequeue): one per message locked for a worker.';
+'Metrics counter, internal state, not to be written by hand: deliveries (message_dequeue, message_complete_dequeue): one per message locked for a worker.';

@@ -13,4 +13,4 @@ SELECT pg_catalog.setval('@extschema@.messages_completed_seq', 0, TRUE);
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.messages_completed_seq', '');
 
 COMMENT ON SEQUENCE @extschema@.messages_completed_seq IS
-'Metrics counter, internal state, not to be written by hand: Messages completed (message_complete, message_complete_batch, message_complete_dequeue).';
+'Metrics counter, internal state, not to be written by hand: messages completed (message_complete, message_complete_batch, message_complete_dequeue).';

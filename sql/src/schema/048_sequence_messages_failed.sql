@@ -12,4 +12,4 @@ SELECT pg_catalog.setval('@extschema@.messages_failed_seq', 0, TRUE);
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.messages_failed_seq', '');
 
 COMMENT ON SEQUENCE @extschema@.messages_failed_seq IS
-'Metrics counter, internal state, not to be written by hand: Deliveries failed by message_fail (a retry or a dead letter follows).';
+'Metrics counter, internal state, not to be written by hand: deliveries failed by message_fail (a retry or a dead letter follows).';

@@ -13,4 +13,4 @@ SELECT pg_catalog.setval('@extschema@.messages_dead_lettered_seq', 0, TRUE);
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.messages_dead_lettered_seq', '');
 
 COMMENT ON SEQUENCE @extschema@.messages_dead_lettered_seq IS
-'Metrics counter, internal state, not to be written by hand: Messages moved to dead_letter (max_attempts reached, by message_fail or an expired lock).';
+'Metrics counter, internal state, not to be written by hand: messages moved to dead_letter (max_attempts reached, by message_fail or an expired lock).';

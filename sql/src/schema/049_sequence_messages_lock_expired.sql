@@ -1,7 +1,6 @@
--- A counter of lonnymq.metrics, lonnymq_messages_lock_expired_total: locks that
--- expired before their message was completed, failed or deferred (each a
--- failed delivery, counted when the message is delivered again or dead-
--- lettered).
+-- A counter of lonnymq.metrics, lonnymq_messages_lock_expired_total: locks
+-- that expired before their delivery was settled (each a failed delivery),
+-- counted when a dequeue's promotion finds the lock lapsed.
 -- A sequence, nextval per event in the statement that makes it: no row is
 -- written and no statement added (bench/prototypes/metrics_counters/).
 -- Not transactional: work that rolled back is counted, and a crash can
@@ -14,4 +13,4 @@ SELECT pg_catalog.setval('@extschema@.messages_lock_expired_seq', 0, TRUE);
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.messages_lock_expired_seq', '');
 
 COMMENT ON SEQUENCE @extschema@.messages_lock_expired_seq IS
-'Metrics counter, internal state, not to be written by hand: Locks that expired before their message was completed, failed or deferred (each a failed delivery, counted when the message is delivered again or dead-lettered).';
+'Metrics counter, internal state, not to be written by hand: locks that expired before their delivery was settled, counted when a dequeue finds the lock lapsed.';
