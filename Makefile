@@ -57,7 +57,8 @@ VENV_PY := $(VENV)/bin/python
 SQLFLUFF := $(VENV)/bin/sqlfluff
 PYTEST_ARGS ?=
 # openjdk-17-jre-headless: Spark (pipeline/, its tests and the demo) runs on the JVM.
-APT_PACKAGES = postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl openjdk-17-jre-headless
+# prometheus-postgres-exporter: test/python/test_metrics.py scrapes monitoring/'s queries with it.
+APT_PACKAGES = postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl openjdk-17-jre-headless prometheus-postgres-exporter
 PGTAP_FILES := $(shell LC_ALL=C ls -1 test/pgtap/*.sql 2>/dev/null | LC_ALL=C sort)
 
 # Lint: sql/src with .sqlfluff as is. test/pgtap gets a relaxed rule set (capitalisation,
@@ -165,7 +166,7 @@ lint: venv
 	if [ -z "$$src" ]; then echo "error: nothing to lint in $(LINT_SRC_PATHS)" >&2; exit 1; fi
 	@echo "lint: $(LINT_SRC_PATHS)"
 	@$(SQLFLUFF) lint $(LINT_SRC_PATHS)
-	@$(PY3) tools/dequeue_size.py --max 700
+	@$(PY3) tools/dequeue_size.py --max 770
 ifeq ($(LINT_TESTS),1)
 	@$(MAKE) --no-print-directory lint-tests
 endif
@@ -206,13 +207,16 @@ demo:
 # Benchmarks (bench/run.py): a private cluster, or PGHOST/PGPORT; writes
 # bench/results/<date>.md and PNGs. BENCH_DURATION, BENCH_WARMUP, BENCH_CLIENTS,
 # BENCH_SCENARIOS, BENCH_SETTINGS: see bench/README.md. Installs the '.[bench]'
-# extra (matplotlib) into the venv; `make test` does not need it.
+# extra (matplotlib) into the venv; `make test` does not need it.  Then the
+# topics' fan-out (bench/publish.py) and one metrics scrape (bench/metrics.py).
 bench:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory install-system
 	@$(VENV_PY) -m pip install -q --disable-pip-version-check -e '.[dev,bench]'
 	$(VENV_PY) bench/run.py
+	$(VENV_PY) -m bench.publish
+	$(VENV_PY) -m bench.metrics
 
 # installcheck (replaces the PGXS pg_regress one): runs pg_prove over test/pgtap/*.sql
 # against an EXISTING, running server that has this version installed (`make install`),

@@ -13,7 +13,7 @@ complete), `floor_worker` (the floor worker loop of bench/clients.py) and
 the worker loops of issue 27's prototypes (`proto_A`, `proto_A0`, `proto_B`:
 bench/prototype_delivery.py), which are not in the default set.
 
-    .venv/bin/python -m bench.plan_counts [--messages 2000] [worker lifecycle floor_worker amo]
+    .venv/bin/python -m bench.plan_counts [--messages 2000] [--version 0.11.2] [worker lifecycle floor_worker amo]
 """
 
 from __future__ import annotations
@@ -83,14 +83,14 @@ def probes() -> list[str]:
     return events
 
 
-def count(target: Target, loop: str, messages: int, events: list[str]) -> dict:
+def count(target: Target, loop: str, messages: int, events: list[str], version: str | None = None) -> dict:
     with target.connect() as conn:
         if loop.startswith("proto_"):
             from bench.prototype_delivery import reset
 
             reset(conn, loop.removeprefix("proto_"), 1, BACKLOG)
         else:
-            fresh_backlog(conn, loop, BACKLOG)
+            fresh_backlog(conn, loop, BACKLOG, version)
     with psycopg.connect(target.dsn, autocommit=True, prepare_threshold=0) as conn:
         conn.execute("SET synchronous_commit = off")
         conn.add_notice_handler(lambda d: None)
@@ -131,6 +131,7 @@ def count(target: Target, loop: str, messages: int, events: list[str]) -> dict:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--messages", type=int, default=2000)
+    p.add_argument("--version", help="an older installed version of lonnymq to count instead of the default")
     p.add_argument("loops", nargs="*", default=[k for k in LOOPS if not k.startswith("proto_")])
     args = p.parse_args()
     events = probes()
@@ -139,14 +140,14 @@ def main() -> int:
     try:
         target.start()
         for loop in args.loops:
-            rows.append((loop, count(target, loop, args.messages, events)))
+            rows.append((loop, count(target, loop, args.messages, events, args.version)))
             log(f"  {loop}: " + ", ".join(f"{k} {v:.1f}" for k, v in rows[-1][1].items()))
     finally:
         target.stop()
     print("\n| loop | " + " | ".join(PROBES) + " |\n|---|" + "---|" * len(PROBES))
     for loop, c in rows:
         print(f"| {loop} | " + " | ".join(f"{v:.1f}" for v in c.values()) + " |")
-    print(f"\nper message, {args.messages} messages, one backend")
+    print(f"\nper message, {args.messages} messages, one backend, lonnymq {args.version or 'as installed by default'}")
     return 0
 
 

@@ -152,14 +152,15 @@ def setup_baseline_backlog(conn, variant: Variant) -> None:
     )
 
 
-def fresh_backlog(conn, kind: str, n: int) -> None:
+def fresh_backlog(conn, kind: str, n: int, version: str | None = None) -> None:
     """A fresh queue holding n ready messages for a loop of bench/pgbench_worker.py
     or bench/plan_counts.py: the plain table (`amo`), the floor (`floor_worker`),
-    or lonnymq, in its channel `bench` (any other kind)."""
+    or lonnymq (its default version, or `version`), in its channel `bench`
+    (any other kind)."""
     if kind in ("amo", "floor_worker"):
         reset_baseline(conn, floor=kind == "floor_worker")
     else:
-        reset_lonnymq(conn)
+        reset_lonnymq(conn, version)
     if kind == "amo":
         conn.execute(f"INSERT INTO {BASELINE_TABLE} (created_us, payload) "
                      "SELECT 0, '\\x00' FROM generate_series(1, %s)", (n,))

@@ -19,7 +19,10 @@ What it does:
      worker's stale fencing token is then refused;
   6. prints a summary and checks every claim it makes: exit status 1 if a
      message was lost or delivered too often, or a limit was exceeded;
-  7. the Spark pipeline (demo/pipeline_demo.py): a generated dataset is
+  7. per-tenant ordered channels configured once by a name pattern, and a
+     topic's fan-out in a business transaction, and the metrics in
+     Prometheus' text format (demo/peers_demo.py);
+  8. the Spark pipeline (demo/pipeline_demo.py): a generated dataset is
      enqueued exactly once through Spark, workers process it with retries
      (message_fail) and a dead letter or two, and the export prints the
      per-channel summary and writes the PNG charts (kept in
@@ -453,6 +456,10 @@ def run(cluster: Cluster) -> int:
             log("main", f"workload not finished within {DEADLINE_S} s")
 
         checks = summarize(conn)
+    from peers_demo import run_peers_demo
+
+    checks += run_peers_demo(dsn)
+    print()
     failed = [text for ok, text in checks if not ok]
     for ok, text in checks:
         print(f"  {'ok    ' if ok else 'FAILED'}  {text}")

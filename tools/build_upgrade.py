@@ -5,7 +5,9 @@ Input: sql/upgrade/A--B.sql, the hand-written schema changes. Each line
 "-- @include sql/src/schema/NNN_x.sql" is replaced by that file's text (new tables,
 indexes, views: created exactly as a fresh install creates them). Then every
 function of sql/src/ follows as CREATE OR REPLACE FUNCTION (so every function
-body equals the fresh install's), every COMMENT ON of sql/src/schema/, the
+body equals the fresh install's), then the head's lines after a line
+"-- @after functions" (views over new functions), every COMMENT ON of
+sql/src/schema/, the
 entry points' settings, and the recorded access grants are re-applied
 (functions with new signatures, new functions in an access set).
 
@@ -125,16 +127,21 @@ def main(head_path: str, out_path: str, extension: str) -> int:
         return 1
     old, new = m.groups()
     parts = [f"\\echo Use \"ALTER EXTENSION {extension} UPDATE TO '{new}'\" to load this file. \\quit\n"]
+    after_functions: list[str] = []
+    target = parts
     for line in head.read_text().splitlines(keepends=True):
+        if re.fullmatch(r"--\s*@after functions\s*\n?", line):
+            target = after_functions
+            continue
         inc = re.fullmatch(r"--\s*@include\s+(\S+)\s*\n?", line)
         if inc:
             path = ROOT / inc.group(1)
             if not path.is_file():
                 print(f"error: {head_path}: @include {inc.group(1)}: no such file", file=sys.stderr)
                 return 1
-            parts.append(path.read_text().rstrip("\n") + "\n")
+            target.append(path.read_text().rstrip("\n") + "\n")
         else:
-            parts.append(line)
+            target.append(line)
     functions = sorted((ROOT / "sql" / "src").glob("*/*_function_*.sql"), key=lambda p: p.name.encode())
     for path in functions:
         text = path.read_text()
@@ -143,6 +150,7 @@ def main(head_path: str, out_path: str, extension: str) -> int:
             print(f"error: {path}: no CREATE FUNCTION", file=sys.stderr)
             return 1
         parts.append(replaced.rstrip("\n") + "\n")
+    parts.extend(after_functions)
     # The comments on the data model, so that an edited comment reaches
     # upgraded installs (those that A already has are left out below).
     for path in sorted((ROOT / "sql" / "src" / "schema").glob("*.sql"), key=lambda p: p.name.encode()):

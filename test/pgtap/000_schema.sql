@@ -1,9 +1,9 @@
 \ir include/setup.psql
-SELECT plan(41);
+SELECT plan(50);
 
 -- The public API of 0.2.0: names and parameter order are a contract.
 SELECT has_function('lonnymq', 'to_epoch', ARRAY['timestamp with time zone'], 'to_epoch(timestamp with time zone)');
-SELECT has_function('lonnymq', 'channel_set', ARRAY['text', 'integer', 'integer', 'bigint', 'integer', 'bigint', 'double precision', 'bigint', 'double precision', 'bigint', 'boolean', 'boolean', 'text'], 'channel_set(text, integer, integer, bigint, integer, bigint, double precision, bigint, double precision, bigint, boolean, boolean, text)');
+SELECT has_function('lonnymq', 'channel_set', ARRAY['text', 'integer', 'integer', 'bigint', 'integer', 'bigint', 'double precision', 'bigint', 'double precision', 'bigint', 'boolean', 'boolean', 'text', 'boolean'], 'channel_set(text, integer, integer, bigint, integer, bigint, double precision, bigint, double precision, bigint, boolean, boolean, text, boolean)');
 SELECT has_function('lonnymq', 'channel_drop', ARRAY['text', 'boolean'], 'channel_drop(text, boolean)');
 SELECT has_function('lonnymq', 'channel_pause', ARRAY['text'], 'channel_pause(text)');
 SELECT has_function('lonnymq', 'channel_resume', ARRAY['text'], 'channel_resume(text)');
@@ -25,6 +25,12 @@ SELECT has_function('lonnymq', 'schedule_drop', ARRAY['text'], 'schedule_drop(te
 SELECT has_function('lonnymq', 'tick', ARRAY[]::text[], 'tick()');
 SELECT has_function('lonnymq', 'grant_access', ARRAY['name', 'text'], 'grant_access(name, text)');
 SELECT has_function('lonnymq', 'revoke_access', ARRAY['name', 'text'], 'revoke_access(name, text)');
+-- Topics (0.12.0).
+SELECT has_function('lonnymq', 'topic_bind', ARRAY['text', 'text'], 'topic_bind(text, text)');
+SELECT has_function('lonnymq', 'topic_unbind', ARRAY['text', 'text'], 'topic_unbind(text, text)');
+SELECT has_function('lonnymq', 'topic_routes', ARRAY['text'], 'topic_routes(text)');
+SELECT has_function('lonnymq', 'message_publish', ARRAY['text', 'bytea', 'bigint', 'text', 'boolean'], 'message_publish(text, bytea, bigint, text, boolean)');
+SELECT has_function('lonnymq', 'message_publish_batch', ARRAY['text', 'bytea[]', 'bigint[]', 'text[]', 'boolean'], 'message_publish_batch(text, bytea[], bigint[], text[], boolean)');
 SELECT is(
     (SELECT pg_get_function_result('lonnymq.message_dequeue(bigint, integer, text)'::regprocedure)),
     'SETOF lonnymq.delivery',
@@ -143,16 +149,29 @@ SELECT is(
 -- trailing arguments (channel_set('c', p_max_attempts => 3)).
 SELECT is(
     (SELECT array_to_string(proargnames, ',') FROM pg_proc
-     WHERE oid = 'lonnymq.channel_set(text, integer, integer, bigint, integer, bigint, double precision, bigint, double precision, bigint, boolean, boolean, text)'::regprocedure),
-    'p_channel,p_max_concurrency,p_max_size,p_release_interval_ms,p_max_attempts,p_backoff_base_ms,p_backoff_factor,p_backoff_max_ms,p_backoff_jitter,p_dedup_window_ms,p_retain_history,p_notify,p_notify_payload',
+     WHERE oid = 'lonnymq.channel_set(text, integer, integer, bigint, integer, bigint, double precision, bigint, double precision, bigint, boolean, boolean, text, boolean)'::regprocedure),
+    'p_channel,p_max_concurrency,p_max_size,p_release_interval_ms,p_max_attempts,p_backoff_base_ms,p_backoff_factor,p_backoff_max_ms,p_backoff_jitter,p_dedup_window_ms,p_retain_history,p_notify,p_notify_payload,p_ordered',
     'channel_set parameter names'
 );
 SELECT has_view('lonnymq', 'channel_stats', 'the channel_stats view');
 SELECT columns_are('lonnymq', 'channel_stats', ARRAY[
     'channel', 'ready', 'scheduled', 'locked', 'dead', 'oldest_ready_age_ms', 'is_paused',
     'max_concurrency', 'max_size', 'release_interval_ms', 'max_attempts', 'backoff_base_ms',
-    'backoff_factor', 'backoff_max_ms', 'backoff_jitter', 'dedup_window_ms', 'retain_history', 'notify'
+    'backoff_factor', 'backoff_max_ms', 'backoff_jitter', 'dedup_window_ms', 'retain_history', 'notify',
+    'is_ordered', 'pattern'
 ], 'channel_stats has the documented columns');
+SELECT has_view('lonnymq', 'metrics', 'the metrics view');
+SELECT columns_are('lonnymq', 'metrics', ARRAY['metric', 'channel', 'state', 'value'], 'metrics has the documented columns');
+SELECT function_returns('lonnymq', 'metrics_text', ARRAY[]::text[], 'text', 'metrics_text() returns text');
+SELECT is(
+    (SELECT string_agg(c.relname, ', ' ORDER BY c.relname)
+     FROM pg_class AS c
+     WHERE c.relnamespace = 'lonnymq'::regnamespace AND c.relkind = 'S' AND c.relname LIKE '%\_seq'
+       AND c.relname IN ('messages_created_seq', 'messages_delivered_seq', 'messages_completed_seq',
+                         'messages_failed_seq', 'messages_dead_lettered_seq', 'messages_lock_expired_seq')),
+    'messages_completed_seq, messages_created_seq, messages_dead_lettered_seq, messages_delivered_seq, messages_failed_seq, messages_lock_expired_seq',
+    'the metrics counters are sequences'
+);
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -41,7 +41,8 @@ DEFAULT_VERSION = control_default_version()
 
 # Functions documented on another function's page.
 DOC_PAGES = {"channel_resume": "channel_pause", "schedule_drop": "schedule_set",
-             "revoke_access": "grant_access"}
+             "revoke_access": "grant_access", "topic_unbind": "topic_bind", "topic_routes": "topic_bind",
+             "message_publish_batch": "message_publish", "metrics_text": "metrics"}
 
 
 def documented_sqlstates(function: str) -> set[str]:

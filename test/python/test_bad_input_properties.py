@@ -116,6 +116,9 @@ SELECT lonnymq.channel_pause('p');
 SELECT lonnymq.message_create('p', 'paused');
 SELECT lonnymq.message_create('plain', 'no configuration');
 SELECT lonnymq.schedule_set('every', 'c', 'tick', 60000);
+SELECT lonnymq.channel_set('t-*', p_max_concurrency => 1, p_retain_history => true);
+SELECT lonnymq.message_create('t-1', convert_to('t' || g, 'UTF8')) FROM generate_series(1, 2) AS g;
+SELECT lonnymq.topic_bind('ev.*', 'c'), lonnymq.topic_bind('ev.#', 'plain'), lonnymq.topic_bind('ev.x', 't-2');
 DO $$ BEGIN CREATE ROLE lonnymq_bad_input_probe; EXCEPTION WHEN duplicate_object THEN NULL; END $$;
 SELECT lonnymq.grant_access('lonnymq_bad_input_probe', 'producer');
 SELECT count(*) FROM lonnymq.message_dequeue(3600000, 2, 'c');
@@ -288,6 +291,8 @@ def known_names(param: str, world: World) -> list[str]:
         return world.keys
     if param == "p_name":
         return world.schedules
+    if param in ("p_pattern", "p_routing_key"):
+        return ["ev.*", "ev.#", "ev.x", "ev", "#", "*.*", "a..b", "nobody"]
     if param == "p_role":
         return world.roles
     if param == "p_access":
@@ -432,7 +437,7 @@ def world(module_db) -> World:
     tokens = sorted({t for _, t in deliveries} | {t - 1 for _, t in deliveries} | {t + 1 for _, t in deliveries})
     return World(
         conn=conn, fingerprint_sql=fp_sql, fingerprint_labels=fp_labels,
-        channels=["c", "d", "lim", "p", "plain", "unknown-channel"],
+        channels=["c", "d", "lim", "p", "plain", "t-*", "t-1", "*", "unknown-channel"],
         schedules=["every", "unknown-schedule"],
         keys=keys + ["unknown-key"],
         roles=["lonnymq_bad_input_probe", "postgres", "pg_monitor", "public", "PUBLIC", "unknown_role"],

@@ -38,6 +38,10 @@ CALLS = {
     "message_create_batch": {
         "p_dequeue_at": "lonnymq.message_create_batch('c', ARRAY['x', 'y']::bytea[], ARRAY[{x}, 0]::bigint[])",
     },
+    "message_publish": {"p_dequeue_at": "lonnymq.message_publish('ev', 'x', {x})"},
+    "message_publish_batch": {
+        "p_dequeue_at": "lonnymq.message_publish_batch('ev', ARRAY['x', 'y']::bytea[], ARRAY[{x}, 0]::bigint[])",
+    },
     "message_cancel": {"p_id": "lonnymq.message_cancel({x})"},
     "message_dequeue": {
         "p_lock_ms": "lonnymq.message_dequeue({x}, 5)",
@@ -88,6 +92,7 @@ SELECT lonnymq.channel_set('d', p_max_attempts => 1);
 SELECT lonnymq.message_create('d', 'x');
 SELECT lonnymq.message_fail(d.id, d.num_attempts, 'boom') FROM lonnymq.message_dequeue(60000, 1, 'd') AS d;
 SELECT lonnymq.schedule_set('every', 'c', 'tick', 60000);
+SELECT lonnymq.topic_bind('ev', 'c'), lonnymq.topic_bind('#', 'd');
 SELECT count(*) FROM lonnymq.message_dequeue(600000, 1, 'c');
 """
 

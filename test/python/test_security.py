@@ -180,6 +180,9 @@ CREATE FUNCTION public.length(text) RETURNS integer LANGUAGE sql
     AS $$ INSERT INTO public.hijacked VALUES ('length'); SELECT 1 $$;
 CREATE FUNCTION public.octet_length(bytea) RETURNS integer LANGUAGE sql
     AS $$ INSERT INTO public.hijacked VALUES ('octet_length'); SELECT 1 $$;
+CREATE FUNCTION public.timestamptz_check(pg_catalog.timestamptz) RETURNS boolean LANGUAGE sql
+    AS $$ INSERT INTO public.hijacked VALUES ('domain timestamptz'); SELECT true $$;
+CREATE DOMAIN public.timestamptz AS pg_catalog.timestamptz CHECK (public.timestamptz_check(VALUE));
 """
 
 

@@ -705,3 +705,29 @@ def drained(upgrade):
 def test_pgtap_on_the_upgraded_database(path, upgrade, drained, clone):
     db = clone(drained)
     pgtap_suite.test_pgtap(path, upgrade.cluster, db)
+
+
+@pytest.mark.parametrize("leftover", [
+    "SELECT lonnymq.message_create('legacy*', 'x')",
+    "SELECT lonnymq.channel_set('legacy*', p_max_attempts => 3)",
+    "SELECT lonnymq.schedule_set('s', 'legacy*', 'x', 60000)",
+])
+def test_an_install_with_a_channel_named_like_a_pattern_is_refused_until_it_is_gone(cluster, leftover):
+    """From 0.12.0 a name ending in '*' is a pattern: the update from 0.11.1
+    refuses (55000) while such a channel has a row, messages or a schedule,
+    and changes nothing; once it is gone the update goes through."""
+    name = f"upg_{_uid()}_star"
+    cluster.create_database(name, extensions=())
+    try:
+        with psycopg.connect(cluster.dsn(name), autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION lonnymq VERSION '0.11.1'")
+            conn.execute(leftover)
+            with pytest.raises(errors.ObjectNotInPrerequisiteState):
+                conn.execute("ALTER EXTENSION lonnymq UPDATE")
+            assert one(conn, "SELECT extversion FROM pg_extension WHERE extname = 'lonnymq'") == "0.11.1"
+            conn.execute("SELECT lonnymq.schedule_drop('s')" if "schedule" in leftover
+                         else "SELECT lonnymq.channel_drop('legacy*', true)")
+            conn.execute("ALTER EXTENSION lonnymq UPDATE")
+            assert one(conn, "SELECT extversion FROM pg_extension WHERE extname = 'lonnymq'") == DEFAULT_VERSION
+    finally:
+        cluster.drop_database(name)

@@ -12,7 +12,7 @@ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 AS $$
     SELECT pg_catalog.floor(
         EXTRACT(
-            EPOCH FROM p_at OPERATOR(pg_catalog.-) '1970-01-01 00:00:00+00'::timestamptz
+            EPOCH FROM p_at OPERATOR(pg_catalog.-) '1970-01-01 00:00:00+00'::pg_catalog.timestamptz
         ) OPERATOR(pg_catalog.*) 1000
     )::bigint
 $$;

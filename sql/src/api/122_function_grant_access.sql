@@ -16,6 +16,6 @@ END;
 $$;
 
 COMMENT ON FUNCTION @extschema@.grant_access(name, text) IS
-'Give a role an access set: producer (message_create), consumer (dequeue, complete, defer, heartbeat) or admin (everything, channel settings, SELECT on the tables). Needs the right to grant on lonnymq''s objects.';
+'Give a role an access set: producer (message_create), consumer (dequeue, complete, defer, heartbeat), monitor (metrics_text, the view metrics) or admin (everything, channel settings, SELECT on the tables). Needs the right to grant on lonnymq''s objects.';
 
 REVOKE ALL ON FUNCTION @extschema@.grant_access(name, text) FROM PUBLIC;

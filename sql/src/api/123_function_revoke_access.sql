@@ -14,6 +14,9 @@ BEGIN
     FOR v_function IN SELECT f FROM @extschema@._access_functions(p_access) AS f LOOP
         EXECUTE pg_catalog.format('REVOKE EXECUTE ON FUNCTION %s FROM %I', v_function, p_role);
     END LOOP;
+    IF p_access = 'monitor' THEN
+        EXECUTE pg_catalog.format('REVOKE SELECT ON %I.metrics FROM %I', '@extschema@', p_role);
+    END IF;
     IF p_access = 'admin' THEN
         EXECUTE pg_catalog.format('REVOKE SELECT ON ALL TABLES IN SCHEMA %I FROM %I', '@extschema@', p_role);
     END IF;

@@ -10,6 +10,10 @@
 -- (channel_quota); new limits (max_concurrency, release_interval_ms) admit
 -- the channel's messages again (_channel_readmit), which reads the
 -- channel's messages once.  Other changes write the row only.
+-- A name ending in '*' is a pattern: it configures every channel whose
+-- name starts with what precedes the '*' and that has no configuration of
+-- its own, the longest prefix winning (_channel_pattern_config); its
+-- followers take the change at once (_channel_pattern_apply).
 CREATE FUNCTION @extschema@.channel_set(
     p_channel text,
     p_max_concurrency integer DEFAULT NULL,
@@ -23,7 +27,8 @@ CREATE FUNCTION @extschema@.channel_set(
     p_dedup_window_ms bigint DEFAULT 0,
     p_retain_history boolean DEFAULT FALSE,
     p_notify boolean DEFAULT FALSE,
-    p_notify_payload text DEFAULT 'name'
+    p_notify_payload text DEFAULT 'name',
+    p_ordered boolean DEFAULT FALSE
 )
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -41,8 +46,18 @@ DECLARE
     v_channel @extschema@.channel%ROWTYPE;
     v_new @extschema@.channel%ROWTYPE;
     v_held bigint;
+    v_was_limited boolean;
 BEGIN
     PERFORM @extschema@._check_channel_name(p_channel);
+    IF p_ordered AND p_max_concurrency <> 1 THEN
+        RAISE EXCEPTION 'lonnymq: an ordered channel delivers one message at a time: p_max_concurrency must be NULL or 1, got %',
+            p_max_concurrency
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_max_size IS NOT NULL AND pg_catalog.right(p_channel, 1) = '*' THEN
+        RAISE EXCEPTION 'lonnymq: a pattern (a name ending in *) cannot set p_max_size: set it on each channel'
+            USING ERRCODE = '0A000';
+    END IF;
     IF p_max_concurrency < 1 THEN
         RAISE EXCEPTION 'lonnymq: p_max_concurrency must be NULL (unlimited) or at least 1, got %',
             p_max_concurrency
@@ -92,6 +107,13 @@ BEGIN
     -- The guard first, then the row: producers hold the guard when they
     -- lock the row (admission).
     PERFORM @extschema@._channel_guard_exclusive(p_channel);
+    -- (A pattern: whether what applied to its prefix before had limits.)
+    IF pg_catalog.right(p_channel, 1) = '*' THEN
+        v_was_limited := @extschema@._channel_admits(COALESCE(
+            (SELECT f FROM @extschema@._channel_pattern_config(pg_catalog.left(p_channel, -1)) AS f),
+            @extschema@._channel_defaults(p_channel, 0)
+        ));
+    END IF;
     v_channel := @extschema@._channel_lock(p_channel, v_now);
 
     -- Wait for the calls in flight that remove or settle the channel's
@@ -116,7 +138,9 @@ BEGIN
 
     UPDATE @extschema@.channel AS c
     SET
-        max_concurrency = p_max_concurrency,
+        -- (An ordered channel is one at a time.)
+        max_concurrency = CASE WHEN p_ordered THEN 1 ELSE p_max_concurrency END,
+        is_ordered = COALESCE(p_ordered, FALSE),
         max_size = p_max_size,
         release_interval_ms = v_interval,
         max_attempts = p_max_attempts,
@@ -127,12 +151,19 @@ BEGIN
         dedup_window_ms = v_window,
         retain_history = COALESCE(p_retain_history, FALSE),
         notify = COALESCE(p_notify, FALSE),
-        notify_payload = CASE p_notify_payload WHEN 'id' THEN c.id::text WHEN 'none' THEN '' END
+        notify_payload = CASE p_notify_payload WHEN 'id' THEN c.id::text WHEN 'none' THEN '' END,
+        -- (Its own configuration now, if it followed a pattern.)
+        pattern = NULL,
+        prefix = CASE WHEN pg_catalog.right(p_channel, 1) = '*' THEN pg_catalog.left(p_channel, -1) END
     WHERE c.id = v_channel.id
     RETURNING c.* INTO v_new;
+    IF v_new.prefix IS NOT NULL THEN
+        -- (From now on producers and completions look for patterns.)
+        PERFORM pg_catalog.setval('@extschema@.channel_pattern_seq', 1);
+        PERFORM @extschema@._channel_pattern_apply(v_new.prefix, v_was_limited, v_bound, v_now);
     -- New limits: the channel's messages are admitted again under them.
-    IF (v_new.max_concurrency, v_new.release_interval_ms) IS DISTINCT FROM
-        (v_channel.max_concurrency, v_channel.release_interval_ms) THEN
+    ELSIF (v_new.max_concurrency, v_new.release_interval_ms, v_new.is_ordered) IS DISTINCT FROM
+        (v_channel.max_concurrency, v_channel.release_interval_ms, v_channel.is_ordered) THEN
         PERFORM @extschema@._channel_readmit(v_new, v_bound, v_now);
     END IF;
 END;
@@ -140,11 +171,11 @@ $$;
 
 COMMENT ON FUNCTION @extschema@.channel_set(
     text, integer, integer, bigint, integer, bigint, double precision, bigint, double precision, bigint,
-    boolean, boolean, text
+    boolean, boolean, text, boolean
 ) IS
-'Create a channel or set its whole configuration: max_concurrency (messages locked at once), max_size (messages held), release_interval_ms (minimum gap between deliveries), the retry policy (max_attempts, backoff), dedup_window_ms, retain_history, notify and its payload (name, id or none). NULL limits mean unlimited; omitted parameters take their defaults.';
+'Create a channel or set its whole configuration: max_concurrency (messages locked at once), max_size (messages held), release_interval_ms (minimum gap between deliveries), the retry policy (max_attempts, backoff), dedup_window_ms, retain_history, notify and its payload (name, id or none), and whether it is ordered (one message at a time, a failed or deferred one keeping its place). NULL limits mean unlimited; omitted parameters take their defaults.';
 
 REVOKE ALL ON FUNCTION @extschema@.channel_set(
     text, integer, integer, bigint, integer, bigint, double precision, bigint, double precision, bigint,
-    boolean, boolean, text
+    boolean, boolean, text, boolean
 ) FROM PUBLIC;

@@ -3,7 +3,10 @@
 -- stale), and its deduplication keys.  Its dead letters and history are
 -- kept (they are filed by channel name), and so are schedules producing into
 -- it: the next period creates the channel again.  Waits for producers and
--- consumers in flight on the channel.
+-- consumers in flight on the channel.  A pattern (a name ending in '*';
+-- p_purge does nothing there) goes with its row: the channels that
+-- followed it follow what applies to them without it
+-- (_channel_pattern_apply).
 CREATE FUNCTION @extschema@.channel_drop(
     p_channel text,
     p_purge boolean DEFAULT FALSE
@@ -14,6 +17,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_channel_id bigint;
+    v_pattern @extschema@.channel%ROWTYPE;
 BEGIN
     PERFORM @extschema@._check_channel_name(p_channel);
     IF p_purge IS NULL THEN
@@ -24,6 +28,19 @@ BEGIN
     v_channel_id := @extschema@._channel_id(p_channel);
     PERFORM @extschema@._channel_guard_exclusive(p_channel);
     PERFORM @extschema@._channel_row_lock(v_channel_id);
+    -- A pattern: its followers follow what applies to them without it.
+    IF pg_catalog.right(p_channel, 1) = '*' THEN
+        DELETE FROM @extschema@.channel AS c
+        WHERE c.id = v_channel_id AND c.name = p_channel
+        RETURNING c.* INTO v_pattern;
+        IF NOT FOUND THEN
+            RETURN FALSE;
+        END IF;
+        PERFORM @extschema@._channel_pattern_apply(
+            v_pattern.prefix, @extschema@._channel_admits(v_pattern), @extschema@._epoch_enter(), @extschema@._clock_ms()
+        );
+        RETURN TRUE;
+    END IF;
     -- A channel exists while it has a row (configuration) or messages.
     PERFORM 1
     FROM @extschema@.channel AS c

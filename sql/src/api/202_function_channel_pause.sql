@@ -4,8 +4,9 @@
 -- (_channel_readmit: a cost in proportion to the channel's messages, once),
 -- and what comes to it meanwhile is held too.  Like channel_set, it takes
 -- the channel guard exclusively (waiting for producers in flight) and then
--- the channel's row.  An unknown channel gets a row, paused.  Returns false
--- when the channel was already paused.
+-- the channel's row.  An unknown channel gets a row, paused (a copy of its
+-- pattern's configuration when it follows one).  Returns false when the
+-- channel was already paused.  A pattern cannot be paused (0A000).
 CREATE FUNCTION @extschema@.channel_pause(p_channel text)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -17,6 +18,10 @@ DECLARE
     v_channel @extschema@.channel%ROWTYPE;
 BEGIN
     PERFORM @extschema@._check_channel_name(p_channel);
+    IF pg_catalog.right(p_channel, 1) = '*' THEN
+        RAISE EXCEPTION 'lonnymq: a pattern (a name ending in *) cannot be paused: pause its channels'
+            USING ERRCODE = '0A000';
+    END IF;
     v_bound := @extschema@._epoch_enter();
     v_now := @extschema@._clock_ms();
     PERFORM @extschema@._channel_guard_exclusive(p_channel);

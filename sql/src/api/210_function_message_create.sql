@@ -9,6 +9,8 @@
 --      configuration (one probe of channel_pkey, which finds no row for a
 --      channel without one) and its place in the round order
 --      (_message_place: two probes);
+--   (a channel without a row, once a pattern was ever set: one more
+--   statement, its pattern's configuration, _channel_pattern_config);
 --   2. the INSERT, which re-reads the epoch: when a raise started a new
 --      epoch after statement 1 read it, the bound may have passed the place,
 --      and the two statements run again.
@@ -65,18 +67,15 @@ DECLARE
     v_now bigint;
     v_id bigint;
     v_created bigint;
+    v_counted bigint;
+    v_has_no_row boolean;
 BEGIN
     -- One expression for valid input; the checks say what is wrong.
     IF p_channel IS NULL OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 OR p_content IS NULL
         OR pg_catalog.octet_length(p_content) > @extschema@._max_content_bytes()
-        OR pg_catalog.length(p_key) NOT BETWEEN 1 AND 1024 THEN
-        PERFORM @extschema@._check_channel_name(p_channel);
-        IF p_content IS NULL THEN
-            RAISE EXCEPTION 'lonnymq: p_content must not be NULL'
-                USING ERRCODE = '22004';
-        END IF;
-        PERFORM @extschema@._check_size('p_content', pg_catalog.octet_length(p_content), @extschema@._max_content_bytes());
-        PERFORM @extschema@._check_key(p_key);
+        OR pg_catalog.length(p_key) NOT BETWEEN 1 AND 1024 OR pg_catalog.right(p_channel, 1) = '*' THEN
+        PERFORM @extschema@._check_message_channel(p_channel);
+        PERFORM @extschema@._check_message(p_content, p_key);
     END IF;
 
     LOOP
@@ -91,8 +90,9 @@ BEGIN
             p.is_early,
             COALESCE(@extschema@._channel_admits(c), FALSE) OR v_is_serializable,
             c.max_size,
-            CASE WHEN c.notify AND NOT c.is_paused THEN COALESCE(c.notify_payload, p_channel) END
-        INTO v_epoch, v_now, v_place, v_is_early, v_waits, v_max_size, v_notify
+            CASE WHEN c.notify AND NOT c.is_paused THEN COALESCE(c.notify_payload, p_channel) END,
+            c.id IS NULL
+        INTO v_epoch, v_now, v_place, v_is_early, v_waits, v_max_size, v_notify, v_has_no_row
         FROM (
             SELECT
                 e.epoch,
@@ -108,6 +108,18 @@ BEGIN
             v_channel_id, CASE WHEN NOT v_is_serializable THEN k.epoch >> 1 END, v_dequeue_at,
             CASE WHEN p_dequeue_at IS NULL THEN 1000 ELSE 0 END
         ) AS p;
+
+        -- A channel without a row follows its pattern, if it has one: looked
+        -- for only once a pattern was ever set (channel_pattern_seq), so
+        -- that producers of a database without patterns read nothing more.
+        IF v_has_no_row AND pg_catalog.pg_sequence_last_value('@extschema@.channel_pattern_seq') > 0 THEN
+            SELECT
+                COALESCE(@extschema@._channel_admits(f), FALSE) OR v_is_serializable,
+                CASE WHEN f.notify THEN COALESCE(f.notify_payload, p_channel) END
+            INTO v_waits, v_notify
+            FROM (SELECT) AS one
+            LEFT JOIN LATERAL @extschema@._channel_pattern_config(p_channel) AS f ON TRUE;
+        END IF;
 
         -- Once, not again when the epoch changed.
         IF v_id IS NULL AND (p_key IS NOT NULL OR v_max_size IS NOT NULL) THEN
@@ -133,7 +145,8 @@ BEGIN
             CASE WHEN v_dequeue_at <= v_now AND NOT v_waits THEN v_place END,
             v_dequeue_at <= v_now AND NOT v_waits AND v_is_early
         WHERE pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') = v_epoch
-        RETURNING id INTO v_created;
+        -- (Counted, lonnymq_messages_created_total: a sequence, no row.)
+        RETURNING id, pg_catalog.nextval('@extschema@.messages_created_seq') INTO v_created, v_counted;
         EXIT WHEN v_created IS NOT NULL;
     END LOOP;
     IF v_notify IS NOT NULL AND v_dequeue_at <= v_now THEN

@@ -35,7 +35,6 @@ DECLARE
     v_out bigint[];
     v_keep boolean[];
     v_claimed bigint[];
-    v_largest bigint;
     v_room integer;
     v_dropped bigint[] := '{}';
     v_dropped_keys text[] := '{}';
@@ -44,44 +43,12 @@ DECLARE
     v_existing bigint;
     i integer;
 BEGIN
-    IF p_channel IS NULL OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 THEN
-        PERFORM @extschema@._check_channel_name(p_channel);
+    IF p_channel IS NULL OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 OR pg_catalog.right(p_channel, 1) = '*' THEN
+        PERFORM @extschema@._check_message_channel(p_channel);
     END IF;
-    IF p_contents IS NULL THEN
-        RAISE EXCEPTION 'lonnymq: p_contents must not be NULL'
-            USING ERRCODE = '22004';
-    END IF;
-    v_n := pg_catalog.cardinality(p_contents);
-    IF pg_catalog.array_ndims(p_contents) <> 1
-        OR pg_catalog.array_ndims(p_dequeue_at) <> 1
-        OR pg_catalog.array_ndims(p_keys) <> 1 THEN
-        RAISE EXCEPTION 'lonnymq: p_contents, p_dequeue_at and p_keys must be one-dimensional arrays'
-            USING ERRCODE = '22023';
-    END IF;
-    IF pg_catalog.cardinality(p_dequeue_at) <> v_n OR pg_catalog.cardinality(p_keys) <> v_n THEN
-        RAISE EXCEPTION 'lonnymq: p_dequeue_at and p_keys must have as many elements as p_contents (%), got % and %',
-            v_n, pg_catalog.cardinality(p_dequeue_at), pg_catalog.cardinality(p_keys)
-            USING ERRCODE = '22023';
-    END IF;
+    v_n := @extschema@._check_batch(p_contents, p_dequeue_at, p_keys);
     IF v_n = 0 THEN
         RETURN;
-    END IF;
-    IF v_n > 10000 THEN
-        RAISE EXCEPTION 'lonnymq: a batch holds at most 10000 messages, got %', v_n
-            USING ERRCODE = '22023';
-    END IF;
-    IF pg_catalog.array_position(p_contents, NULL) IS NOT NULL THEN
-        RAISE EXCEPTION 'lonnymq: p_contents[%] is NULL', pg_catalog.array_position(p_contents, NULL)
-            USING ERRCODE = '22004';
-    END IF;
-    SELECT pg_catalog.max(pg_catalog.octet_length(c.content)) INTO v_largest
-    FROM pg_catalog.unnest(p_contents) AS c (content);
-    PERFORM @extschema@._check_size('a content', v_largest, @extschema@._max_content_bytes());
-    IF p_keys IS NOT NULL THEN
-        SELECT pg_catalog.min(k.key) INTO v_key
-        FROM pg_catalog.unnest(p_keys) AS k (key)
-        WHERE pg_catalog.length(k.key) NOT BETWEEN 1 AND 1024;
-        PERFORM @extschema@._check_key(v_key);
     END IF;
 
     PERFORM @extschema@._channel_guard_shared(p_channel);
@@ -191,7 +158,10 @@ BEGIN
         FALSE
     FROM (
         SELECT c.content, COALESCE(c.dequeue_at, v_default) AS at, c.key, c.i, c.dequeue_at IS NULL AS is_default,
-            COALESCE(c.dequeue_at, v_default) <= v_now AND NOT v_limited AS is_ready
+            COALESCE(c.dequeue_at, v_default) <= v_now AND NOT v_limited AS is_ready,
+            -- (Counted, lonnymq_messages_created_total: a sequence, no row;
+            -- a volatile column, which the planner keeps.)
+            pg_catalog.nextval('@extschema@.messages_created_seq') AS counted
         FROM ROWS FROM (
             pg_catalog.unnest(p_contents),
             pg_catalog.unnest(p_dequeue_at),

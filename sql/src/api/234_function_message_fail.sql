@@ -32,7 +32,11 @@ BEGIN
     v_bound := @extschema@._epoch_enter();
     v_now := @extschema@._clock_ms();
 
-    SELECT m.num_failures + 1 AS num_failures, m.is_admitted, (m.position IS NOT NULL)::integer AS pending INTO v_message
+    SELECT
+        m.num_failures + 1 AS num_failures, m.is_admitted, (m.position IS NOT NULL)::integer AS pending,
+        -- (Counted, lonnymq_messages_failed_total: a sequence, no row.)
+        pg_catalog.nextval('@extschema@.messages_failed_seq') AS counted
+    INTO v_message
     FROM @extschema@.message AS m
     WHERE
         m.id = p_id

@@ -103,6 +103,8 @@ BEGIN
         v_count := v_count + 1;
     END LOOP;
     CLOSE v_cursor;
+    -- (Counted, lonnymq_messages_created_total: a sequence, no row.)
+    PERFORM pg_catalog.nextval('@extschema@.messages_created_seq') FROM pg_catalog.generate_series(1, v_count);
     RETURN v_count;
 END;
 $$;

@@ -27,7 +27,7 @@ BEGIN
             pg_catalog.length(p_name)
             USING ERRCODE = '22023';
     END IF;
-    PERFORM @extschema@._check_channel_name(p_channel);
+    PERFORM @extschema@._check_message_channel(p_channel);
     IF p_content IS NULL OR p_every_ms IS NULL THEN
         RAISE EXCEPTION 'lonnymq: p_content and p_every_ms must not be NULL'
             USING ERRCODE = '22004';

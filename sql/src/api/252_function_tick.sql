@@ -6,7 +6,8 @@
 -- messages (scheduled, retried, deferred, expired locks) from the beginning
 -- of message_due_ix, not from the due mark, so that one a backward step of
 -- the server's clock put below the mark is not left there, and deletes up
--- to 10000 expired deduplication claims.  Returns how many periodic messages
+-- to 10000 expired deduplication claims and the rows of up to 10000
+-- pattern followers that drained inside their release interval.  Returns how many periodic messages
 -- it created.  A busy schedule (locked by a worker) is left to that worker.
 CREATE FUNCTION @extschema@.tick()
 RETURNS integer
@@ -40,6 +41,18 @@ BEGIN
         ));
         EXIT WHEN NOT FOUND;
     END LOOP;
+    -- Rows of pattern followers that drained inside their release interval
+    -- (_channel_admit keeps them until it has passed), up to 10000; one
+    -- whose row lock another call holds is left for the next call.
+    DELETE FROM @extschema@.channel AS c
+    WHERE c.id = ANY(ARRAY(
+        SELECT f.id
+        FROM @extschema@.channel AS f
+        WHERE f.pattern IS NOT NULL AND f.num_admitted = 0 AND NOT f.is_paused AND f.release_at <= v_now
+        LIMIT 10000
+    ))
+    AND @extschema@._channel_row_try_lock(c.id)
+    AND c.num_admitted = 0 AND NOT c.is_paused AND c.release_at <= v_now;
     RETURN v_created;
 END;
 $$;

@@ -6,7 +6,7 @@
 -- (Two names with one hash, _channel_id, show as one of them.)
 -- A filter on the channel still lists every channel: channel_stats(name)
 -- reads one channel only.
-CREATE OR REPLACE VIEW @extschema@.channel_stats AS
+CREATE VIEW @extschema@.channel_stats AS
 WITH RECURSIVE holding AS (
     SELECT min(m.channel_id) AS id
     FROM @extschema@.message AS m
@@ -54,11 +54,13 @@ SELECT
     s.backoff_jitter,
     s.dedup_window_ms,
     s.retain_history,
-    s.notify
+    s.notify,
+    s.is_ordered,
+    s.pattern
 FROM channels AS ch
 CROSS JOIN LATERAL @extschema@.channel_stats(ch.name) AS s;
 COMMENT ON VIEW @extschema@.channel_stats IS
-'Per channel, configured or holding messages: ready, scheduled, locked and dead messages, the age of the next ready message, the pause state and the configuration: channel_stats(name) for each channel. Reads every message; lonnymq.channel_stats(name) reads one channel.';
+'Per channel, configured or holding messages: ready, scheduled, locked and dead messages, the age of the next ready message, the pause state, the configuration and the pattern it follows: channel_stats(name) for each channel. Reads every message (the view metrics reads a bounded amount per channel); lonnymq.channel_stats(name) reads one channel.';
 
 COMMENT ON COLUMN @extschema@.channel_stats.channel IS
 'The channel''s name.';
@@ -113,3 +115,9 @@ COMMENT ON COLUMN @extschema@.channel_stats.retain_history IS
 
 COMMENT ON COLUMN @extschema@.channel_stats.notify IS
 'As set by channel_set.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.is_ordered IS
+'As set by channel_set (p_ordered): one message locked at a time, and a failed or deferred one keeps its place.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.pattern IS
+'The pattern (a name ending in *) whose configuration the channel follows; NULL when it has its own or none.';

@@ -9,8 +9,8 @@ BEGIN
         RAISE EXCEPTION 'lonnymq: p_role and p_access must not be NULL'
             USING ERRCODE = '22004';
     END IF;
-    IF p_access NOT IN ('producer', 'consumer', 'admin') THEN
-        RAISE EXCEPTION 'lonnymq: p_access must be producer, consumer or admin, got "%"', p_access
+    IF p_access NOT IN ('producer', 'consumer', 'monitor', 'admin') THEN
+        RAISE EXCEPTION 'lonnymq: p_access must be producer, consumer, monitor or admin, got "%"', p_access
             USING ERRCODE = '22023';
     END IF;
     IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles AS r WHERE r.rolname = p_role) THEN

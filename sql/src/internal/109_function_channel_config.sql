@@ -1,6 +1,10 @@
--- Internal: a channel's configuration: its row, or the defaults when it
--- has none.  One probe of channel_pkey.  SQL and STABLE: inlined into its
--- callers.
+-- Internal: a channel's configuration: its row, else its pattern's
+-- (_channel_pattern_config), else the defaults.  One probe of channel_pkey,
+-- and for a channel without a row one of channel_prefix_key.  SQL and
+-- STABLE, but not inlined (a scalar SQL function with a subquery never
+-- is): a call is an executor start of its own; the hot paths
+-- (message_create, completions) read the row and the pattern in their
+-- own statements instead.
 -- Parameters: p_channel_id (the hash), p_channel (the name).
 -- Returns: a channel row (id NULL never: the defaults carry the hash).
 -- Tables: reads channel.
@@ -10,11 +14,12 @@ LANGUAGE sql STABLE
 AS $$
     SELECT COALESCE(
         (SELECT c FROM @extschema@.channel AS c WHERE c.id = p_channel_id AND c.name = p_channel),
+        (SELECT f FROM @extschema@._channel_pattern_config(p_channel) AS f),
         @extschema@._channel_defaults(p_channel, 0)
     )
 $$;
 
 COMMENT ON FUNCTION @extschema@._channel_config(bigint, text) IS
-'Internal: a channel''s configuration, its row or the defaults.';
+'Internal: a channel''s configuration: its row, else its pattern''s, else the defaults.';
 
 REVOKE ALL ON FUNCTION @extschema@._channel_config(bigint, text) FROM PUBLIC;

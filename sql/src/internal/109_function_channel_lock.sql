@@ -1,5 +1,6 @@
--- Internal: the channel's row, created with the default configuration
--- (_channel_defaults) if it has none, locked FOR UPDATE until the end of the
+-- Internal: the channel's row, created with its configuration
+-- (_channel_config: its pattern's, or the defaults) if it has none, locked
+-- FOR UPDATE until the end of the
 -- transaction: channel_set and channel_pause, which change what admission
 -- and producers read.  Raises 40001 when the channel keeps being dropped
 -- under it.
@@ -16,8 +17,10 @@ DECLARE
 BEGIN
     PERFORM @extschema@._channel_row_lock(@extschema@._channel_id(p_channel));
     FOR v_try IN 1..3 LOOP
+        v_channel := @extschema@._channel_config(@extschema@._channel_id(p_channel), p_channel);
+        v_channel.created_at := p_now;
         INSERT INTO @extschema@.channel
-        SELECT (@extschema@._channel_defaults(p_channel, p_now)).*
+        SELECT (v_channel).*
         ON CONFLICT DO NOTHING;
         SELECT c.* INTO v_channel
         FROM @extschema@.channel AS c

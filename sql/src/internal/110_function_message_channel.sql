@@ -1,12 +1,19 @@
 -- Internal: the configuration of message p_id's channel, for a call that
 -- settles the message or returns it to its channel (fail, defer, cancel),
--- with the channel's row lock (_channel_row_lock) held when it has a row
--- (admission or max_size counts will change): channel rows before message
--- rows, as completions lock them (see _message_complete_set), so these
--- calls do not deadlock each other.  id NULL: no such message.
+-- with the channel's row lock (_channel_row_lock) held when the channel
+-- has limits or max_size (the counts that the call changes, which
+-- completions lock the same way): channel rows before message rows, as
+-- completions lock them (see _message_complete_set), so these calls do not
+-- deadlock each other.  The configuration is read before the lock: the
+-- channel guard, held, keeps it from changing, and the callers read no
+-- count (_channel_admit reads them under the lock) but an ordered
+-- channel's release_at, which only a delivery of its one admitted message,
+-- the caller's, writes.  One probe of
+-- channel_pkey.  id NULL: no such message.
 -- Parameters: p_id.
 -- Returns: a channel row (_channel_config).
--- Calls: _channel_guard_shared, _channel_row_lock, _channel_config.
+-- Calls: _channel_guard_shared, _channel_config, _channel_admits,
+--   _channel_row_lock.
 -- Tables: reads message, channel.
 CREATE FUNCTION @extschema@._message_channel(p_id bigint)
 RETURNS @extschema@.channel
@@ -23,12 +30,11 @@ BEGIN
         RETURN v_channel;
     END IF;
     PERFORM @extschema@._channel_guard_shared(v_message.channel);
-    -- (A row's configuration is read after its lock, by the next
-    -- statement: the row as its last holder left it.)
-    PERFORM @extschema@._channel_row_lock(c.id)
-    FROM @extschema@.channel AS c
-    WHERE c.id = v_message.channel_id AND c.name = v_message.channel;
-    RETURN @extschema@._channel_config(v_message.channel_id, v_message.channel);
+    v_channel := @extschema@._channel_config(v_message.channel_id, v_message.channel);
+    IF @extschema@._channel_admits(v_channel) OR v_channel.max_size IS NOT NULL THEN
+        PERFORM @extschema@._channel_row_lock(v_channel.id);
+    END IF;
+    RETURN v_channel;
 END;
 $$;
 

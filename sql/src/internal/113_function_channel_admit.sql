@@ -12,8 +12,8 @@
 -- none while paused.
 -- Locks the channel row (_channel_row_lock, waiting, then FOR NO KEY
 -- UPDATE): admissions of one channel are serial, which keeps the counts
--- exact.  A channel without a
--- row (no limits) is left alone.
+-- exact.  A channel without a row (no limits) is left alone; a pattern's
+-- follower whose counts are back to nothing loses its row.
 -- Parameters: p_channel_id; p_ended, admitted messages that left the
 --   channel or their admission (completed, cancelled, dead, failed,
 --   deferred); p_pending_done, admitted messages no longer waiting for
@@ -21,7 +21,7 @@
 --   were taken (the release interval starts again); p_now, the clock.
 -- Returns: how many messages were admitted.
 -- Calls: _channel_row_lock, _epoch_enter, _message_place.
--- Tables: channel (update), message (update of held messages).
+-- Tables: channel (update, delete), message (update of held messages).
 CREATE FUNCTION @extschema@._channel_admit(
     p_channel_id bigint,
     p_ended integer,
@@ -80,6 +80,15 @@ BEGIN
             END IF;
             v_admitted := v_admitted + 1;
         END LOOP;
+    END IF;
+    -- A pattern's follower whose counts are back to nothing (nothing
+    -- admitted, so nothing held either: it had room; its release passed)
+    -- has nothing in its row that its pattern does not say: the row goes,
+    -- and its next admission makes it again.
+    IF v_channel.pattern IS NOT NULL AND v_channel.num_admitted + v_admitted = 0 AND NOT v_channel.is_paused
+        AND COALESCE(v_channel.release_at <= p_now, TRUE) THEN
+        DELETE FROM @extschema@.channel AS c WHERE c.id = v_channel.id;
+        RETURN 0;
     END IF;
     UPDATE @extschema@.channel AS c
     SET

@@ -61,12 +61,24 @@ BEGIN
             -- (Read again under the lock: its release and pending count.)
             v_channel := @extschema@._channel_config(v_due.channel_id, v_due.channel);
         END IF;
+        -- A lapsed lock, found (counted, lonnymq_messages_lock_expired_total:
+        -- a sequence, no row).
+        IF v_due.is_locked THEN PERFORM pg_catalog.nextval('@extschema@.messages_lock_expired_seq'); END IF;
         IF v_is_dead THEN
             PERFORM @extschema@._message_bury(
                 v_due.id, v_due.channel_id, v_due.channel, 'lock expired', p_now, v_channel.dedup_window_ms
             );
         ELSIF v_is_held THEN
             UPDATE @extschema@.message AS m SET is_held = TRUE, is_admitted = FALSE WHERE m.id = v_due.id;
+            -- A channel that follows a pattern with limits gets its row
+            -- (its admission counts) here, at its first admission; it goes
+            -- when they are back to nothing (_channel_admit).
+            IF v_channel.pattern IS NOT NULL THEN
+                v_channel.created_at := p_now;
+                INSERT INTO @extschema@.channel
+                SELECT (v_channel).*
+                ON CONFLICT DO NOTHING;
+            END IF;
         ELSIF v_due.is_locked AND v_due.is_admitted AND v_channel.release_interval_ms > 0
             AND (v_channel.release_at > p_now OR v_channel.num_pending > 0) THEN
             -- An expired lock's new delivery waits for its channel's

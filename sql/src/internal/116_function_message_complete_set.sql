@@ -10,7 +10,9 @@
 --
 -- One statement for messages of channels without configuration: the
 -- DELETE by primary key (one probe per pair), and for each deleted message
--- a probe of channel_pkey (which finds nothing for a channel without one).  What keyed messages, admitted ones and
+-- a probe of channel_pkey (which finds nothing for a channel without one);
+-- once a pattern was ever set (channel_pattern_seq), every message is
+-- followed, for its pattern's history setting.  What keyed messages, admitted ones and
 -- configured channels need follows, only when there is any, from the rows
 -- the DELETE returned: channels that retain history get their copies;
 -- keys are released for their channel's dedup window; max_size channels
@@ -84,7 +86,10 @@ BEGIN
                     OFFSET 0
                 ) AS l
             ) >= 0
-        RETURNING m.id, m.channel_id, m.channel, m.key, m.is_admitted, m AS message
+        RETURNING
+            m.id, m.channel_id, m.channel, m.key, m.is_admitted, m AS message,
+            -- (Counted, lonnymq_messages_completed_total: a sequence, no row.)
+            pg_catalog.nextval('@extschema@.messages_completed_seq') AS counted
     )
 
     -- The messages something must follow: keyed, admitted, or of a
@@ -96,6 +101,9 @@ BEGIN
         pg_catalog.array_agg(g.message) FILTER (
             WHERE g.key IS NOT NULL OR g.is_admitted
             OR EXISTS (SELECT 1 FROM @extschema@.channel AS c WHERE c.id = g.channel_id)
+            -- (Once a pattern was ever set, every message: its pattern may
+            -- keep its history.)
+            OR pg_catalog.pg_sequence_last_value('@extschema@.channel_pattern_seq') > 0
         )
     INTO v_gone_ids, v_followed
     FROM gone AS g;
@@ -104,20 +112,21 @@ BEGIN
         INSERT INTO @extschema@.message_history (id, channel, key, content, state, num_attempts, created_at, completed_at)
         SELECT f.id, f.channel, f.key, f.content, f.state, f.num_attempts, f.created_at, v_now
         FROM pg_catalog.unnest(v_followed) AS f
-        -- (A scalar sub-select, which the planner does not turn into a
-        -- join: a probe by the message's channel whatever the plan.)
-        WHERE (
-            SELECT c.retain_history FROM @extschema@.channel AS c
-            WHERE c.id = f.channel_id AND c.name = f.channel
+        -- (Scalar sub-selects, which the planner does not turn into joins:
+        -- probes by the message's channel whatever the plan.)
+        WHERE COALESCE(
+            (SELECT c.retain_history FROM @extschema@.channel AS c WHERE c.id = f.channel_id AND c.name = f.channel),
+            (SELECT p.retain_history FROM @extschema@._channel_pattern_config(f.channel) AS p)
         );
         -- Keys: each keyed message's claim lasts its channel's dedup window.
         FOR v_key IN
             SELECT
                 f.channel_id, f.key, f.id,
-                COALESCE((
-                    SELECT c.dedup_window_ms FROM @extschema@.channel AS c
-                    WHERE c.id = f.channel_id AND c.name = f.channel
-                ), 0) AS window_ms
+                COALESCE(
+                    (SELECT c.dedup_window_ms FROM @extschema@.channel AS c WHERE c.id = f.channel_id AND c.name = f.channel),
+                    (SELECT p.dedup_window_ms FROM @extschema@._channel_pattern_config(f.channel) AS p),
+                    0
+                ) AS window_ms
             FROM pg_catalog.unnest(v_followed) AS f
             WHERE f.key IS NOT NULL
         LOOP

@@ -15,6 +15,7 @@ LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
     v_key text;
+    v_counted bigint;
 BEGIN
     WITH gone AS (
         DELETE FROM @extschema@.message AS m
@@ -29,7 +30,8 @@ BEGIN
         g.id, p_channel, g.key, g.content, g.state, g.num_attempts, g.created_at, p_now, p_error,
         @extschema@._attempt_log_append(g.attempt_log, g.num_attempts, p_now, p_error)
     FROM gone AS g
-    RETURNING key INTO v_key;
+    -- (Counted, lonnymq_messages_dead_lettered_total: a sequence, no row.)
+    RETURNING key, pg_catalog.nextval('@extschema@.messages_dead_lettered_seq') INTO v_key, v_counted;
     IF v_key IS NOT NULL THEN
         PERFORM @extschema@._message_key_release(p_channel_id, v_key, p_id, p_window_ms, p_now);
     END IF;

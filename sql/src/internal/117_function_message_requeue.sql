@@ -7,7 +7,10 @@
 --   ready      otherwise: its channel's next place (_message_place).
 -- An admitted message leaves its admission (a lock counts towards
 -- max_concurrency until it is completed, failed or deferred): the channel
--- admits its next held message, which may be this one.
+-- admits its next held message, which may be this one.  Except in an
+-- ordered channel: there it keeps its admission, scheduled at its new time
+-- (promotion places an admitted message), so nothing else of the channel
+-- is admitted before it is completed, dead-lettered or cancelled.
 -- The caller has locked the message, entered the epoch (p_bound) and read
 -- its clock after.
 -- Parameters: p_id; p_channel (_channel_config); p_is_admitted; p_dequeue_at;
@@ -30,6 +33,13 @@ LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
     v_limited boolean := @extschema@._channel_admits(p_channel);
+    v_keeps boolean := p_is_admitted AND p_channel.is_ordered;
+    -- (A kept admission waits for its channel's release, as every
+    -- delivery of a channel with a release interval does.)
+    v_dequeue_at bigint := CASE
+        WHEN v_keeps THEN GREATEST(p_dequeue_at, COALESCE(p_channel.release_at, p_dequeue_at))
+        ELSE p_dequeue_at
+    END;
     v_position bigint;
     v_is_early boolean := FALSE;
     v_pending integer;
@@ -38,29 +48,30 @@ BEGIN
     IF p_is_admitted THEN
         SELECT (m.position IS NOT NULL)::integer INTO v_pending FROM @extschema@.message AS m WHERE m.id = p_id;
     END IF;
-    IF p_dequeue_at <= p_now AND NOT v_limited THEN
+    -- (A paused channel's kept message is left due: promotion holds it.)
+    IF v_dequeue_at <= p_now AND (NOT v_limited OR v_keeps AND NOT p_channel.is_paused) THEN
         SELECT p.place, p.is_early INTO v_position, v_is_early
-        FROM @extschema@._message_place(p_channel.id, p_bound, p_dequeue_at, 0) AS p;
+        FROM @extschema@._message_place(p_channel.id, p_bound, v_dequeue_at, 0) AS p;
     END IF;
     UPDATE @extschema@.message AS m
     SET
         is_locked = FALSE,
-        dequeue_at = p_dequeue_at,
+        dequeue_at = v_dequeue_at,
         state = COALESCE(p_state, m.state),
         num_failures = m.num_failures + CASE WHEN p_is_failure THEN 1 ELSE 0 END,
         attempt_log = CASE
             WHEN p_is_failure THEN @extschema@._attempt_log_append(m.attempt_log, m.num_attempts, p_now, p_error)
             ELSE m.attempt_log
         END,
-        is_admitted = FALSE,
+        is_admitted = v_keeps,
         position = v_position,
         is_early = v_is_early,
-        is_held = p_dequeue_at <= p_now AND v_limited
+        is_held = v_dequeue_at <= p_now AND v_limited AND NOT v_keeps
     WHERE m.id = p_id;
-    IF p_is_admitted OR p_dequeue_at <= p_now AND v_limited THEN
+    IF NOT v_keeps AND (p_is_admitted OR v_dequeue_at <= p_now AND v_limited) THEN
         PERFORM @extschema@._channel_admit(p_channel.id, CASE WHEN p_is_admitted THEN 1 ELSE 0 END, COALESCE(v_pending, 0), FALSE, p_now);
     END IF;
-    IF p_channel.notify AND p_dequeue_at <= p_now AND NOT p_channel.is_paused THEN
+    IF p_channel.notify AND v_dequeue_at <= p_now AND NOT p_channel.is_paused THEN
         PERFORM pg_catalog.pg_notify('lonnymq', COALESCE(p_channel.notify_payload, p_channel.name));
     END IF;
 END;

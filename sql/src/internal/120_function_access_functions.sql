@@ -1,7 +1,10 @@
 -- Internal: the functions each access set grants.
---   producer: create messages (one or a batch);
+--   producer: create messages (one or a batch), publish them to a topic
+--             (one or a batch) and list a routing key's channels;
 --   consumer: dequeue, complete (one or a batch), defer, heartbeat, fail;
---   admin:    everything above, plus channel settings, pause, resume and
+--   monitor:  the metrics (metrics_text(), and SELECT on the view metrics,
+--             which calls _metrics);
+--   admin:    everything above, plus topic bindings, channel settings, pause, resume and
 --             drops, cancel, dead-letter redrive and delete, history pruning, schedules,
 --             tick, and SELECT on lonnymq's tables and views (to inspect the
 --             queue, its dead letters and history, channel_stats).
@@ -16,6 +19,9 @@ AS $$
         ('producer', '@extschema@.to_epoch(timestamptz)'),
         ('producer', '@extschema@.message_create(text, bytea, bigint, text)'),
         ('producer', '@extschema@.message_create_batch(text, bytea[], bigint[], text[])'),
+        ('producer', '@extschema@.message_publish(text, bytea, bigint, text, boolean)'),
+        ('producer', '@extschema@.message_publish_batch(text, bytea[], bigint[], text[], boolean)'),
+        ('producer', '@extschema@.topic_routes(text)'),
         ('consumer', '@extschema@.to_epoch(timestamptz)'),
         ('consumer', '@extschema@.message_dequeue(bigint, integer, text)'),
         ('consumer', '@extschema@.message_complete_dequeue(bigint[], integer[], bigint, integer, text)'),
@@ -27,6 +33,11 @@ AS $$
         ('admin', '@extschema@.to_epoch(timestamptz)'),
         ('admin', '@extschema@.message_create(text, bytea, bigint, text)'),
         ('admin', '@extschema@.message_create_batch(text, bytea[], bigint[], text[])'),
+        ('admin', '@extschema@.message_publish(text, bytea, bigint, text, boolean)'),
+        ('admin', '@extschema@.message_publish_batch(text, bytea[], bigint[], text[], boolean)'),
+        ('admin', '@extschema@.topic_routes(text)'),
+        ('admin', '@extschema@.topic_bind(text, text)'),
+        ('admin', '@extschema@.topic_unbind(text, text)'),
         ('admin', '@extschema@.message_dequeue(bigint, integer, text)'),
         ('admin', '@extschema@.message_complete_dequeue(bigint[], integer[], bigint, integer, text)'),
         ('admin', '@extschema@.message_complete(bigint, integer)'),
@@ -34,7 +45,7 @@ AS $$
         ('admin', '@extschema@.message_defer(bigint, integer, bigint, bytea)'),
         ('admin', '@extschema@.message_heartbeat(bigint, integer, bigint)'),
         ('admin', '@extschema@.message_fail(bigint, integer, text)'),
-        ('admin', '@extschema@.channel_set(text, integer, integer, bigint, integer, bigint, double precision, bigint, double precision, bigint, boolean, boolean, text)'),
+        ('admin', '@extschema@.channel_set(text, integer, integer, bigint, integer, bigint, double precision, bigint, double precision, bigint, boolean, boolean, text, boolean)'),
         ('admin', '@extschema@.channel_drop(text, boolean)'),
         ('admin', '@extschema@.channel_pause(text)'),
         ('admin', '@extschema@.channel_resume(text)'),
@@ -45,12 +56,16 @@ AS $$
         ('admin', '@extschema@.schedule_set(text, text, bytea, bigint, bigint)'),
         ('admin', '@extschema@.schedule_drop(text)'),
         ('admin', '@extschema@.tick()'),
-        ('admin', '@extschema@.channel_stats(text)')
+        ('admin', '@extschema@.channel_stats(text)'),
+        ('monitor', '@extschema@.metrics_text()'),
+        ('monitor', '@extschema@._metrics()'),
+        ('admin', '@extschema@.metrics_text()'),
+        ('admin', '@extschema@._metrics()')
     ) AS f (access, fn)
     WHERE f.access = p_access
 $$;
 
 COMMENT ON FUNCTION @extschema@._access_functions(text) IS
-'Internal: the functions an access set (producer, consumer, admin) grants EXECUTE on.';
+'Internal: the functions an access set (producer, consumer, monitor, admin) grants EXECUTE on.';
 
 REVOKE ALL ON FUNCTION @extschema@._access_functions(text) FROM PUBLIC;

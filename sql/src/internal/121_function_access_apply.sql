@@ -27,6 +27,9 @@ BEGIN
         FOR v_function IN SELECT f FROM @extschema@._access_functions(v_grant.access) AS f LOOP
             EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %I', v_function, v_role);
         END LOOP;
+        IF v_grant.access = 'monitor' THEN
+            EXECUTE pg_catalog.format('GRANT SELECT ON %I.metrics TO %I', '@extschema@', v_role);
+        END IF;
         IF v_grant.access = 'admin' THEN
             EXECUTE pg_catalog.format('GRANT SELECT ON ALL TABLES IN SCHEMA %I TO %I', '@extschema@', v_role);
         END IF;

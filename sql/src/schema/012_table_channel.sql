@@ -20,6 +20,16 @@
 -- num_created - num_removed; written by consumers, never by producers.
 --
 -- The configuration's defaults are _channel_defaults(), in one place.
+--
+-- Name patterns (doc/README.md, "Channels configured by a name pattern"):
+-- channel_set('tenant-*', ...) stores a row named 'tenant-*' whose prefix
+-- is 'tenant-'; a channel without a row of its own follows the longest
+-- prefix of its name (_channel_pattern_config: probes of
+-- channel_prefix_key).  A follower needs a row only while admission keeps
+-- counts for it (its pattern has limits): the row is then a copy of the
+-- pattern's configuration with pattern = the pattern's name, created by
+-- its first admission and deleted when its counts are back to nothing
+-- (_channel_admit), so that per-tenant channels that drain leave no rows.
 CREATE TABLE @extschema@.channel (
     id bigint NOT NULL,
     name text NOT NULL,
@@ -41,12 +51,23 @@ CREATE TABLE @extschema@.channel (
     notify boolean NOT NULL,
     notify_payload text,
     num_pending integer NOT NULL DEFAULT 0,
+    is_ordered boolean NOT NULL DEFAULT FALSE,
+    pattern text,
+    prefix text COLLATE "C",
     CONSTRAINT channel_pkey PRIMARY KEY (id),
     CONSTRAINT channel_name_key UNIQUE (name),
     CONSTRAINT channel_name_check CHECK (
         pg_catalog.length(name) BETWEEN 1 AND 255
     ),
     CONSTRAINT channel_max_concurrency_check CHECK (max_concurrency >= 1),
+    CONSTRAINT channel_ordered_check CHECK (NOT is_ordered OR max_concurrency = 1),
+    -- A pattern's row: its name is its prefix and a '*'; it has no limit
+    -- kept per channel that it could not give its followers (max_size,
+    -- a pause) and follows nothing.
+    CONSTRAINT channel_prefix_check CHECK (
+        prefix IS NULL
+        OR name = prefix || '*' AND pattern IS NULL AND max_size IS NULL AND NOT is_paused
+    ),
     CONSTRAINT channel_max_size_check CHECK (max_size >= 1),
     CONSTRAINT channel_release_interval_check CHECK (
         release_interval_ms >= 0
@@ -124,6 +145,12 @@ COMMENT ON COLUMN @extschema@.channel.backoff_max_ms IS
 COMMENT ON COLUMN @extschema@.channel.backoff_jitter IS
 'Fraction, 0 to 1, of the retry delay that may be taken off at random, to spread the retries of a burst (channel_set).';
 
+COMMENT ON COLUMN @extschema@.channel.pattern IS
+'The name of the pattern (a channel_set of a name ending in *) whose configuration this row copies, for a channel without a channel_set of its own whose pattern has limits (the row holds its admission counts and goes when they are back to nothing); NULL for a channel''s own configuration.';
+
+COMMENT ON COLUMN @extschema@.channel.prefix IS
+'For a pattern''s row (a channel_set of a name ending in *): the name without the *; the channels whose names start with it and have no configuration of their own follow this one, the longest prefix winning. NULL for a channel.';
+
 COMMENT ON COLUMN @extschema@.channel.dedup_window_ms IS
 'How long in milliseconds a message''s deduplication key stays claimed after it was completed or dead-lettered (channel_set); 0: released with the message.';
 
@@ -135,3 +162,6 @@ COMMENT ON COLUMN @extschema@.channel.notify IS
 
 COMMENT ON COLUMN @extschema@.channel.notify_payload IS
 'What the channel''s notifications carry: its id as text, or an empty string (channel_set''s p_notify_payload id or none); NULL: the channel''s name.';
+
+COMMENT ON COLUMN @extschema@.channel.is_ordered IS
+'Whether the channel is ordered (channel_set p_ordered): one message at a time (max_concurrency 1), and a failed, deferred or expired message keeps its admission, so no later message is delivered until it is completed, dead-lettered or cancelled.';

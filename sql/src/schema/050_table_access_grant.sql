@@ -6,7 +6,7 @@ CREATE TABLE @extschema@.access_grant (
     access text NOT NULL,
     CONSTRAINT access_grant_pkey PRIMARY KEY (role_name, access),
     CONSTRAINT access_grant_access_check CHECK (
-        access IN ('producer', 'consumer', 'admin')
+        access IN ('producer', 'consumer', 'monitor', 'admin')
     )
 ) WITH (
     autovacuum_vacuum_threshold = 50

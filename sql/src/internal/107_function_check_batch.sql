@@ -1,0 +1,58 @@
+-- Internal: validates the arrays of a batch of messages (message_create_batch,
+-- message_publish_batch) and returns how many messages it holds: contents
+-- not NULL, one-dimensional arrays of one length, at most 10000 messages,
+-- no NULL content, every content within the size limit, every key 1 to
+-- 1024 characters.
+CREATE FUNCTION @extschema@._check_batch(p_contents bytea[], p_dequeue_at bigint[], p_keys text[])
+RETURNS integer
+LANGUAGE plpgsql IMMUTABLE
+AS $$
+DECLARE
+    v_n integer;
+    v_largest bigint;
+    v_key text;
+BEGIN
+    IF p_contents IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_contents must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    v_n := pg_catalog.cardinality(p_contents);
+    IF pg_catalog.array_ndims(p_contents) <> 1
+        OR pg_catalog.array_ndims(p_dequeue_at) <> 1
+        OR pg_catalog.array_ndims(p_keys) <> 1 THEN
+        RAISE EXCEPTION 'lonnymq: p_contents, p_dequeue_at and p_keys must be one-dimensional arrays'
+            USING ERRCODE = '22023';
+    END IF;
+    IF pg_catalog.cardinality(p_dequeue_at) <> v_n OR pg_catalog.cardinality(p_keys) <> v_n THEN
+        RAISE EXCEPTION 'lonnymq: p_dequeue_at and p_keys must have as many elements as p_contents (%), got % and %',
+            v_n, pg_catalog.cardinality(p_dequeue_at), pg_catalog.cardinality(p_keys)
+            USING ERRCODE = '22023';
+    END IF;
+    IF v_n = 0 THEN
+        RETURN 0;
+    END IF;
+    IF v_n > 10000 THEN
+        RAISE EXCEPTION 'lonnymq: a batch holds at most 10000 messages, got %', v_n
+            USING ERRCODE = '22023';
+    END IF;
+    IF pg_catalog.array_position(p_contents, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_contents[%] is NULL', pg_catalog.array_position(p_contents, NULL)
+            USING ERRCODE = '22004';
+    END IF;
+    SELECT pg_catalog.max(pg_catalog.octet_length(c.content)) INTO v_largest
+    FROM pg_catalog.unnest(p_contents) AS c (content);
+    PERFORM @extschema@._check_size('a content', v_largest, @extschema@._max_content_bytes());
+    IF p_keys IS NOT NULL THEN
+        SELECT pg_catalog.min(k.key) INTO v_key
+        FROM pg_catalog.unnest(p_keys) AS k (key)
+        WHERE pg_catalog.length(k.key) NOT BETWEEN 1 AND 1024;
+        PERFORM @extschema@._check_key(v_key);
+    END IF;
+    RETURN v_n;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._check_batch(bytea[], bigint[], text[]) IS
+'Internal: validates a batch''s arrays (22004, 22023, 54000) and returns its number of messages.';
+
+REVOKE ALL ON FUNCTION @extschema@._check_batch(bytea[], bigint[], text[]) FROM PUBLIC;

@@ -1,0 +1,16 @@
+-- A counter of lonnymq.metrics, lonnymq_messages_dead_lettered_total:
+-- messages moved to dead_letter (max_attempts reached, by message_fail or
+-- an expired lock).
+-- A sequence, nextval per event in the statement that makes it: no row is
+-- written and no statement added (bench/prototypes/metrics_counters/).
+-- Not transactional: work that rolled back is counted, and a crash can
+-- move it ahead by up to 32 (a sequence is logged 32 values ahead).
+CREATE SEQUENCE @extschema@.messages_dead_lettered_seq AS bigint MINVALUE 0 START 0;
+
+-- (Called, so that pg_sequence_last_value reads 0, not NULL.)
+SELECT pg_catalog.setval('@extschema@.messages_dead_lettered_seq', 0, TRUE);
+
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.messages_dead_lettered_seq', '');
+
+COMMENT ON SEQUENCE @extschema@.messages_dead_lettered_seq IS
+'Metrics counter, internal state, not to be written by hand: messages moved to dead_letter (max_attempts reached, by message_fail or an expired lock).';
