@@ -92,7 +92,8 @@ def metrics(conn: psycopg.Connection) -> list[tuple[bool, str]]:
     _say("\n== Metrics for Prometheus: lonnymq.metrics_text() (what the exporters in monitoring/ serve)")
     text = conn.execute("SELECT lonnymq.metrics_text()").fetchone()[0]
     for line in text.splitlines():
-        if not line.startswith("#") and (" 0" != line[-2:] or "_total" in line):
+        # (The series of the pattern, and the others when not zero.)
+        if not line.startswith("#") and (" 0" != line[-2:] or "_total" in line or "tenant-*" in line):
             _say(f"  {line}")
     samples = {(s.name, s.labels.get("channel"), s.labels.get("state")): s.value
                for f in text_string_to_metric_families(text) for s in f.samples}
