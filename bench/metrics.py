@@ -18,9 +18,8 @@ from datetime import datetime
 
 from bench.run import ROOT, Target, log
 from bench.scenarios import reset_lonnymq
+from lonnymq_dev.calls import index_entries_read
 
-ENTRIES = ("SELECT sum(pg_stat_get_xact_tuples_returned(i.indexrelid))::bigint FROM pg_index AS i "
-           "JOIN pg_class AS c ON c.oid = i.indrelid WHERE c.relnamespace = 'lonnymq'::regnamespace")
 
 
 def read(conn, sql: str, reps: int) -> tuple[float, int, int]:
@@ -30,10 +29,7 @@ def read(conn, sql: str, reps: int) -> tuple[float, int, int]:
         start = time.perf_counter()
         conn.execute(sql).fetchall()
         times.append((time.perf_counter() - start) * 1000)
-    with conn.transaction():
-        before = conn.execute(ENTRIES).fetchone()[0]
-        conn.execute(sql).fetchall()
-        entries = conn.execute(ENTRIES).fetchone()[0] - before
+    entries = index_entries_read(conn, sql)
     plan = conn.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {sql}").fetchone()[0][0]["Plan"]
     return statistics.median(times), entries, plan["Shared Hit Blocks"] + plan["Shared Read Blocks"]
 

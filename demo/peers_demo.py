@@ -12,6 +12,8 @@ import time
 
 import psycopg
 
+from lonnymq_dev.calls import metric_samples
+
 
 def _say(text: str) -> None:
     print(text, flush=True)
@@ -87,16 +89,13 @@ def topics(conn: psycopg.Connection) -> list[tuple[bool, str]]:
 
 
 def metrics(conn: psycopg.Connection) -> list[tuple[bool, str]]:
-    from prometheus_client.parser import text_string_to_metric_families
-
     _say("\n== Metrics for Prometheus: lonnymq.metrics_text() (what the exporters in monitoring/ serve)")
     text = conn.execute("SELECT lonnymq.metrics_text()").fetchone()[0]
     for line in text.splitlines():
         # (The series of the pattern, and the others when not zero.)
         if not line.startswith("#") and (" 0" != line[-2:] or "_total" in line or "tenant-*" in line):
             _say(f"  {line}")
-    samples = {(s.name, s.labels.get("channel"), s.labels.get("state")): s.value
-               for f in text_string_to_metric_families(text) for s in f.samples}
+    samples = metric_samples(text)
     created = samples.get(("lonnymq_messages_created_total", None, None), 0)
     completed = samples.get(("lonnymq_messages_completed_total", None, None), 0)
     tenant_series = [k for k in samples if k[0] == "lonnymq_messages" and k[1] == "tenant-*"]

@@ -65,3 +65,31 @@ def complete_dequeue(conn, deliveries: Iterable[Sequence] | None, lock_ms: int =
     return conn.execute(
         f"SELECT {columns} FROM lonnymq.message_complete_dequeue(%s::bigint[], %s::integer[], %s, %s, %s)",
         (ids, tokens, lock_ms, limit, channel)).fetchall()
+
+
+# Index entries returned by every index of lonnymq's tables, so far in this
+# transaction: read it before and after a statement, in one transaction,
+# for what the statement read (whatever the depth of the indexes).
+INDEX_ENTRIES_READ = (
+    "SELECT coalesce(sum(pg_stat_get_xact_tuples_returned(i.indexrelid)), 0)::bigint FROM pg_index AS i "
+    "JOIN pg_class AS c ON c.oid = i.indrelid WHERE c.relnamespace = 'lonnymq'::regnamespace"
+)
+
+
+def index_entries_read(conn, sql: str, params: Sequence = ()) -> int:
+    """Index entries of lonnymq's tables that one statement read (its own
+    transaction, INDEX_ENTRIES_READ before and after)."""
+    with conn.transaction():
+        before = scalar(conn, INDEX_ENTRIES_READ)
+        conn.execute(sql, params).fetchall()
+        return scalar(conn, INDEX_ENTRIES_READ) - before
+
+
+def metric_samples(text: str) -> dict[tuple, float]:
+    """Prometheus' text format (metrics_text(), an exporter's /metrics), read
+    by prometheus_client's parser: {(name, channel, state): value}, the
+    labels None where a series has none."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return {(s.name, s.labels.get("channel"), s.labels.get("state")): s.value
+            for f in text_string_to_metric_families(text) for s in f.samples}

@@ -29,6 +29,8 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from lonnymq_dev.calls import index_entries_read, metric_samples
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 POSTGRES_EXPORTER_FILE = ROOT / "monitoring" / "postgres_exporter" / "lonnymq.yaml"
 SQL_EXPORTER_FILE = ROOT / "monitoring" / "sql_exporter" / "lonnymq.collector.yml"
@@ -104,10 +106,7 @@ def test_text_format_parses(db):
     assert [(n if t != "counter" else n.removesuffix("_total"), t) for n, t, _ in families(conn)] == [
         (name, f.type) for name, f in parsed.items()
     ]
-    samples = {
-        (s.name, s.labels.get("channel"), s.labels.get("state")): s.value
-        for f in parsed.values() for s in f.samples
-    }
+    samples = metric_samples(text)
     assert samples[("lonnymq_messages", odd, "ready")] == 1
     assert samples[("lonnymq_messages", "t-*", "ready")] == 4  # one series for the four followers
     assert samples[("lonnymq_messages", "*", "scheduled")] == 1
@@ -119,15 +118,9 @@ def test_text_format_parses(db):
 
 
 def _scrape_reads(conn, view: str = "lonnymq.metrics") -> int:
-    """Index entries the view's scrape returned, over every index of
-    lonnymq's tables (pg_stat_get_xact_tuples_returned: within the
-    transaction, whatever the depth of the indexes)."""
-    q = ("SELECT sum(pg_stat_get_xact_tuples_returned(i.indexrelid))::bigint FROM pg_index AS i "
-         "JOIN pg_class AS c ON c.oid = i.indrelid WHERE c.relnamespace = 'lonnymq'::regnamespace")
-    with conn.transaction():
-        before = conn.execute(q).fetchone()[0]
-        conn.execute(f"SELECT * FROM {view}").fetchall()
-        return conn.execute(q).fetchone()[0] - before
+    """Index entries one read of the view returned, over every index of
+    lonnymq's tables."""
+    return index_entries_read(conn, f"SELECT * FROM {view}")
 
 
 @pytest.mark.parametrize("pattern", [None, "b-*"])
@@ -167,6 +160,19 @@ def test_reads_are_bounded_per_channel(db, pattern):
     assert large == small
 
 
+@pytest.fixture
+def monitor_role(db):
+    """A LOGIN role given the monitor access set, dropped after the test."""
+    conn = db.connect()
+    role = f"lmq_monitor_{db.name}"[:63]
+    conn.execute(f'CREATE ROLE "{role}" LOGIN')
+    conn.execute("SELECT lonnymq.grant_access(%s, 'monitor')", (role,))
+    yield role
+    conn.execute("SELECT lonnymq.revoke_access(%s, 'monitor')", (role,))
+    conn.execute(f'DROP OWNED BY "{role}"')
+    conn.execute(f'DROP ROLE "{role}"')
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -174,79 +180,67 @@ def _free_port() -> int:
 
 
 @pytest.mark.skipif(not os.path.exists(EXPORTER), reason="prometheus-postgres-exporter is not installed (make deps)")
-def test_postgres_exporter_scrapes_the_shipped_queries(db, cluster, tmp_path):
+def test_postgres_exporter_scrapes_the_shipped_queries(db, cluster, tmp_path, monitor_role):
     conn = db.connect()
-    role = f"lmq_exporter_{db.name}"[:63]
-    conn.execute(f'CREATE ROLE "{role}" LOGIN')
-    try:
-        conn.execute("SELECT lonnymq.grant_access(%s, 'monitor')", (role,))
-        # A known workload in a database of its own (counters start at 0).
-        conn.execute("SELECT lonnymq.channel_set('orders', p_max_attempts => 1)")
-        conn.execute("SELECT lonnymq.channel_set('tenant-*', p_max_concurrency => 2)")
-        conn.execute("SELECT * FROM lonnymq.message_create_batch('orders', ARRAY['a', 'b', 'c']::bytea[])")
-        conn.execute("SELECT lonnymq.message_create('tenant-9', 'x', 9e15::bigint)")
-        taken = conn.execute("SELECT id, num_attempts FROM lonnymq.message_dequeue(60000, 2)").fetchall()
-        conn.execute("SELECT lonnymq.message_complete(%s, %s)", taken[0])
-        conn.execute("SELECT lonnymq.message_fail(%s, %s)", taken[1])
+    # A known workload in a database of its own (counters start at 0).
+    conn.execute("SELECT lonnymq.channel_set('orders', p_max_attempts => 1)")
+    conn.execute("SELECT lonnymq.channel_set('tenant-*', p_max_concurrency => 2)")
+    conn.execute("SELECT * FROM lonnymq.message_create_batch('orders', ARRAY['a', 'b', 'c']::bytea[])")
+    conn.execute("SELECT lonnymq.message_create('tenant-9', 'x', 9e15::bigint)")
+    taken = conn.execute("SELECT id, num_attempts FROM lonnymq.message_dequeue(60000, 2)").fetchall()
+    conn.execute("SELECT lonnymq.message_complete(%s, %s)", taken[0])
+    conn.execute("SELECT lonnymq.message_fail(%s, %s)", taken[1])
 
-        port = _free_port()
-        env = dict(os.environ)
-        env["DATA_SOURCE_NAME"] = (
-            f"postgresql://{role}@127.0.0.1:{cluster.port}/{db.name}?sslmode=disable"
+    port = _free_port()
+    env = dict(os.environ)
+    env["DATA_SOURCE_NAME"] = (
+        f"postgresql://{monitor_role}@127.0.0.1:{cluster.port}/{db.name}?sslmode=disable"
+    )
+    log = tmp_path / "exporter.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [
+                EXPORTER,
+                f"--extend.query-path={POSTGRES_EXPORTER_FILE}",
+                f"--web.listen-address=127.0.0.1:{port}",
+                "--disable-default-metrics",
+                "--disable-settings-metrics",
+            ],
+            env=env, stdout=out, stderr=subprocess.STDOUT,
         )
-        log = tmp_path / "exporter.log"
-        with open(log, "wb") as out:
-            proc = subprocess.Popen(
-                [
-                    EXPORTER,
-                    f"--extend.query-path={POSTGRES_EXPORTER_FILE}",
-                    f"--web.listen-address=127.0.0.1:{port}",
-                    "--disable-default-metrics",
-                    "--disable-settings-metrics",
-                ],
-                env=env, stdout=out, stderr=subprocess.STDOUT,
-            )
-        try:
-            body = ""
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                try:
-                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
-                        body = r.read().decode()
-                    if "lonnymq_messages" in body:
-                        break
-                except OSError:
-                    pass
-                time.sleep(0.3)
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
-        assert "lonnymq_messages" in body, log.read_text()[-3000:]
-        samples = {
-            (s.name, s.labels.get("channel"), s.labels.get("state")): s.value
-            for f in text_string_to_metric_families(body) for s in f.samples
-            if s.name.startswith("lonnymq")
-        }
-        assert samples[("lonnymq_messages", "orders", "ready")] == 1
-        assert samples[("lonnymq_messages", "orders", "locked")] == 0
-        assert samples[("lonnymq_dead_letters", "orders", None)] == 1
-        assert samples[("lonnymq_messages", "tenant-*", "scheduled")] == 1
-        assert samples[("lonnymq_messages", "*", "ready")] == 0
-        assert samples[("lonnymq_messages_created_total", None, None)] == 4
-        assert samples[("lonnymq_messages_delivered_total", None, None)] == 2
-        assert samples[("lonnymq_messages_completed_total", None, None)] == 1
-        assert samples[("lonnymq_messages_failed_total", None, None)] == 1
-        assert samples[("lonnymq_messages_dead_lettered_total", None, None)] == 1
-        assert samples[("lonnymq_messages_lock_expired_total", None, None)] == 0
-        assert samples[("lonnymq_messages_count_limit", None, None)] == 10000
-        assert ("lonnymq_oldest_ready_age_seconds", "orders", None) in samples
+    try:
+        body = ""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+                    body = r.read().decode()
+                if "lonnymq_messages" in body:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.3)
     finally:
-        conn.execute("SELECT lonnymq.revoke_access(%s, 'monitor')", (role,))
-        conn.execute(f'DROP OWNED BY "{role}"')
-        conn.execute(f'DROP ROLE "{role}"')
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert "lonnymq_messages" in body, log.read_text()[-3000:]
+    samples = metric_samples(body)
+    assert samples[("lonnymq_messages", "orders", "ready")] == 1
+    assert samples[("lonnymq_messages", "orders", "locked")] == 0
+    assert samples[("lonnymq_dead_letters", "orders", None)] == 1
+    assert samples[("lonnymq_messages", "tenant-*", "scheduled")] == 1
+    assert samples[("lonnymq_messages", "*", "ready")] == 0
+    assert samples[("lonnymq_messages_created_total", None, None)] == 4
+    assert samples[("lonnymq_messages_delivered_total", None, None)] == 2
+    assert samples[("lonnymq_messages_completed_total", None, None)] == 1
+    assert samples[("lonnymq_messages_failed_total", None, None)] == 1
+    assert samples[("lonnymq_messages_dead_lettered_total", None, None)] == 1
+    assert samples[("lonnymq_messages_lock_expired_total", None, None)] == 0
+    assert samples[("lonnymq_messages_count_limit", None, None)] == 10000
+    assert ("lonnymq_oldest_ready_age_seconds", "orders", None) in samples
 
 
-def test_shipped_configurations_match_the_metrics(db):
+def test_shipped_configurations_match_the_metrics(db, monitor_role):
     conn = db.connect()
     expected = {(name, kind, text) for name, kind, text in families(conn)}
 
@@ -267,14 +261,8 @@ def test_shipped_configurations_match_the_metrics(db):
     queries += [q["query"] for q in collector.get("queries", [])] + [
         m["query"] for m in collector["metrics"] if "query" in m
     ]
-    role = f"lmq_mon_{db.name}"[:63]
-    conn.execute(f'CREATE ROLE "{role}"')
-    conn.execute("SELECT lonnymq.grant_access(%s, 'monitor')", (role,))
     with conn.transaction():
-        conn.execute(f'SET LOCAL ROLE "{role}"')
+        conn.execute(f'SET LOCAL ROLE "{monitor_role}"')
         for query in queries:
             cur = conn.execute(query)
             assert cur.description, query
-    conn.execute("SELECT lonnymq.revoke_access(%s, 'monitor')", (role,))
-    conn.execute(f'DROP OWNED BY "{role}"')
-    conn.execute(f'DROP ROLE "{role}"')
