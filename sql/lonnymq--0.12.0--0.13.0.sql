@@ -54,6 +54,185 @@ BEGIN
 END;
 $$;
 
+CREATE OR REPLACE FUNCTION @extschema@._message_key_claim(
+    p_channel_id bigint,
+    p_key text,
+    p_message_id bigint,
+    p_now bigint
+)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_claim record;
+BEGIN
+    FOR v_try IN 1..3 LOOP
+        INSERT INTO @extschema@.message_key (channel_id, key, message_id)
+        VALUES (p_channel_id, p_key, p_message_id)
+        ON CONFLICT (channel_id, key) DO NOTHING;
+        IF FOUND THEN
+            RETURN NULL;
+        END IF;
+        -- Read without locking: a producer told "duplicate" must not hold
+        -- up the holder's complete, cancel or dead-lettering.
+        SELECT k.message_id, k.expires_at INTO v_claim
+        FROM @extschema@.message_key AS k
+        WHERE k.channel_id = p_channel_id AND k.key = p_key;
+        IF FOUND THEN
+            IF v_claim.expires_at IS NULL OR v_claim.expires_at > p_now THEN
+                RETURN v_claim.message_id;
+            END IF;
+            -- Expired: take it over, unless someone else just did.
+            UPDATE @extschema@.message_key AS k
+            SET message_id = p_message_id, expires_at = NULL
+            WHERE k.channel_id = p_channel_id AND k.key = p_key AND k.expires_at <= p_now;
+            IF FOUND THEN
+                RETURN NULL;
+            END IF;
+        END IF;
+    END LOOP;
+    RAISE EXCEPTION 'lonnymq: key "%" keeps changing hands, retry', p_key
+        USING ERRCODE = '40001';
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._message_key_reap(p_now bigint, p_limit integer)
+RETURNS void
+LANGUAGE sql VOLATILE
+AS $$
+    DELETE FROM @extschema@.message_key AS k
+    WHERE k.ctid = ANY(ARRAY(
+        SELECT e.ctid
+        FROM @extschema@.message_key AS e
+        WHERE e.expires_at <= p_now
+        ORDER BY e.expires_at
+        LIMIT p_limit
+        FOR UPDATE SKIP LOCKED
+    ));
+$$;
+
+COMMENT ON FUNCTION @extschema@._message_key_reap(bigint, integer) IS
+'Internal: deletes up to p_limit ended deduplication claims, oldest first.';
+
+REVOKE ALL ON FUNCTION @extschema@._message_key_reap(bigint, integer) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@.message_create(
+    p_channel text,
+    p_content bytea,
+    p_dequeue_at bigint DEFAULT NULL,
+    p_key text DEFAULT NULL
+)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_channel_id bigint := @extschema@._channel_id(p_channel);
+    -- The default is the transaction's start, so that messages created in one
+    -- transaction share a dequeue_at and keep their order by id.
+    v_dequeue_at bigint := COALESCE(p_dequeue_at, @extschema@.to_epoch(pg_catalog.now()));
+    v_epoch bigint;
+    v_place bigint;
+    v_is_early boolean;
+    v_waits boolean;
+    -- (Read once: a setting, not a query.)
+    v_is_serializable boolean := pg_catalog.current_setting('transaction_isolation') = 'serializable';
+    v_max_size integer;
+    v_notify text;
+    v_now bigint;
+    v_id bigint;
+    v_created bigint;
+    v_counted bigint;
+    v_has_no_row boolean;
+BEGIN
+    -- One expression for valid input; the checks say what is wrong.
+    IF p_channel IS NULL OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 OR p_content IS NULL
+        OR pg_catalog.octet_length(p_content) > @extschema@._max_content_bytes()
+        OR pg_catalog.length(p_key) NOT BETWEEN 1 AND 1024 OR pg_catalog.right(p_channel, 1) = '*' THEN
+        PERFORM @extschema@._check_message_channel(p_channel);
+        PERFORM @extschema@._check_message(p_content, p_key);
+    END IF;
+
+    LOOP
+        -- k is one row whose columns are computed in order: the epoch is
+        -- read, its parity and the channel guard held, then the clock read
+        -- (a subquery with volatile columns is never flattened into its
+        -- caller).
+        SELECT
+            k.epoch,
+            k.now,
+            p.place,
+            p.is_early,
+            COALESCE(@extschema@._channel_admits(c), FALSE) OR v_is_serializable,
+            c.max_size,
+            CASE WHEN c.notify AND NOT c.is_paused THEN COALESCE(c.notify_payload, p_channel) END,
+            c.id IS NULL
+        INTO v_epoch, v_now, v_place, v_is_early, v_waits, v_max_size, v_notify, v_has_no_row
+        FROM (
+            SELECT
+                e.epoch,
+                @extschema@._epoch_hold(e.epoch) AS in_epoch,
+                @extschema@._channel_guard_shared(p_channel) AS in_channel,
+                @extschema@._clock_ms() AS now
+            FROM (SELECT pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') AS epoch) AS e
+        ) AS k
+        LEFT JOIN @extschema@.channel AS c ON c.id = v_channel_id AND c.name = p_channel
+        -- (A SERIALIZABLE producer's bound is NULL: the probes' condition
+        -- can never hold, so they read nothing.)
+        CROSS JOIN LATERAL @extschema@._message_place(
+            v_channel_id, CASE WHEN NOT v_is_serializable THEN k.epoch >> 1 END, v_dequeue_at,
+            CASE WHEN p_dequeue_at IS NULL THEN 1000 ELSE 0 END
+        ) AS p;
+
+        -- A channel without a row follows its pattern, if it has one: looked
+        -- for only once a pattern was ever set (channel_pattern_seq), so
+        -- that producers of a database without patterns read nothing more.
+        IF v_has_no_row AND pg_catalog.pg_sequence_last_value('@extschema@.channel_pattern_seq') > 0 THEN
+            SELECT
+                COALESCE(@extschema@._channel_admits(f), FALSE) OR v_is_serializable,
+                CASE WHEN f.notify THEN COALESCE(f.notify_payload, p_channel) END
+            INTO v_waits, v_notify
+            FROM (SELECT) AS one
+            LEFT JOIN LATERAL @extschema@._channel_pattern_config(p_channel) AS f ON TRUE;
+        END IF;
+
+        -- Once, not again when the epoch changed.
+        IF v_id IS NULL AND (p_key IS NOT NULL OR v_max_size IS NOT NULL) THEN
+            v_id := pg_catalog.nextval('@extschema@.message_id_seq');
+            IF p_key IS NOT NULL THEN
+                -- Each keyed create deletes up to two ended claims.
+                PERFORM @extschema@._message_key_reap(v_now, 2);
+                v_created := @extschema@._message_key_claim(v_channel_id, p_key, v_id, v_now);
+                IF v_created IS NOT NULL THEN
+                    RETURN v_created;
+                END IF;
+            END IF;
+            IF v_max_size IS NOT NULL AND @extschema@._channel_quota_take(v_channel_id, v_max_size, 1) = 0 THEN
+                IF p_key IS NOT NULL THEN
+                    PERFORM @extschema@._message_key_release(v_channel_id, p_key, v_id, 0, 0);
+                END IF;
+                RETURN NULL;
+            END IF;
+        END IF;
+
+        INSERT INTO @extschema@.message (id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early)
+        SELECT
+            COALESCE(v_id, pg_catalog.nextval('@extschema@.message_id_seq')), v_channel_id, p_channel, v_dequeue_at,
+            v_now, p_content, p_key,
+            CASE WHEN v_dequeue_at <= v_now AND NOT v_waits THEN v_place END,
+            v_dequeue_at <= v_now AND NOT v_waits AND v_is_early
+        WHERE pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') = v_epoch
+        -- (Counted, lonnymq_messages_created_total: a sequence, no row.)
+        RETURNING id, pg_catalog.nextval('@extschema@.messages_created_seq') INTO v_created, v_counted;
+        EXIT WHEN v_created IS NOT NULL;
+    END LOOP;
+    IF v_notify IS NOT NULL AND v_dequeue_at <= v_now THEN
+        PERFORM pg_catalog.pg_notify('lonnymq', v_notify);
+    END IF;
+    RETURN v_created;
+END;
+$$;
+
 CREATE OR REPLACE FUNCTION @extschema@.message_create_batch(
     p_channel text,
     p_contents bytea[],
@@ -239,6 +418,42 @@ BEGIN
     SELECT o.id
     FROM ROWS FROM (pg_catalog.unnest(v_out)) WITH ORDINALITY AS o (id, i)
     ORDER BY o.i;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.tick()
+RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_bound bigint;
+    v_now bigint;
+    v_created integer := 0;
+BEGIN
+    v_bound := @extschema@._epoch_enter();
+    v_now := @extschema@._clock_ms();
+    -- Every due schedule (up to 10000 a call), one pass: a schedule whose
+    -- channel is busy right now is skipped and left for the next call.
+    v_created := @extschema@._schedule_run(v_now, 10000);
+    -- Due messages, from the beginning of message_due_ix (not from the due
+    -- mark): also one that a backward step of the clock left below it.
+    PERFORM @extschema@._message_promote(v_now, -9223372036854775808, v_bound, 10000);
+    -- Ended claims, up to 10000 in one statement (_message_key_reap).
+    PERFORM @extschema@._message_key_reap(v_now, 10000);
+    -- Rows of pattern followers that drained inside their release interval
+    -- (_channel_admit keeps them until it has passed), up to 10000; one
+    -- whose row lock another call holds is left for the next call.
+    DELETE FROM @extschema@.channel AS c
+    WHERE c.id = ANY(ARRAY(
+        SELECT f.id
+        FROM @extschema@.channel AS f
+        WHERE f.pattern IS NOT NULL AND f.num_admitted = 0 AND NOT f.is_paused AND f.release_at <= v_now
+        LIMIT 10000
+    ))
+    AND @extschema@._channel_row_try_lock(c.id)
+    AND c.num_admitted = 0 AND NOT c.is_paused AND c.release_at <= v_now;
+    RETURN v_created;
 END;
 $$;
 
