@@ -102,12 +102,9 @@ LANGUAGE sql VOLATILE
 AS $$
     DELETE FROM @extschema@.message_key AS k
     WHERE k.ctid = ANY(ARRAY(
-        SELECT e.ctid
-        FROM @extschema@.message_key AS e
+        SELECT e.ctid FROM @extschema@.message_key AS e
         WHERE e.expires_at <= p_now
-        ORDER BY e.expires_at
-        LIMIT p_limit
-        FOR UPDATE SKIP LOCKED
+        ORDER BY e.expires_at LIMIT p_limit FOR UPDATE SKIP LOCKED
     ));
 $$;
 
