@@ -60,7 +60,8 @@ def get_spark(
     Settings made here (``conf`` overrides them): session time zone UTC
     (timestamps in message contents are written in UTC), no console progress
     bar (the pipeline prints its own progress), no web UI; and PYSPARK_PYTHON =
-    this interpreter when unset.
+    this interpreter when unset. With a master: the PostgreSQL JDBC driver's
+    jar (pipeline.export.jdbc_jar) added to spark.jars when it is there.
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
@@ -74,6 +75,13 @@ def get_spark(
     if quiet_logs and LOG4J_CONFIG.exists():
         settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"
     settings.update(conf or {})
+    if master:
+        # export reads through the PostgreSQL JDBC driver. (Under spark-submit,
+        # master None, --jars is the submitter's to give.)
+        from .export import jars_with_jdbc_driver
+
+        if jars := jars_with_jdbc_driver(settings.get("spark.jars")):
+            settings["spark.jars"] = jars
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
