@@ -58,7 +58,9 @@ SQLFLUFF := $(VENV)/bin/sqlfluff
 PYTEST_ARGS ?=
 # openjdk-17-jre-headless: Spark (pipeline/, its tests and the demo) runs on the JVM.
 # prometheus-postgres-exporter: test/python/test_metrics.py scrapes monitoring/'s queries with it.
-APT_PACKAGES = postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl openjdk-17-jre-headless prometheus-postgres-exporter
+# libpostgresql-jdbc-java: PostgreSQL's JDBC driver (/usr/share/java/postgresql.jar), for Spark's
+# JDBC reads (pipeline export, and the plain read it is measured against in bench/pipeline.py).
+APT_PACKAGES = postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl openjdk-17-jre-headless prometheus-postgres-exporter libpostgresql-jdbc-java
 PGTAP_FILES := $(shell LC_ALL=C ls -1 test/pgtap/*.sql 2>/dev/null | LC_ALL=C sort)
 
 # Lint: sql/src with .sqlfluff as is. test/pgtap gets a relaxed rule set (capitalisation,
@@ -208,7 +210,8 @@ demo:
 # bench/results/<date>.md and PNGs. BENCH_DURATION, BENCH_WARMUP, BENCH_CLIENTS,
 # BENCH_SCENARIOS, BENCH_SETTINGS: see bench/README.md. Installs the '.[bench]'
 # extra (matplotlib) into the venv; `make test` does not need it.  Then the
-# topics' fan-out (bench/publish.py) and one metrics scrape (bench/metrics.py).
+# topics' fan-out (bench/publish.py), one metrics scrape (bench/metrics.py), and
+# the Spark pipeline against direct loops and a plain JDBC read (bench/pipeline.py).
 bench:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory all
@@ -217,6 +220,7 @@ bench:
 	$(VENV_PY) bench/run.py
 	$(VENV_PY) -m bench.publish
 	$(VENV_PY) -m bench.metrics
+	$(VENV_PY) -m bench.pipeline
 
 # installcheck (replaces the PGXS pg_regress one): runs pg_prove over test/pgtap/*.sql
 # against an EXISTING, running server that has this version installed (`make install`),

@@ -16,12 +16,14 @@ How a row becomes a message
                 give a key column when identical rows are distinct messages.
 
 How it is written
-    1. A validation job reads every row and reports the bad ones (NULL channel or
-       content, a value JSON cannot hold such as NaN, a channel name or key of the
-       wrong length, content over 16 MiB), with their count and a sample. With bad
-       rows and without ``skip_bad`` nothing is written.
+    1. A validation job turns every row into a message, once: the messages are
+       kept (Spark's cache, serialised, spilling to disk) for the write job, and
+       the bad rows (NULL channel or content, a value JSON cannot hold such as
+       NaN, a channel name or key of the wrong length, content over 16 MiB) are
+       reported with their count and a sample. With bad rows and without
+       ``skip_bad`` nothing is written.
     2. A write job: each partition opens one connection and one transaction, sends
-       its rows with ``lonnymq.message_create_batch`` in chunks of ``batch_size``
+       its messages with ``lonnymq.message_create_batch`` in chunks of ``batch_size``
        per channel, and commits once. A partition is written entirely or not at all.
 
 Exactly once
@@ -43,11 +45,12 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -66,9 +69,11 @@ _DEQUEUE_AT = "__lonnymq_dequeue_at"
 _KEY = "__lonnymq_key"
 _HIDDEN = (_CHANNEL, _DEQUEUE_AT, _KEY)
 
+# Parameters in binary: a bytea[] in text is hex for the client to write and
+# the server to parse (a third of a batch's time, bench/pipeline.py).
 _BATCH_SQL = (
     "SELECT * FROM lonnymq.message_create_batch("
-    "%s::text, %s::bytea[], %s::bigint[], %s::text[])"
+    "%b::text, %b::bytea[], %b::bigint[], %b::text[])"
 )
 _BATCH_SIGNATURE = "lonnymq.message_create_batch(text,bytea[],bigint[],text[])"
 _FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".json": "json",
@@ -253,9 +258,14 @@ def _json_default(o: Any) -> Any:
     raise TypeError(f"a {type(o).__name__} value")
 
 
+# Built once: json.dumps with options builds a new encoder per call.
+_CONTENT_JSON = json.JSONEncoder(default=_json_default, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_CANONICAL_JSON = json.JSONEncoder(default=_json_default, ensure_ascii=False, separators=(",", ":"),
+                                   sort_keys=True, allow_nan=True)
+
+
 def _to_json(value: Any, *, canonical: bool = False) -> str:
-    return json.dumps(value, default=_json_default, ensure_ascii=False, separators=(",", ":"),
-                      sort_keys=canonical, allow_nan=canonical)
+    return (_CANONICAL_JSON if canonical else _CONTENT_JSON).encode(value)
 
 
 def _plain(value: Any) -> Any:
@@ -274,44 +284,64 @@ def _show(row: dict[str, Any]) -> str:
     return text if len(text) <= SAMPLE_ROW_CHARS else text[: SAMPLE_ROW_CHARS - 3] + "..."
 
 
-@dataclass(frozen=True)
-class _Message:
+class _Message(NamedTuple):
+    """A row as a message: a tuple, cheap to pickle into Spark's cache."""
+
     channel: str
     content: bytes
     dequeue_at: int | None
     key: str
 
 
-class _Preparer:
-    """Turns one normalised row into a _Message or a reason it cannot be one.
-    Pickled into the tasks; deterministic, so a retried task prepares the same."""
+def _fields(spec: EnqueueSpec, columns: list[str]) -> list[str]:
+    """The normalised frame's columns: the input's, then the hidden ones (_normalise)."""
+    hidden = [(spec.channel_col, _CHANNEL), (spec.dequeue_at_col, _DEQUEUE_AT), (spec.key_col, _KEY)]
+    return list(columns) + [name for col, name in hidden if col is not None]
 
-    def __init__(self, spec: EnqueueSpec, columns: list[str], content_type: T.DataType | None) -> None:
+
+class _Preparer:
+    """Turns one normalised row (its values in _fields order: a tuple, or a
+    Row) into a _Message or a reason it cannot be one. Pickled into the
+    tasks; deterministic, so a retried task prepares the same.
+
+    This is the pipeline's cost per row in Python: positions are found once,
+    and only the columns that can hold Rows are walked (``nested``)."""
+
+    def __init__(self, spec: EnqueueSpec, columns: list[str], content_type: T.DataType | None,
+                 nested: frozenset[str] | None = None) -> None:
         self.spec = spec
         self.columns = columns  # the input's columns, in order
         self.content_raw = content_type is not None and (
             isinstance(content_type, T.BinaryType)
             or (isinstance(content_type, T.StringType) and not spec.content_json))
+        pos = {name: i for i, name in enumerate(_fields(spec, columns))}
+        # (name, position, may hold Rows); nested None (types unknown): every column.
+        self._data = [(c, pos[c], nested is None or c in nested) for c in columns]
+        self._content = [d for d in self._data if d[0] != spec.channel_col]
+        self._channel_pos = pos.get(_CHANNEL)
+        self._key_pos = pos.get(_KEY)
+        self._dequeue_at_pos = pos.get(_DEQUEUE_AT)
+        self._content_pos = pos[spec.content_col] if spec.content_col is not None else None
 
-    def __call__(self, row: Any) -> _Message | str:
-        d = row.asDict(recursive=False)
-        data = {c: _plain(d[c]) for c in self.columns}
-        channel = self.spec.channel if self.spec.channel is not None else d[_CHANNEL]
+    def __call__(self, row: Sequence[Any]) -> _Message | str:
+        row = tuple(row)  # Row.__getitem__ is Python code; a tuple's is not
+        spec = self.spec
+        channel = spec.channel if spec.channel is not None else row[self._channel_pos]
         if channel is None:
             return "NULL channel"
         if not 1 <= len(channel) <= MAX_CHANNEL_CHARS:
             return f"channel name must be 1 to {MAX_CHANNEL_CHARS} characters, got {len(channel)}"
-        if self.spec.content_col is None:
-            value: Any = {c: v for c, v in data.items() if c != self.spec.channel_col}
+        if spec.content_col is None:
+            value: Any = {c: (_plain(row[i]) if deep else row[i]) for c, i, deep in self._content}
         else:
-            value = data[self.spec.content_col]
+            value = _plain(row[self._content_pos])
             if value is None:
                 return "NULL content"
         if self.content_raw:
             content = bytes(value) if isinstance(value, (bytes, bytearray)) else str(value).encode("utf-8")
         else:
             try:
-                content = _to_json(_plain(value)).encode("utf-8")
+                content = _CONTENT_JSON.encode(value).encode("utf-8")
             except (TypeError, ValueError, OverflowError, RecursionError) as exc:
                 reason = str(exc)
                 if "Out of range float" in reason:
@@ -319,37 +349,105 @@ class _Preparer:
                 return f"unserialisable content: {reason}"
         if len(content) > MAX_CONTENT_BYTES:
             return f"content is {len(content)} bytes, the limit is {MAX_CONTENT_BYTES}"
-        if self.spec.key_col is not None:
-            key = d[_KEY]
+        if spec.key_col is not None:
+            key = row[self._key_pos]
             if key is None:
                 return "NULL key"
         else:
+            data = {c: (_plain(row[i]) if deep else row[i]) for c, i, deep in self._data}
             try:
-                canonical = _to_json(data, canonical=True)
+                canonical = _CANONICAL_JSON.encode(data)
             except (TypeError, ValueError, OverflowError, RecursionError) as exc:
                 return f"cannot derive a key: {exc}"
             key = "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
         if not 1 <= len(key) <= MAX_KEY_CHARS:
             return f"key must be 1 to {MAX_KEY_CHARS} characters, got {len(key)}"
-        dequeue_at = d.get(_DEQUEUE_AT)
+        dequeue_at = row[self._dequeue_at_pos] if self._dequeue_at_pos is not None else None
         return _Message(channel, content, dequeue_at, key)
 
-    def show(self, row: Any) -> str:
-        d = row.asDict(recursive=False)
-        return _show({c: _plain(d[c]) for c in self.columns})
+    def show(self, row: Sequence[Any]) -> str:
+        row = tuple(row)
+        return _show({c: _plain(row[i]) for c, i, _ in self._data})
 
 
-def _validate_partition(index: int, rows: Iterable[Any], prep: _Preparer) -> Iterator[tuple[int, int, list[BadRow]]]:
-    total = bad = 0
-    sample: list[BadRow] = []
-    for row in rows:
-        total += 1
-        msg = prep(row)
-        if isinstance(msg, str):
-            bad += 1
-            if len(sample) < SAMPLE_SIZE:
-                sample.append(BadRow(index, msg, prep.show(row)))
-    yield total, bad, sample
+# ------------------------------------------------------- rows through Arrow
+
+# The rows reach Python, and the messages go back to Spark's cache, as Arrow
+# batches (mapInArrow): half the cost per row of pickled Rows (bench/pipeline.py).
+PREPARED_SCHEMA = "channel string, content binary, dequeue_at long, key string, bad string, shown string"
+WRITTEN_SCHEMA = "partition long, attempt long, rows long, bad long, messages long, dropped long"
+# An output batch is cut after this many bytes of contents and keys: an
+# Arrow binary or string column holds at most 2 GiB.
+_PREPARED_BATCH_BYTES = 64 << 20
+
+
+def _from_arrow(dtype: T.DataType) -> Callable[[Any], Any] | None:
+    """What makes a value of this type, as Arrow gives it to Python, the value a
+    Row gives (made plain): a map arrives as a list of (key, value) pairs. None:
+    nothing to do. Structs arrive as dicts, as _plain makes them."""
+    if isinstance(dtype, T.MapType):
+        k, v = _from_arrow(dtype.keyType) or _same, _from_arrow(dtype.valueType) or _same
+        return lambda m: None if m is None else {k(a): v(b) for a, b in m}
+    if isinstance(dtype, T.ArrayType):
+        e = _from_arrow(dtype.elementType)
+        return None if e is None else (lambda xs: None if xs is None else [e(x) for x in xs])
+    if isinstance(dtype, T.StructType):
+        fs = [(f.name, _from_arrow(f.dataType)) for f in dtype.fields]
+        if all(c is None for _, c in fs):
+            return None
+        return lambda d: None if d is None else {n: (c(d[n]) if c else d[n]) for n, c in fs}
+    return None
+
+
+def _same(x: Any) -> Any:
+    return x
+
+
+def _prepare_batches(batches: Iterable[Any], prep: _Preparer,
+                     converters: list[tuple[int, Callable[[Any], Any]]]) -> Iterator[Any]:
+    """mapInArrow: normalised rows -> PREPARED_SCHEMA (a bad row: `bad` says why)."""
+    import pyarrow as pa
+
+    schema = _arrow_prepared_schema()
+    out: dict[str, list[Any]] = {n: [] for n in schema.names}
+    size = 0
+
+    def emit() -> Any:
+        nonlocal out, size
+        batch = pa.RecordBatch.from_pydict(out, schema=schema)
+        out, size = {n: [] for n in out}, 0
+        return batch
+
+    for batch in batches:
+        cols = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
+        for i, convert in converters:
+            cols[i] = [convert(v) for v in cols[i]]
+        for row in zip(*cols):
+            msg = prep(row)
+            if isinstance(msg, str):
+                for n, v in (("channel", None), ("content", None), ("dequeue_at", None), ("key", None),
+                             ("bad", msg), ("shown", prep.show(row))):
+                    out[n].append(v)
+                continue
+            out["channel"].append(msg.channel)
+            out["content"].append(msg.content)
+            out["dequeue_at"].append(msg.dequeue_at)
+            out["key"].append(msg.key)
+            out["bad"].append(None)
+            out["shown"].append(None)
+            size += len(msg.content) + len(msg.key)
+            if size >= _PREPARED_BATCH_BYTES:
+                yield emit()
+        if out["bad"]:  # one batch out per batch in, as large as Spark's
+            yield emit()
+
+
+def _arrow_prepared_schema() -> Any:
+    """PREPARED_SCHEMA in Arrow (pyarrow is imported in the tasks only)."""
+    import pyarrow as pa
+
+    return pa.schema([("channel", pa.string()), ("content", pa.binary()), ("dequeue_at", pa.int64()),
+                      ("key", pa.string()), ("bad", pa.string()), ("shown", pa.string())])
 
 
 class _ChannelBuffer:
@@ -361,17 +459,19 @@ class _ChannelBuffer:
         self.keys: list[str] = []
 
 
-def _write_partition(index: int, rows: Iterable[Any], prep: _Preparer, dsn: str,
-                     fail_after_commit: bool) -> Iterator[dict[str, int]]:
-    """One partition, one connection, one transaction: all of it or nothing."""
+def _write_batches(batches: Iterable[Any], spec: EnqueueSpec, dsn: str, fail_after_commit: bool) -> Iterator[Any]:
+    """mapInArrow: one partition of prepared messages, one connection, one
+    transaction: all of it or nothing. Yields WRITTEN_SCHEMA's one row."""
     import psycopg
+    import pyarrow as pa
     from pyspark import TaskContext
 
     ctx = TaskContext.get()
+    index = ctx.partitionId() if ctx is not None else 0
     attempt = ctx.attemptNumber() if ctx is not None else 0
     stats = {"partition": index, "attempt": attempt, "rows": 0, "bad": 0, "messages": 0, "dropped": 0}
-    batch_size = prep.spec.batch_size
-    with_dequeue_at = prep.spec.dequeue_at_col is not None
+    batch_size = spec.batch_size
+    with_dequeue_at = spec.dequeue_at_col is not None
     buffers: dict[str, _ChannelBuffer] = {}
 
     def flush(cur: psycopg.Cursor, channel: str, buf: _ChannelBuffer) -> None:
@@ -379,36 +479,53 @@ def _write_partition(index: int, rows: Iterable[Any], prep: _Preparer, dsn: str,
         ids = [r[0] for r in cur.fetchall()]
         if len(ids) != len(buf.keys):
             raise RuntimeError(f"message_create_batch returned {len(ids)} ids for {len(buf.keys)} messages")
-        stats["messages"] += sum(1 for i in ids if i is not None)
-        stats["dropped"] += sum(1 for i in ids if i is None)
+        dropped = ids.count(None)
+        stats["messages"] += len(ids) - dropped
+        stats["dropped"] += dropped
         buf.contents, buf.dequeue_at, buf.keys = [], [], []
 
     # The connection's context commits on a clean exit and rolls back on an error.
     with psycopg.connect(dsn, autocommit=False, application_name=f"{APPLICATION_NAME} enqueue") as conn:
         with conn.cursor() as cur:
-            for row in rows:
-                stats["rows"] += 1
-                msg = prep(row)
-                if isinstance(msg, str):  # skipped (validated before: only with skip_bad)
-                    stats["bad"] += 1
-                    continue
-                buf = buffers.get(msg.channel)
-                if buf is None:
-                    buf = buffers[msg.channel] = _ChannelBuffer()
-                buf.contents.append(msg.content)
-                buf.dequeue_at.append(msg.dequeue_at)
-                buf.keys.append(msg.key)
-                if len(buf.keys) >= batch_size:
-                    flush(cur, msg.channel, buf)
+            for batch in batches:
+                stats["rows"] += batch.num_rows
+                cols = batch.select(["channel", "content", "dequeue_at", "key", "bad"]).to_pydict()
+                for channel, content, dequeue_at, key, bad in zip(
+                        cols["channel"], cols["content"], cols["dequeue_at"], cols["key"], cols["bad"]):
+                    if bad is not None:  # skipped (reported by the validation: only with skip_bad)
+                        stats["bad"] += 1
+                        continue
+                    buf = buffers.get(channel)
+                    if buf is None:
+                        buf = buffers[channel] = _ChannelBuffer()
+                    buf.contents.append(content)
+                    buf.dequeue_at.append(dequeue_at)
+                    buf.keys.append(key)
+                    if len(buf.keys) >= batch_size:
+                        flush(cur, channel, buf)
             for channel, buf in buffers.items():
                 if buf.keys:
                     flush(cur, channel, buf)
     if fail_after_commit and attempt == 0:
         raise InjectedFailure(f"injected failure after the commit of partition {index} (attempt {attempt})")
-    yield stats
+    yield pa.RecordBatch.from_pylist([stats])
 
 
 # ---------------------------------------------------------------------- driver
+
+
+def prepare(df: DataFrame, spec: EnqueueSpec) -> DataFrame:
+    """``df``'s rows as messages, one row each, in PREPARED_SCHEMA: channel,
+    content, dequeue_at and key, or ``bad`` (why the row cannot be a message)
+    and ``shown`` (the row, truncated). Lazy, as any DataFrame."""
+    content_type = df.schema[spec.content_col].dataType if spec.content_col else None
+    nested = frozenset(f.name for f in df.schema.fields
+                       if isinstance(f.dataType, (T.StructType, T.ArrayType, T.MapType)))
+    prep = _Preparer(spec, list(df.columns), content_type, nested)
+    normalised = _normalise(df, spec)
+    converters = [(i, c) for i, f in enumerate(normalised.schema.fields)
+                  if (c := _from_arrow(f.dataType)) is not None]
+    return normalised.mapInArrow(lambda it: _prepare_batches(it, prep, converters), PREPARED_SCHEMA)
 
 
 def enqueue(
@@ -442,40 +559,47 @@ def enqueue(
         if partitions < 1:
             raise PipelineError("partitions must be at least 1")
         df = df.repartition(partitions)
-    content_type = df.schema[spec.content_col].dataType if spec.content_col else None
-    prep = _Preparer(spec, list(df.columns), content_type)
-    rdd = _normalise(df, spec).rdd
+    # Every row is turned into a message once, by the validation job, and kept
+    # in Spark's cache (spilling to disk) for the write job. A lost block is
+    # made again from the input: the same messages, since preparing is
+    # deterministic.
+    prepared = prepare(df, spec).persist(StorageLevel.MEMORY_AND_DISK)
     sc = spark.sparkContext
-    result = EnqueueResult(skip_bad=skip_bad, partitions=rdd.getNumPartitions())
+    result = EnqueueResult(skip_bad=skip_bad, partitions=prepared.rdd.getNumPartitions())
+    try:
+        _validate_and_write(sc, prepared, dsn, spec, result, fail_after_commit, progress)
+    finally:
+        prepared.unpersist()
+    result.seconds = time.monotonic() - t0
+    if result.written:
+        progress(f"{result.messages} messages in {result.seconds:.1f}s"
+                 + (f", {result.retried_partitions} partition(s) retried" if result.retried_partitions else ""))
+    return result
 
+
+def _validate_and_write(sc: Any, prepared: DataFrame, dsn: str, spec: EnqueueSpec, result: EnqueueResult,
+                        fail_after_commit: bool, progress: Progress) -> None:
     progress(f"validating {result.partitions} partition(s)")
     with progress.spark_job(sc, "validate"):
-        parts = rdd.mapPartitionsWithIndex(lambda i, it: _validate_partition(i, it, prep)).collect()
-    for total, bad, sample in parts:
-        result.rows += total
-        result.bad_rows += bad
-        result.bad_sample.extend(sample)
-    result.bad_sample = result.bad_sample[:SAMPLE_SIZE]
+        total, bad = prepared.agg(F.count(F.lit(1)), F.count("bad")).first()
+        sample = prepared.where(F.col("bad").isNotNull()).select(
+            F.spark_partition_id().alias("partition"), "bad", "shown").limit(SAMPLE_SIZE).collect()
+    result.rows, result.bad_rows = total, bad
+    result.bad_sample = [BadRow(r["partition"], r["bad"], r["shown"]) for r in sample]
     progress(f"{result.rows} rows, {result.bad_rows} bad")
 
-    if result.bad_rows and not skip_bad:
-        result.seconds = time.monotonic() - t0
+    if result.bad_rows and not result.skip_bad:
         progress("bad rows found: nothing written")
-        return result
+        return
 
     progress(f"writing {result.partitions} partition(s), one transaction each"
              + (" (fault injection: every task fails after its first commit)" if fail_after_commit else ""))
     injected = bool(fail_after_commit)
     with progress.spark_job(sc, "write"):
-        stats = rdd.mapPartitionsWithIndex(
-            lambda i, it: _write_partition(i, it, prep, dsn, injected)).collect()
+        stats = prepared.mapInArrow(lambda it: _write_batches(it, spec, dsn, injected), WRITTEN_SCHEMA).collect()
     result.written = True
     for s in stats:
         result.messages += s["messages"]
         result.dropped += s["dropped"]
         result.attempts[s["partition"]] = s["attempt"]
     result.retried_partitions = sum(1 for a in result.attempts.values() if a > 0)
-    result.seconds = time.monotonic() - t0
-    progress(f"{result.messages} messages in {result.seconds:.1f}s"
-             + (f", {result.retried_partitions} partition(s) retried" if result.retried_partitions else ""))
-    return result

@@ -127,6 +127,39 @@ def test_rows_become_messages_deterministically():
     assert as_json(row(ch="héllo")).content == '"héllo"'.encode()
 
 
+def test_messages_and_derived_keys_are_those_of_earlier_pipelines(spark):
+    """A job re-run after the pipeline is upgraded must find its messages: the
+    contents and derived keys below are what the pipeline of lonnymq 0.12.0
+    (pickled Rows) made of these rows; 0.13.0 reads them as Arrow batches."""
+    import datetime as dt
+    import decimal
+
+    from pipeline.enqueue import prepare
+
+    utc = dt.timezone.utc
+    rows = [
+        ("orders", 1, 0.1, decimal.Decimal("12.5000"), dt.date(2026, 1, 2),
+         dt.datetime(2026, 1, 2, 3, 4, 5, 600000, tzinfo=utc), b"\x00\xff", ["a", "b"],
+         (7, dt.datetime(2026, 2, 1, 1, 2, 3, 4, tzinfo=utc), {"k": 1}), {"x": (1.5,)}),
+        ("emails", 2, -3.25, decimal.Decimal("0.0001"), dt.date(2000, 2, 29),
+         dt.datetime(1999, 12, 31, 23, 59, 59, tzinfo=utc), b"", None, None, {}),
+    ]
+    df = spark.createDataFrame(rows, "ch string, n int, x double, dec decimal(12,4), day date, ts timestamp, "
+                                     "bin binary, tags array<string>, "
+                                     "inner struct<a:int, t:timestamp, m:map<string,int>>, m map<string,struct<q:double>>")
+    got = {r["channel"]: (bytes(r["content"]), r["key"], r["bad"])
+           for r in prepare(df, EnqueueSpec(channel_col="ch")).collect()}
+    assert got == {
+        "orders": (b'{"n":1,"x":0.1,"dec":12.5,"day":"2026-01-02","ts":"2026-01-02T03:04:05.600000Z","bin":"AP8=",'
+                   b'"tags":["a","b"],"inner":{"a":7,"t":"2026-02-01T01:02:03.000004+00:00","m":{"k":1}},'
+                   b'"m":{"x":{"q":1.5}}}',
+                   "sha256:f1a9a1795cfc8ac1b7da583552baf93944e5fab3ff0ce716cd188bf60c79e975", None),
+        "emails": (b'{"n":2,"x":-3.25,"dec":0.0001,"day":"2000-02-29","ts":"1999-12-31T23:59:59.000000Z","bin":"",'
+                   b'"tags":null,"inner":null,"m":{}}',
+                   "sha256:c5cc1090dc530b2bacaf482b485e32bde431b82fb059210079b49b78685f8d60", None),
+    }
+
+
 def _bad_input(spark, path) -> list[tuple]:
     rows = [
         ("good", "k1", (1.0, "a")),
@@ -269,6 +302,167 @@ def test_export_ranges_cover_every_id_once():
         ranges = _ranges(lo, hi, n)
         ids = [i for a, b in ranges for i in range(a, b + 1)]
         assert ids == list(range(lo, hi + 1)) and len(ranges) <= n
+
+
+# Rows written straight into the tables, with the values a reader can get wrong:
+# NULL against empty key and state, bytes that are not text, a channel with a
+# quote, an error over two lines, unicode in the attempt log.
+_HISTORY_ROWS = [
+    (10, "exp_q'uote", None, b"\x00\xff\xfe binary", None, 1, 1_000, 1_250),
+    (20, "exp_q'uote", "", b"", b"", 2, 2_000, 2_100),
+    (30, "exp_plain", "k-30", "ünïcode".encode(), b"\x01state", 3, 3_000, 9_000),
+    *((i, "exp_plain", f"k-{i}", b"x" * (i % 7), None, 1 + i % 2, 10 * i, 10 * i + i % 13) for i in range(40, 400, 10)),
+]
+_DEAD_ROWS = [
+    (15, "exp_q'uote", "d-15", b"\x00dead", None, 3, 1_500, 1_900, "line 1\nline \"2\"",
+     [{"attempt": 1, "at": 1_600, "error": "ü"}]),
+    (25, "exp_plain", None, b"", b"s", 1, 2_500, 2_600, None, None),
+]
+_HISTORY_COLS = "id, channel, key, content, state, num_attempts, created_at, completed_at"
+_DEAD_COLS = "id, channel, key, content, state, num_attempts, created_at, dead_at, last_error, attempt_log"
+
+
+def _fill_export_tables(conn) -> None:
+    from psycopg.types.json import Jsonb
+
+    with conn.cursor() as cur:
+        cur.executemany(f"INSERT INTO lonnymq.message_history ({_HISTORY_COLS}) VALUES ({', '.join(['%s'] * 8)})",
+                        _HISTORY_ROWS)
+        cur.executemany(f"INSERT INTO lonnymq.dead_letter ({_DEAD_COLS}) VALUES ({', '.join(['%s'] * 10)})",
+                        [(*r[:-1], None if r[-1] is None else Jsonb(r[-1])) for r in _DEAD_ROWS])
+
+
+def _parquet_rows(spark, path) -> list[tuple]:
+    """The rows of a Parquet export, by id, bytes as bytes and attempt_log parsed."""
+    rows = []
+    for r in spark.read.parquet(str(path)).orderBy("id").collect():
+        values = {k: bytes(v) if isinstance(v, bytearray) else v for k, v in r.asDict().items()}
+        if "attempt_log" in values and values["attempt_log"] is not None:
+            values["attempt_log"] = json.loads(values["attempt_log"])
+        rows.append(tuple(values.values()))
+    return rows
+
+
+@pytest.mark.parametrize("transport", ["tcp", "socket"])
+def test_export_round_trips_every_value_through_either_reader(spark, db, tmp_path, transport):
+    """TCP: the JDBC reader (in the JVM); a Unix-domain socket: the Python reader."""
+    import io
+
+    from pipeline.common import Progress
+
+    dsn = db.cluster.tcp_dsn(db.name) if transport == "tcp" else db.dsn
+    conn = db.connect()
+    _fill_export_tables(conn)
+    log = io.StringIO()
+
+    result = export(spark, dsn, tmp_path / "out", partitions=3, progress=Progress("export", log))
+
+    assert ("through Python" in log.getvalue()) == (transport == "socket"), log.getvalue()
+    assert _parquet_rows(spark, tmp_path / "out" / "history") == sorted(_HISTORY_ROWS)
+    assert _parquet_rows(spark, tmp_path / "out" / "dead_letter") == sorted(_DEAD_ROWS)
+    assert (result.history_rows, result.dead_letter_rows) == (len(_HISTORY_ROWS), len(_DEAD_ROWS))
+    assert {s.channel: (s.completed, s.dead) for s in result.channels} == {"exp_plain": (37, 1), "exp_q'uote": (2, 1)}
+
+    # One channel (its name quoted into the reading SQL).
+    only = export(spark, dsn, tmp_path / "only", channels=["exp_q'uote"], charts=False,
+                  progress=Progress("export", quiet=True))
+    assert _parquet_rows(spark, tmp_path / "only" / "history") == [r for r in _HISTORY_ROWS if r[1] == "exp_q'uote"]
+    assert _parquet_rows(spark, tmp_path / "only" / "dead_letter") == [r for r in _DEAD_ROWS if r[1] == "exp_q'uote"]
+    assert [s.channel for s in only.channels] == ["exp_q'uote"] and only.charts == []
+
+
+@pytest.mark.parametrize("transport", ["tcp", "socket"])
+def test_export_reads_one_snapshot_while_the_tables_change(spark, db, tmp_path, monkeypatch, transport):
+    """Rows added (inside and beyond the id range the export found) and removed
+    after the snapshot was taken, before any task reads: the Parquet files hold
+    the tables as they were at the snapshot."""
+    import importlib
+
+    from psycopg.types.json import Jsonb
+
+    module = importlib.import_module("pipeline.export")
+    dsn = db.cluster.tcp_dsn(db.name) if transport == "tcp" else db.dsn
+    conn = db.connect()
+    _fill_export_tables(conn)
+    read_table = module._read_table
+    changed = []
+
+    def change_then_read(*args, **kwargs):
+        if not changed:
+            other = db.connect()  # autocommit: committed before the first task starts
+            other.execute(f"INSERT INTO lonnymq.message_history ({_HISTORY_COLS}) VALUES"
+                          " (11, 'exp_plain', 'new', 'n', NULL, 1, 1, 2),"  # inside the range
+                          " (100000, 'exp_plain', 'new', 'n', NULL, 1, 1, 2)")  # beyond its end
+            other.execute("DELETE FROM lonnymq.message_history WHERE id IN (10, 390)")
+            other.execute(f"INSERT INTO lonnymq.dead_letter ({_DEAD_COLS}) VALUES"
+                          " (16, 'exp_plain', NULL, 'n', NULL, 1, 1, 2, 'new', %s)", [Jsonb([])])
+            other.execute("DELETE FROM lonnymq.dead_letter WHERE id = 25")
+            changed.append(True)
+        return read_table(*args, **kwargs)
+
+    monkeypatch.setattr(module, "_read_table", change_then_read)
+    result = export(spark, dsn, tmp_path / "out", partitions=3, charts=False)
+
+    assert changed
+    assert _parquet_rows(spark, tmp_path / "out" / "history") == sorted(_HISTORY_ROWS)
+    assert _parquet_rows(spark, tmp_path / "out" / "dead_letter") == sorted(_DEAD_ROWS)
+    assert (result.history_rows, result.dead_letter_rows) == (len(_HISTORY_ROWS), len(_DEAD_ROWS))
+    assert db.call("SELECT count(*) FROM lonnymq.message_history")[0][0] == len(_HISTORY_ROWS)  # +2 -2
+    assert db.call("SELECT count(*) FROM lonnymq.message_history WHERE id IN (11, 100000)")[0][0] == 2
+
+
+def test_export_fails_rather_than_read_outside_the_snapshot(spark, db, tmp_path, monkeypatch):
+    """Were Spark to leave a task's JDBC connection in autocommit mode (it does with
+    fetchsize 0), the imported snapshot would last for the first statement only:
+    the read must fail then, not go on in a newer snapshot."""
+    import importlib
+
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+
+    _fill_export_tables(db.connect())
+    monkeypatch.setattr(importlib.import_module("pipeline.export"), "FETCH_ROWS", 0)
+    with pytest.raises((Py4JJavaError, PySparkException), match="SAVEPOINT can only be used in transaction blocks"):
+        export(spark, db.cluster.tcp_dsn(db.name), tmp_path / "out", charts=False)
+
+
+def test_export_jdbc_settings(db, tmp_path, monkeypatch):
+    """Where the JDBC jar is found, and the connection the JDBC reader gets."""
+    import psycopg
+
+    from pipeline.export import JDBC_JAR_ENV, jdbc_jar, jdbc_options
+
+    monkeypatch.setenv(JDBC_JAR_ENV, str(tmp_path / "missing.jar"))
+    with pytest.raises(PipelineError, match=f"libpostgresql-jdbc-java.*{JDBC_JAR_ENV}"):
+        jdbc_jar()
+    (tmp_path / "driver.jar").write_bytes(b"PK")
+    monkeypatch.setenv(JDBC_JAR_ENV, str(tmp_path / "driver.jar"))
+    assert jdbc_jar() == tmp_path / "driver.jar"
+
+    with psycopg.connect(db.dsn) as conn:
+        assert jdbc_options(conn.info, db.dsn) is None  # a Unix-domain socket
+    dsn = db.cluster.tcp_dsn(db.name, password="s3cret", sslmode="disable", connect_timeout=7,
+                             options="-c work_mem=8MB")
+    with psycopg.connect(dsn) as conn:
+        options = jdbc_options(conn.info, dsn)
+    assert options == {
+        "url": f"jdbc:postgresql://127.0.0.1:{db.cluster.port}/{db.name}",
+        "driver": "org.postgresql.Driver",
+        "user": db.cluster.superuser,
+        "ApplicationName": "lonnymq-pipeline export",
+        "password": "s3cret",
+        "sslmode": "disable",
+        "connectTimeout": "7",
+        "options": "-c work_mem=8MB",
+    }
+
+
+def test_export_cli_without_the_jdbc_driver_is_a_usage_error(db, tmp_path, monkeypatch):
+    monkeypatch.setenv("LONNYMQ_JDBC_JAR", str(tmp_path / "missing.jar"))
+    proc = _cli("export", "--dsn", db.cluster.tcp_dsn(db.name), "--out", str(tmp_path / "out"), "--master", "local[1]")
+    assert proc.returncode == 2, proc.stderr
+    assert "the PostgreSQL JDBC driver is needed" in proc.stderr and "LONNYMQ_JDBC_JAR" in proc.stderr
+    assert not (tmp_path / "out" / "history").exists()
 
 
 # ------------------------------------------------------------------ loadgen

@@ -38,7 +38,7 @@
 -- With the channel's notify on, a message deliverable now sends
 -- NOTIFY lonnymq with the channel name (or its notify_payload) as payload
 -- (PostgreSQL delivers one per transaction and payload).
--- Calls: _message_place (inlined), _message_key_claim, _channel_quota_take,
+-- Calls: _message_place (inlined), _message_key_reap, _message_key_claim, _channel_quota_take,
 --   _message_key_release.
 -- Tables: channel (read), message (insert), message_key, channel_quota.
 CREATE FUNCTION @extschema@.message_create(
@@ -125,6 +125,8 @@ BEGIN
         IF v_id IS NULL AND (p_key IS NOT NULL OR v_max_size IS NOT NULL) THEN
             v_id := pg_catalog.nextval('@extschema@.message_id_seq');
             IF p_key IS NOT NULL THEN
+                -- Each keyed create deletes up to two ended claims.
+                PERFORM @extschema@._message_key_reap(v_now, 2);
                 v_created := @extschema@._message_key_claim(v_channel_id, p_key, v_id, v_now);
                 IF v_created IS NOT NULL THEN
                     RETURN v_created;

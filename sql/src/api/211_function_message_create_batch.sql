@@ -6,7 +6,7 @@
 -- gives the first occurrence's id).  NULL p_dequeue_at (or a NULL element)
 -- means the transaction start; NULL p_keys (or a NULL element) means no
 -- key.  Set-based: one INSERT for the messages; keys are claimed with one
--- INSERT and only conflicting ones are looked at one by one.  The ready
+-- INSERT and only those it did not claim are looked at one by one.  The ready
 -- messages of a channel without limits take its next turns, one per
 -- round, in (dequeue_at, id) order, from one _message_place; those more
 -- than a second before the channel's last ready message are early, as
@@ -34,7 +34,8 @@ DECLARE
     v_ids bigint[];
     v_out bigint[];
     v_keep boolean[];
-    v_claimed bigint[];
+    v_claimed bigint;
+    v_keyed bigint;
     v_room integer;
     v_dropped bigint[] := '{}';
     v_dropped_keys text[] := '{}';
@@ -73,7 +74,9 @@ BEGIN
 
     IF p_keys IS NOT NULL THEN
         -- Claim every key at once; the first occurrence of a repeated key
-        -- wins.  Keys already held (or repeated) are resolved one by one.
+        -- wins.  Only when fewer were claimed than given (a key held, or
+        -- repeated) are the others found, one probe each, and resolved one
+        -- by one: a batch of new keys costs one INSERT and no loop.
         WITH claimed AS (
             INSERT INTO @extschema@.message_key AS mk (channel_id, key, message_id)
             SELECT v_channel.id, k.key, v_ids[k.i]
@@ -81,21 +84,33 @@ BEGIN
             WHERE k.key IS NOT NULL
             ORDER BY k.i
             ON CONFLICT (channel_id, key) DO NOTHING
-            RETURNING mk.message_id
+            RETURNING 1
         )
 
-        SELECT pg_catalog.array_agg(c.message_id) INTO v_claimed
-        FROM claimed AS c;
-        v_claimed := COALESCE(v_claimed, '{}');
-        FOR i IN 1..v_n LOOP
-            v_key := p_keys[pg_catalog.array_lower(p_keys, 1) + i - 1];
-            CONTINUE WHEN v_key IS NULL OR v_ids[i] = ANY(v_claimed);
-            v_existing := @extschema@._message_key_claim(v_channel.id, v_key, v_ids[i], v_now);
-            IF v_existing IS NOT NULL THEN
-                v_out[i] := v_existing;
-                v_keep[i] := FALSE;
-            END IF;
-        END LOOP;
+        SELECT
+            (SELECT pg_catalog.count(*) FROM claimed),
+            (SELECT pg_catalog.count(k.key) FROM pg_catalog.unnest(p_keys) AS k (key))
+        INTO v_claimed, v_keyed;
+        IF v_claimed < v_keyed THEN
+            FOR i IN
+                SELECT k.i
+                FROM ROWS FROM (pg_catalog.unnest(p_keys)) WITH ORDINALITY AS k (key, i)
+                WHERE
+                    k.key IS NOT NULL
+                    AND NOT EXISTS (
+                        SELECT FROM @extschema@.message_key AS mk
+                        WHERE mk.channel_id = v_channel.id AND mk.key = k.key AND mk.message_id = v_ids[k.i]
+                    )
+                ORDER BY k.i
+            LOOP
+                v_key := p_keys[pg_catalog.array_lower(p_keys, 1) + i - 1];
+                v_existing := @extschema@._message_key_claim(v_channel.id, v_key, v_ids[i], v_now);
+                IF v_existing IS NOT NULL THEN
+                    v_out[i] := v_existing;
+                    v_keep[i] := FALSE;
+                END IF;
+            END LOOP;
+        END IF;
     END IF;
 
     IF v_channel.max_size IS NOT NULL THEN

@@ -27,20 +27,8 @@ BEGIN
     -- Due messages, from the beginning of message_due_ix (not from the due
     -- mark): also one that a backward step of the clock left below it.
     PERFORM @extschema@._message_promote(v_now, -9223372036854775808, v_bound, 10000);
-    -- Expired claims, 100 at a time (a nested loop of primary-key probes;
-    -- one big DELETE would be planned as a hash join over the whole table).
-    FOR v_try IN 1..100 LOOP
-        DELETE FROM @extschema@.message_key AS k
-        WHERE k.ctid = ANY(ARRAY(
-            SELECT e.ctid
-            FROM @extschema@.message_key AS e
-            WHERE e.expires_at <= v_now
-            ORDER BY e.expires_at
-            LIMIT 100
-            FOR UPDATE SKIP LOCKED
-        ));
-        EXIT WHEN NOT FOUND;
-    END LOOP;
+    -- Ended claims, up to 10000 in one statement (_message_key_reap).
+    PERFORM @extschema@._message_key_reap(v_now, 10000);
     -- Rows of pattern followers that drained inside their release interval
     -- (_channel_admit keeps them until it has passed), up to 10000; one
     -- whose row lock another call holds is left for the next call.

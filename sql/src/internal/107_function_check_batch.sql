@@ -45,7 +45,8 @@ BEGIN
     IF p_keys IS NOT NULL THEN
         SELECT pg_catalog.min(k.key) INTO v_key
         FROM pg_catalog.unnest(p_keys) AS k (key)
-        WHERE pg_catalog.length(k.key) NOT BETWEEN 1 AND 1024;
+        -- octet_length first: it reads the header, length() every byte.
+        WHERE pg_catalog.octet_length(k.key) NOT BETWEEN 1 AND 1024 AND pg_catalog.length(k.key) NOT BETWEEN 1 AND 1024;
         PERFORM @extschema@._check_key(v_key);
     END IF;
     RETURN v_n;

@@ -6,7 +6,7 @@
 -- the INSERT wait for its transaction: if it commits, this one sees its
 -- claim; if it rolls back, this one claims.  Under REPEATABLE READ a claim
 -- committed after the snapshot raises 40001 (retry the transaction).
--- Each keyed create also deletes up to two expired claims.
+-- Ended claims are deleted by the callers (_message_key_reap).
 CREATE FUNCTION @extschema@._message_key_claim(
     p_channel_id bigint,
     p_key text,
@@ -19,17 +19,6 @@ AS $$
 DECLARE
     v_claim record;
 BEGIN
-    -- By ctid (a TID scan): a join on the key let a plan made while the
-    -- table looked small walk message_key_pkey without an index condition.
-    DELETE FROM @extschema@.message_key AS k
-    WHERE k.ctid = ANY(ARRAY(
-        SELECT e.ctid
-        FROM @extschema@.message_key AS e
-        WHERE e.expires_at <= p_now
-        ORDER BY e.expires_at
-        LIMIT 2
-        FOR UPDATE SKIP LOCKED
-    ));
     FOR v_try IN 1..3 LOOP
         INSERT INTO @extschema@.message_key (channel_id, key, message_id)
         VALUES (p_channel_id, p_key, p_message_id)
