@@ -42,10 +42,11 @@ CREATE_SQL = ("SELECT count(*) FROM lonnymq.message_create_batch("
 RELEASED = ROOT / "test" / "python" / "upgrade" / "released_schemas.txt"
 
 
-def previous_release() -> str:
-    """The newest released version (released_schemas.txt lists them in order)."""
-    lines = [ln.split()[0] for ln in RELEASED.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
-    return lines[-1]
+def previous_release(current: str) -> str:
+    """The newest released version before `current` (released_schemas.txt lists
+    them in order, and holds `current` too once it is released)."""
+    released = [ln.split()[0] for ln in RELEASED.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
+    return [v for v in released if v != current][-1]
 
 
 def database(admin, dsn: str, name: str, version: str | None) -> str:
@@ -124,7 +125,6 @@ def main() -> int:
     from pipeline.enqueue import read_input
     from pipeline.sample import write_sample
 
-    previous = previous_release()
     target = Target()
     target.start()
     spark = None
@@ -136,6 +136,7 @@ def main() -> int:
             server = admin.execute("SHOW server_version").fetchone()[0]
             current = admin.execute(
                 "SELECT default_version FROM pg_available_extensions WHERE name = 'lonnymq'").fetchone()[0]
+            previous = previous_release(current)
             dsns = {v: database(admin, target.dsn, f"bench_pipeline_{v.replace('.', '_')}", v)
                     for v in (previous, current)}
         spark = get_spark("local[2]", conf={"spark.sql.shuffle.partitions": "2"})
