@@ -264,10 +264,6 @@ _CANONICAL_JSON = json.JSONEncoder(default=_json_default, ensure_ascii=False, se
                                    sort_keys=True, allow_nan=True)
 
 
-def _to_json(value: Any, *, canonical: bool = False) -> str:
-    return (_CANONICAL_JSON if canonical else _CONTENT_JSON).encode(value)
-
-
 def _plain(value: Any) -> Any:
     """Nested Rows -> dicts (lists and maps walked)."""
     if hasattr(value, "asDict"):
@@ -285,7 +281,7 @@ def _show(row: dict[str, Any]) -> str:
 
 
 class _Message(NamedTuple):
-    """A row as a message: a tuple, cheap to pickle into Spark's cache."""
+    """A row as a message (a row of PREPARED_SCHEMA)."""
 
     channel: str
     content: bytes
@@ -310,7 +306,6 @@ class _Preparer:
     def __init__(self, spec: EnqueueSpec, columns: list[str], content_type: T.DataType | None,
                  nested: frozenset[str] | None = None) -> None:
         self.spec = spec
-        self.columns = columns  # the input's columns, in order
         self.content_raw = content_type is not None and (
             isinstance(content_type, T.BinaryType)
             or (isinstance(content_type, T.StringType) and not spec.content_json))
@@ -581,11 +576,11 @@ def _validate_and_write(sc: Any, prepared: DataFrame, dsn: str, spec: EnqueueSpe
                         fail_after_commit: bool, progress: Progress) -> None:
     progress(f"validating {result.partitions} partition(s)")
     with progress.spark_job(sc, "validate"):
-        total, bad = prepared.agg(F.count(F.lit(1)), F.count("bad")).first()
-        sample = prepared.where(F.col("bad").isNotNull()).select(
-            F.spark_partition_id().alias("partition"), "bad", "shown").limit(SAMPLE_SIZE).collect()
-    result.rows, result.bad_rows = total, bad
-    result.bad_sample = [BadRow(r["partition"], r["bad"], r["shown"]) for r in sample]
+        result.rows, result.bad_rows = prepared.agg(F.count(F.lit(1)), F.count("bad")).first()
+        if result.bad_rows:  # (another pass over the cache: only when there is something to show)
+            sample = prepared.where(F.col("bad").isNotNull()).select(
+                F.spark_partition_id().alias("partition"), "bad", "shown").limit(SAMPLE_SIZE).collect()
+            result.bad_sample = [BadRow(r["partition"], r["bad"], r["shown"]) for r in sample]
     progress(f"{result.rows} rows, {result.bad_rows} bad")
 
     if result.bad_rows and not result.skip_bad:
