@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import sys
 import tempfile
 import time
 from datetime import datetime
@@ -116,9 +118,6 @@ def main() -> int:
     p.add_argument("--name", default=datetime.now().strftime("%Y-%m-%d") + "-pipeline")
     args = p.parse_args()
 
-    import os
-    import sys
-
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pipeline import EnqueueSpec, enqueue, get_spark
     from pipeline.common import Progress
@@ -128,6 +127,9 @@ def main() -> int:
     target = Target()
     target.start()
     spark = None
+    # The sample and the export's Parquet (some 180 MB), removed at the end.
+    tmp_dir = tempfile.TemporaryDirectory(prefix="lonnymq-bench-pipeline-")
+    tmp = Path(tmp_dir.name)
     creates: dict[tuple[str, str, str], list[float]] = {}
     enqueues: dict[str, list[float]] = {}
     export_result = None
@@ -140,7 +142,6 @@ def main() -> int:
             dsns = {v: database(admin, target.dsn, f"bench_pipeline_{v.replace('.', '_')}", v)
                     for v in (previous, current)}
         spark = get_spark("local[2]", conf={"spark.sql.shuffle.partitions": "2"})
-        tmp = Path(tempfile.mkdtemp(prefix="lonnymq-bench-pipeline-"))
         sample = tmp / "events.parquet"
         write_sample(spark, sample, args.rows, poison=0, partitions=4)
         messages = sample_messages(spark, sample)
@@ -194,6 +195,7 @@ def main() -> int:
         if spark is not None:
             spark.stop()
         target.stop()
+        tmp_dir.cleanup()
 
     report = render(args, server, previous, current, creates, enqueues, export_result)
     out = ROOT / "bench" / "results"

@@ -44,6 +44,8 @@ from pathlib import Path
 import psycopg
 from psycopg.conninfo import make_conninfo
 
+from lonnymq_dev.spark_cluster import process_tree
+
 CHANNELS = ("bench-orders", "bench-orders", "bench-orders", "bench-emails", "bench-emails",
             "bench-webhooks", "bench-invoices", "bench-audit")  # a row's channel: CHANNELS[id % 8]
 TARGET_RATIO = 1.5  # export tables / jdbc, at most
@@ -111,28 +113,16 @@ def fill_history(dsn: str, rows: int) -> None:
 
 def _process_tree_cpu(root: int) -> float:
     """CPU seconds (user + system, children waited for included) of process ``root``
-    and its live descendants, from /proc; 0.0 where there is no /proc."""
-    parents: dict[int, list[int]] = {}
-    stats: dict[int, list[str]] = {}
-    try:
-        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
-    except OSError:
-        return 0.0
-    for pid in pids:
+    and its live descendants, from /proc."""
+    ticks = 0
+    for pid in process_tree(root):
         try:
             with open(f"/proc/{pid}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()  # after "pid (comm)"
         except OSError:
             continue  # exited meanwhile
-        stats[pid] = fields
-        parents.setdefault(int(fields[1]), []).append(pid)
-    total, todo = 0, [root]
-    while todo:
-        pid = todo.pop()
-        if pid in stats:
-            total += sum(int(x) for x in stats[pid][11:15])  # utime stime cutime cstime
-        todo += parents.get(pid, [])
-    return total / os.sysconf("SC_CLK_TCK")
+        ticks += sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def run_export_bench(dsn: str, rows: int = 1_000_000, rounds: int = 3, *, out_dir: Path,
