@@ -175,18 +175,42 @@ def template_db(cluster) -> str:
     return TEMPLATE_DB
 
 
+def _check_the_marks(database: Database, request) -> None:
+    """The marks' invariant (lonnymq_dev/invariants.py), checked when a test
+    is done with its database, once its connections are closed: no message
+    lies below a mark, where nothing would ever deliver it.  A test that
+    sets the marks by hand to show what a violation does says so with
+    @pytest.mark.marks_broken_on_purpose("why")."""
+    if request.node.get_closest_marker("marks_broken_on_purpose"):
+        return
+    import psycopg
+
+    from lonnymq_dev.invariants import assert_nothing_below_the_marks
+
+    database.close()
+    with psycopg.connect(database.dsn, autocommit=True) as conn:
+        if conn.execute("SELECT to_regclass('lonnymq.position_mark_seq') IS NOT NULL").fetchone()[0]:
+            assert_nothing_below_the_marks(conn, f"when {request.node.name} was done with {database.name}")
+
+
 @pytest.fixture
 def db(cluster, template_db, request) -> Database:
     database = _new_database(cluster, template_db, request.node.name)
-    yield database
-    _drop(database)
+    try:
+        yield database
+        _check_the_marks(database, request)
+    finally:
+        _drop(database)
 
 
 @pytest.fixture(scope="module")
 def module_db(cluster, template_db, request) -> Database:
     database = _new_database(cluster, template_db, request.module.__name__)
-    yield database
-    _drop(database)
+    try:
+        yield database
+        _check_the_marks(database, request)
+    finally:
+        _drop(database)
 
 
 @pytest.fixture

@@ -34,6 +34,7 @@ import pytest
 from conftest import collect_refused
 from lonnymq_dev.pgcluster import Cluster
 from lonnymq_dev.calls import scalar, dequeue, dequeue_one, complete, complete_dequeue
+from lonnymq_dev.invariants import assert_nothing_below_the_marks
 
 NOW_MS = "SELECT lonnymq.to_epoch(clock_timestamp())"
 
@@ -639,6 +640,10 @@ def _crash_scenario(cluster: Cluster, dsn: str) -> None:
         assert _counters(conn, "conc")["locked"] <= CONC_LIMIT
         assert _counters(conn, "size")["held"] <= SIZE_LIMIT
 
+        # the marks survived the crash: nothing below them (the sequences are
+        # WAL-logged ahead of what a raise read)
+        assert_nothing_below_the_marks(conn, "after crash recovery")
+
         locked_at_crash = {r[0]: (r[3], r[4]) for r in rows if r[2]}
         attempts_before = {r[0]: r[3] for r in rows}
         crash_now = scalar(conn, NOW_MS)
@@ -661,6 +666,7 @@ def _crash_scenario(cluster: Cluster, dsn: str) -> None:
         deadline = time.monotonic() + max(0, last_expiry - crash_now) / 1000 + 10
         delivered = _drain(conn, 30_000, locked_at_crash, attempts_before, deadline)
         assert set(delivered) == after | set(new_ids)
+        assert_nothing_below_the_marks(conn, "after the drain that followed the crash")
         recovered = {mid for mid, (_, rec) in delivered.items() if rec}
         assert recovered == set(locked_at_crash)
 

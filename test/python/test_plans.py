@@ -407,12 +407,13 @@ def test_plans_made_on_a_drained_vacuumed_queue_stay_index_probes(db):
     plans.take()
     with setup.cursor() as cur:         # the queue grows; no ANALYZE, no autovacuum
         # half of them ready in their turns, half locked (expired: the
-        # dequeues recover them)
+        # dequeues recover them; created now, so that message_due_ix has
+        # them above the due mark, where the marks' invariant wants them)
         cur.execute("INSERT INTO lonnymq.message (channel, channel_id, position, dequeue_at, is_locked, num_attempts, "
                     "created_at, content) "
                     "SELECT 'q', lonnymq._channel_id('q'), "
                     "CASE WHEN g % 2 = 1 THEN (1000 + g::bigint) * 1048576 + (lonnymq._channel_id('q') & 1048575) END, "
-                    "g, g % 2 = 0, g % 2, 0, 'x' FROM generate_series(1, 60000) AS g")
+                    "g, g % 2 = 0, g % 2, lonnymq.to_epoch(clock_timestamp()), 'x' FROM generate_series(1, 60000) AS g")
     with conn.cursor() as cur:
         calls(cur)
     collected = plans.take()

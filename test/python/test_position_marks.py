@@ -28,29 +28,10 @@ import pytest
 from psycopg import errors
 
 from lonnymq_dev.calls import complete_dequeue, dequeue
+from lonnymq_dev.invariants import below_the_marks, marks
 
 ISOLATIONS = ["READ COMMITTED", "REPEATABLE READ", "SERIALIZABLE"]
 CONSUMED = 3000
-
-
-def _marks(conn) -> tuple[int, int]:
-    return conn.execute("SELECT (SELECT last_value FROM lonnymq.position_mark_seq),"
-                        " (SELECT last_value FROM lonnymq.due_mark_seq)").fetchone()
-
-
-def _below_the_marks(conn) -> tuple[int, int]:
-    """Ready messages below the position mark, scheduled, locked or waiting
-    messages below the due mark (by message_due_ix's key, the later of
-    dequeue_at and created_at: a message waiting for its admission or its
-    place is due from its creation): none may exist.  The marks are read
-    first, in a statement of their own (they only rise; a count in the same
-    statement could see, in its snapshot, a message taken and passed
-    since)."""
-    mark, due_mark = _marks(conn)
-    return conn.execute(
-        "SELECT count(*) FILTER (WHERE position < %s),"
-        " count(*) FILTER (WHERE position IS NULL AND NOT is_held AND greatest(dequeue_at, created_at) < %s)"
-        " FROM lonnymq.message", (mark, due_mark)).fetchone()
 
 
 def _buffers(conn, sql: str) -> int:
@@ -99,7 +80,7 @@ def test_the_position_mark_keeps_a_dequeue_and_a_create_bounded_under_a_held_sna
     try:
         _consume(conn, CONSUMED, 60_000)  # the locks outlive the test: only positions are consumed
         after = {sql: _median_buffers(conn, sql) for sql in (take, create, from_zero)}
-        mark, _ = _marks(conn)
+        mark, _ = marks(conn)
         front = conn.execute("SELECT min(position) FROM lonnymq.message").fetchone()[0]
     finally:
         holder.rollback()
@@ -114,7 +95,7 @@ def test_the_position_mark_keeps_a_dequeue_and_a_create_bounded_under_a_held_sna
     assert after[take] <= 3 * before[take], f"a dequeue read {after[take]:.0f} buffers, {before[take]:.0f} before"
     assert after[create] <= 3 * before[create], (
         f"a create read {after[create]:.0f} buffers, {before[create]:.0f} before")
-    assert _below_the_marks(conn) == (0, 0)
+    assert below_the_marks(conn)[:2] == (0, 0)
 
 
 @pytest.mark.parametrize("standing", [0, 1])
@@ -152,7 +133,7 @@ def test_a_near_empty_queue_keeps_a_dequeue_and_a_create_bounded_under_a_held_sn
     assert after[take] <= 3 * before[take], f"a dequeue read {after[take]:.0f} buffers, {before[take]:.0f} before"
     assert after[create] <= 3 * before[create], (
         f"a create read {after[create]:.0f} buffers, {before[create]:.0f} before")
-    assert _below_the_marks(conn) == (0, 0)
+    assert below_the_marks(conn)[:2] == (0, 0)
 
 
 def test_the_due_mark_keeps_a_dequeue_bounded_under_a_held_snapshot(db):
@@ -181,7 +162,7 @@ def test_the_due_mark_keeps_a_dequeue_bounded_under_a_held_snapshot(db):
           f"{before[from_start]:.0f} / {after[from_start]:.0f}")
     assert after[from_start] >= 20 * max(before[from_start], 1), "the held snapshot kept nothing"
     assert after[take] <= 3 * before[take], f"a dequeue read {after[take]:.0f} buffers, {before[take]:.0f} before"
-    assert _below_the_marks(conn) == (0, 0)
+    assert below_the_marks(conn)[:2] == (0, 0)
 
 
 @pytest.mark.parametrize("isolation", ISOLATIONS)
@@ -247,11 +228,11 @@ def test_the_marks_rise_under_a_steady_stream_of_producers(db, isolation):
         try:
             for _ in range(12):
                 time.sleep(0.25)
-                below = _below_the_marks(watcher)
+                below = below_the_marks(watcher)[:2]
                 if below != (0, 0):
                     problems.append(f"below the marks (ready, due): {below}")
                 front = watcher.execute("SELECT min(position) FROM lonnymq.message").fetchone()[0]
-                samples.append((*_marks(watcher), front))
+                samples.append((*marks(watcher), front))
         finally:
             stop.set()
             for t in threads:
@@ -265,7 +246,7 @@ def test_the_marks_rise_under_a_steady_stream_of_producers(db, isolation):
                 assert watcher.execute("SELECT lonnymq.message_complete(%s, %s)", (mid, token)).fetchone()[0]
                 delivered.append(mid)
             time.sleep(0.01)
-        assert _below_the_marks(watcher) == (0, 0)
+        assert below_the_marks(watcher)[:2] == (0, 0)
     assert len(created) >= 50, f"only {len(created)} messages created: no load"
     assert len(delivered) == len(set(delivered)), "a message was delivered twice"
     assert sorted(delivered) == sorted(created), "a committed message was never delivered"
@@ -287,14 +268,14 @@ def test_priority_messages_are_delivered_first_and_never_below_the_mark(db, isol
     for _ in range(20):
         conn.execute("SELECT lonnymq.message_complete(d.id, d.num_attempts) "
                      "FROM lonnymq.message_dequeue(60000, 5, 'c') AS d")
-    assert _marks(conn)[0] > first, "the dequeues did not raise the mark"
+    assert marks(conn)[0] > first, "the dequeues did not raise the mark"
     # Producers of priority messages (dated in the past, before everything
     # the mark has passed).
     for i in range(300):
         producer.execute(f"BEGIN ISOLATION LEVEL {isolation}")
         producer.execute("SELECT lonnymq.message_create('c', 'urgent', %s)", (-1000 - i,))
         producer.commit()
-    assert _below_the_marks(conn) == (0, 0)
+    assert below_the_marks(conn)[:2] == (0, 0)
     if isolation == "SERIALIZABLE":
         # A SERIALIZABLE producer's messages wait, due at once, for a
         # dequeue (8 a call) or tick() to place them (doc/README.md,
@@ -308,12 +289,12 @@ def test_priority_messages_are_delivered_first_and_never_below_the_mark(db, isol
     conn.execute("SELECT lonnymq.message_complete_batch(array_agg(id), array_agg(num_attempts)) "
                  "FROM lonnymq.message WHERE is_locked")
     # The consumers that follow raise the mark again, over what was taken.
-    mark = _marks(conn)[0]
+    mark = marks(conn)[0]
     for _ in range(20):
         conn.execute("SELECT lonnymq.message_complete(d.id, d.num_attempts) "
                      "FROM lonnymq.message_dequeue(60000, 5, 'c') AS d")
-    assert _marks(conn)[0] > mark
-    assert _below_the_marks(conn) == (0, 0)
+    assert marks(conn)[0] > mark
+    assert below_the_marks(conn)[:2] == (0, 0)
     assert conn.execute("SELECT count(*) FROM lonnymq.message").fetchone()[0] == 0
 
 

@@ -60,6 +60,7 @@ import psycopg
 import pytest
 
 from conftest import collect_refused
+from lonnymq_dev.invariants import below_the_marks
 from lonnymq_dev.threads import guarded
 
 PRODUCERS = 4
@@ -449,6 +450,11 @@ class Soak:
                 break
             if not producing and drain_began is None:
                 drain_began = time.monotonic()
+                ready, due, ids = below_the_marks(setup)
+                if ready or due:
+                    with self.lock:
+                        self.errors.append(f"when production ended, {ready} ready and {due} due message(s) "
+                                           f"below the marks: {ids[:20]}")
             if drain_began is not None and time.monotonic() - drain_began > DRAIN_TIMEOUT_S:
                 with self.lock:
                     self.errors.append(

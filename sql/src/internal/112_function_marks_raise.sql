@@ -1,23 +1,48 @@
 -- Internal: raise the position mark and the due mark, and start a new
 -- epoch, if no other raise is in flight (the raise lock, advisory
 -- (1819111690, 2), held until the caller's transaction ends) and every
--- writer of the previous epoch has finished (its parity can
--- be locked exclusively at once; session-level, released at once, so a
--- raiser never holds it while its own transaction runs on).  Then every
--- writer in flight entered the current epoch: its positions are at least
--- the current bound, its due entries at least epoch_at.  So:
+-- writer of the previous epoch has finished (its parity can be locked
+-- exclusively at once; session-level, released at once, so a raiser never
+-- holds it while its own transaction runs on).  Then every writer in
+-- flight entered the current epoch: its positions are at least the
+-- current bound, its due entries at least epoch_at.
+--
+-- What the raise reads (the first ready position, the first due entry)
+-- must include every writer that has finished.  Which snapshot reads it
+-- (doc/dequeue-design.md, "A raise at every isolation level"):
+--   READ COMMITTED: each statement takes a new snapshot, after the parity
+--     lock was found free: it sees every writer of the previous epoch.  The
+--     limits are the current epoch's: its bound and epoch_at;
+--   REPEATABLE READ, SERIALIZABLE: the transaction's snapshot, perhaps
+--     older than the parity check: a writer of the previous epoch may have
+--     committed after it, unseen.  The raise goes ahead only when the
+--     transaction whose raise started the current epoch (epoch_raiser_seq)
+--     had ended before the snapshot was taken: then the snapshot postdates
+--     the current epoch's start, every writer of the epoch before the
+--     previous one had finished by then (that raise checked it), and the
+--     writers it may miss entered the previous epoch, whose positions are
+--     at least its bound and whose due entries at least its start.  The
+--     limits are the previous epoch's (epoch_previous_bound_seq,
+--     epoch_previous_at_seq): the marks lag one epoch behind.  Else the
+--     raise does nothing; a later one will.
+-- So, with the limits (bound, start) of whichever case:
 --   position mark <- least(bound, the first ready position), read without
 --     SKIP LOCKED: a take in flight, which may still roll back, counts;
---   due mark <- least(epoch_at - 100 ms, the first scheduled or locked
+--   due mark <- least(start - 100 ms, the first scheduled or locked
 --     dequeue_at below it); the margin covers a backward step of the
 --     system clock up to 100 ms between two backends' readings (tick()
 --     promotes from the beginning of the due index, for larger ones);
---   a new epoch: epoch_at <- p_now, then the bound <- the first ready
---     position, with the other parity (in this order: a writer that sees the
---     new epoch reads its clock after epoch_at was set).
+--   neither mark ever moves down (what lies below a mark never changes);
+--   a new epoch: its bound <- the first ready position, with the other
+--     parity; epoch_at <- p_now (every writer that sees the new epoch reads
+--     its clock after p_now was read); the raiser and the previous epoch's
+--     values recorded last.  The sequences are not transactional: a raise
+--     cut short (an error, a cancel, a crash) leaves a prefix of these
+--     writes, and every prefix is safe: the previous epoch's values are
+--     never newer than the epoch the recorded raiser started.
 -- Called by a dequeue that took 16 messages or more, one call in 16
--- otherwise, or when what it took lay 16 rounds past the mark.  A raise never waits; one that finds the
--- previous epoch busy does nothing.
+-- otherwise, or when what it took lay 16 rounds past the mark.  A raise
+-- never waits; one that finds the previous epoch busy does nothing.
 -- Parameters: p_now, the caller's clock; p_taken, the least position the
 --   caller took, which its own read no longer sees as ready but which its
 --   rollback (or a crash before its commit) would make ready again;
@@ -26,10 +51,17 @@
 --   p_taken: p_taken_last + 1 after a take of the first turns of the
 --   round order (what lies between was taken by this call or by others in
 --   flight), p_taken after one channel's turns (other channels' turns lie
---   between them: a bound past them sent every new message behind them).  The caller's transaction wrote nothing before
---   the call: it took nothing else.
+--   between them: a bound past them sent every new message behind them).
+--   The caller's transaction wrote nothing before the call: it took
+--   nothing else; it has an xid (its take).
 -- Returns: whether the marks were raised.
--- Tables: reads message (message_ready_ix, message_due_ix, from the marks).
+-- Calls: none (sequences, advisory locks).
+-- Tables: reads message (message_ready_ix, message_due_ix, from the marks);
+--   writes the sequences position_mark_seq, due_mark_seq,
+--   position_bound_seq, epoch_at_seq, epoch_raiser_seq,
+--   epoch_previous_bound_seq, epoch_previous_at_seq.
+-- Locks: advisory (1819111690, 2) tried, until the transaction ends; then
+--   (1819111690, previous parity) tried exclusively, released at once.
 CREATE FUNCTION @extschema@._marks_raise(p_now bigint, p_taken bigint, p_taken_last bigint, p_from bigint)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE
@@ -50,10 +82,22 @@ DECLARE
     v_mark bigint := pg_catalog.pg_sequence_last_value('@extschema@.position_mark_seq');
     v_due_mark bigint := pg_catalog.pg_sequence_last_value('@extschema@.due_mark_seq');
     v_epoch_at bigint := pg_catalog.pg_sequence_last_value('@extschema@.epoch_at_seq');
+    v_raiser bigint := pg_catalog.pg_sequence_last_value('@extschema@.epoch_raiser_seq');
+    -- (A setting, not a query.)
+    v_is_fresh boolean := pg_catalog.current_setting('transaction_isolation') = 'read committed';
+    -- The limits: the current epoch's at READ COMMITTED, else the previous one's.
+    v_bound bigint := CASE WHEN v_is_fresh THEN v_epoch >> 1 ELSE
+        pg_catalog.pg_sequence_last_value('@extschema@.epoch_previous_bound_seq') END;
+    v_start bigint := CASE WHEN v_is_fresh THEN v_epoch_at ELSE
+        pg_catalog.pg_sequence_last_value('@extschema@.epoch_previous_at_seq') END;
     v_front bigint;
     v_first_due bigint;
 BEGIN
-    IF NOT (v_is_alone AND pg_catalog.pg_try_advisory_lock(1819111690, (1 - (v_epoch & 1))::integer)) THEN
+    -- (Not at READ COMMITTED: the current epoch's raiser ended before this
+    -- transaction's snapshot; 0: none known.)
+    IF NOT (v_is_alone AND (v_is_fresh OR v_raiser = 0
+        OR pg_catalog.pg_visible_in_snapshot(v_raiser::text::pg_catalog.xid8, pg_catalog.pg_current_snapshot()))
+        AND pg_catalog.pg_try_advisory_lock(1819111690, (1 - (v_epoch & 1))::integer)) THEN
         RETURN FALSE;
     END IF;
     PERFORM pg_catalog.pg_advisory_unlock(1819111690, (1 - (v_epoch & 1))::integer);
@@ -69,27 +113,28 @@ BEGIN
     SELECT GREATEST(d.dequeue_at, d.created_at) INTO v_first_due
     FROM @extschema@.message AS d
     WHERE
-        GREATEST(d.dequeue_at, d.created_at) >= v_due_mark AND GREATEST(d.dequeue_at, d.created_at) < v_epoch_at - 100
+        GREATEST(d.dequeue_at, d.created_at) >= v_due_mark AND GREATEST(d.dequeue_at, d.created_at) < v_start - 100
         AND d.position IS NULL AND NOT d.is_held
     ORDER BY GREATEST(d.dequeue_at, d.created_at)
     LIMIT 1;
+    -- In this order (a prefix of it is safe: see the header).  The new
+    -- epoch's bound is the front, or past what the caller took when nothing
+    -- else is ready, so that new messages never take a consumed position
+    -- again (the marks could then never pass it).
     PERFORM
-        -- Below what the caller took and every other ready position.
-        pg_catalog.setval('@extschema@.position_mark_seq', LEAST(v_front, p_taken, v_epoch >> 1)),
-        pg_catalog.setval('@extschema@.due_mark_seq', GREATEST(v_due_mark, LEAST(v_epoch_at - 100, v_first_due))),
-        pg_catalog.setval('@extschema@.epoch_at_seq', p_now);
-    -- The new epoch's bound: the front, or past what the caller took when
-    -- nothing else is ready, so that new messages never take a
-    -- consumed position again (the marks could then never pass it).
-    PERFORM pg_catalog.setval(
-        '@extschema@.position_bound_seq',
-        GREATEST(COALESCE(v_front, p_taken_last + 1), v_epoch >> 1) * 2 + 1 - (v_epoch & 1)
-    );
+        pg_catalog.setval('@extschema@.position_mark_seq', GREATEST(v_mark, LEAST(v_front, p_taken, v_bound))),
+        pg_catalog.setval('@extschema@.due_mark_seq', GREATEST(v_due_mark, LEAST(v_start - 100, v_first_due))),
+        pg_catalog.setval('@extschema@.position_bound_seq',
+            GREATEST(COALESCE(v_front, p_taken_last + 1), v_epoch >> 1) * 2 + 1 - (v_epoch & 1)),
+        pg_catalog.setval('@extschema@.epoch_at_seq', p_now),
+        pg_catalog.setval('@extschema@.epoch_raiser_seq', pg_catalog.pg_current_xact_id()::text::bigint),
+        pg_catalog.setval('@extschema@.epoch_previous_bound_seq', v_epoch >> 1),
+        pg_catalog.setval('@extschema@.epoch_previous_at_seq', v_epoch_at);
     RETURN TRUE;
 END;
 $$;
 
 COMMENT ON FUNCTION @extschema@._marks_raise(bigint, bigint, bigint, bigint) IS
-'Internal: raise the position and due marks and start a new epoch, when no writer of the previous epoch is in flight; never waits.';
+'Internal: raise the position and due marks and start a new epoch, when no writer of the previous epoch is in flight and every finished writer is visible to the read; never waits.';
 
 REVOKE ALL ON FUNCTION @extschema@._marks_raise(bigint, bigint, bigint, bigint) FROM PUBLIC;

@@ -1,0 +1,24 @@
+-- Schema changes from 0.13.0 to 0.13.1 (hand-written).  make appends the
+-- functions of sql/src/ and the comments of sql/src/schema/ that 0.13.0
+-- does not already have, the entry points' settings, and the recorded
+-- access grants again, giving sql/lonnymq--0.13.0--0.13.1.sql
+-- (tools/build_upgrade.py).  Test: test/python/test_upgrade.py (the
+-- upgraded schema equals a fresh one).
+
+-- A raise at REPEATABLE READ or SERIALIZABLE (_marks_raise): the raiser of
+-- the current epoch and the previous epoch's bound and start.  0 (before
+-- every position and every entry of message_due_ix): the first raise after the upgrade leaves the marks where
+-- they are and records them.
+CREATE SEQUENCE @extschema@.epoch_previous_bound_seq AS bigint MINVALUE 0 START 0;
+SELECT pg_catalog.setval('@extschema@.epoch_previous_bound_seq', 0, TRUE);
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.epoch_previous_bound_seq', '');
+CREATE SEQUENCE @extschema@.epoch_previous_at_seq AS bigint
+MINVALUE -9223372036854775808 START 0;
+SELECT pg_catalog.setval('@extschema@.epoch_previous_at_seq', 0, TRUE);
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.epoch_previous_at_seq', '');
+CREATE SEQUENCE @extschema@.epoch_raiser_seq AS bigint MINVALUE 0 START 0;
+SELECT pg_catalog.setval('@extschema@.epoch_raiser_seq', 0, TRUE);
+
+-- to_epoch is in every access set (the monitor set too, from the recorded
+-- grants applied again below), and no longer PUBLIC's.
+REVOKE ALL ON FUNCTION @extschema@.to_epoch(timestamptz) FROM PUBLIC;
