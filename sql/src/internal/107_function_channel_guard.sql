@@ -3,24 +3,59 @@
 -- a message's state from its channel's configuration (a create, a batch, a
 -- redrive, a retry, a defer, a promotion) holds it shared until it commits;
 -- a call that changes what that decision reads (channel_set, channel_pause,
--- channel_resume, channel_drop) takes it exclusively, waiting for those in
--- flight, so that no message put under the old configuration commits after
--- the new one (a paused channel delivers nothing from the pause on; a new
--- limit counts every message).  Producers of different channels, and
--- consumers, never wait for each other on it.  An advisory lock, not a row
--- lock: a channel without configuration has no row, and many producers'
--- row locks on one row would make multixacts.  A key collision only makes
--- two channels' configuration changes wait a little for each other's
--- producers.
+-- channel_resume, channel_drop, a pattern's application) takes it
+-- exclusively, waiting for those in flight, so that no message put under
+-- the old configuration commits after the new one (a paused channel
+-- delivers nothing from the pause on; a new limit counts every message).
+-- Producers of different channels, and consumers, never wait for each
+-- other on it.  An advisory lock, not a row lock: a channel without
+-- configuration has no row, and many producers' row locks on one row would
+-- make multixacts.  A key collision only makes two channels'
+-- configuration changes wait a little for each other's producers.
+--
+-- The bucket guards (1819111682, hashtext(name) & 31).  Every advisory
+-- lock a transaction holds takes an entry of the server's shared lock
+-- table, sized for max_locks_per_transaction (64 by default) per
+-- connection: one guard per channel made a producer of 40,000 new channels
+-- in one transaction fail with 53200 (out of shared memory, 0.13.0).  So a
+-- transaction holds at most 32 channel guards (counted in the
+-- transaction-local setting lonnymq.channel_guards: calls, not distinct
+-- channels); from its 33rd guard on it holds the channel's bucket guard
+-- instead, which stands for the 1/32 of all channels whose names hash
+-- there: at most 64 guards in all, whatever the number of channels.  A
+-- configuration change takes its channel's bucket guard exclusively after
+-- its channel guard, so it waits for such transactions in flight that
+-- reached a channel of its bucket (and, while it waits or runs, they wait
+-- for it or, trying, skip those channels).
+-- Locks: advisory (1819111681, hashtext(name)) or (1819111682,
+--   hashtext(name) & 31); shared by the deciding calls, both exclusive by
+--   the configuration changes, in that order, until the transaction ends.
+CREATE FUNCTION @extschema@._channel_guards_counted()
+RETURNS integer
+LANGUAGE sql VOLATILE
+AS $$
+    SELECT pg_catalog.set_config('lonnymq.channel_guards', (LEAST(32, COALESCE(
+        NULLIF(pg_catalog.current_setting('lonnymq.channel_guards', TRUE), ''), '0')::integer) + 1)::text, TRUE)::integer
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_guards_counted() IS
+'Internal: count one more channel guard in this transaction (lonnymq.channel_guards, up to 33) and return the count.';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_guards_counted() FROM PUBLIC;
+
+-- (Each guard one expression, so that the planner inlines it into its
+-- caller's statement.)
 CREATE FUNCTION @extschema@._channel_guard_shared(p_channel text)
 RETURNS void
 LANGUAGE sql VOLATILE
 AS $$
-    SELECT pg_catalog.pg_advisory_xact_lock_shared(1819111681, pg_catalog.hashtext(p_channel))
+    SELECT CASE WHEN @extschema@._channel_guards_counted() <= 32
+        THEN pg_catalog.pg_advisory_xact_lock_shared(1819111681, pg_catalog.hashtext(p_channel))
+        ELSE pg_catalog.pg_advisory_xact_lock_shared(1819111682, pg_catalog.hashtext(p_channel) & 31) END
 $$;
 
 COMMENT ON FUNCTION @extschema@._channel_guard_shared(text) IS
-'Internal: hold the channel guard shared until the end of the transaction (waits for a configuration change in flight).';
+'Internal: hold the channel guard shared until the end of the transaction (waits for a configuration change in flight); from a transaction''s 33rd guard on, its bucket guard instead.';
 
 REVOKE ALL ON FUNCTION @extschema@._channel_guard_shared(text) FROM PUBLIC;
 
@@ -28,11 +63,13 @@ CREATE FUNCTION @extschema@._channel_guard_try_shared(p_channel text)
 RETURNS boolean
 LANGUAGE sql VOLATILE
 AS $$
-    SELECT pg_catalog.pg_try_advisory_xact_lock_shared(1819111681, pg_catalog.hashtext(p_channel))
+    SELECT CASE WHEN @extschema@._channel_guards_counted() <= 32
+        THEN pg_catalog.pg_try_advisory_xact_lock_shared(1819111681, pg_catalog.hashtext(p_channel))
+        ELSE pg_catalog.pg_try_advisory_xact_lock_shared(1819111682, pg_catalog.hashtext(p_channel) & 31) END
 $$;
 
 COMMENT ON FUNCTION @extschema@._channel_guard_try_shared(text) IS
-'Internal: take the channel guard shared unless a configuration change holds it; never waits.';
+'Internal: take the channel guard shared (from a transaction''s 33rd guard on, its bucket guard) unless a configuration change holds it; never waits.';
 
 REVOKE ALL ON FUNCTION @extschema@._channel_guard_try_shared(text) FROM PUBLIC;
 
@@ -40,10 +77,11 @@ CREATE FUNCTION @extschema@._channel_guard_exclusive(p_channel text)
 RETURNS void
 LANGUAGE sql VOLATILE
 AS $$
-    SELECT pg_catalog.pg_advisory_xact_lock(1819111681, pg_catalog.hashtext(p_channel))
+    SELECT pg_catalog.pg_advisory_xact_lock(1819111681, pg_catalog.hashtext(p_channel));
+    SELECT pg_catalog.pg_advisory_xact_lock(1819111682, pg_catalog.hashtext(p_channel) & 31);
 $$;
 
 COMMENT ON FUNCTION @extschema@._channel_guard_exclusive(text) IS
-'Internal: hold the channel guard exclusively until the end of the transaction, waiting for the calls in flight that hold it shared.';
+'Internal: hold the channel guard and its bucket guard exclusively until the end of the transaction, waiting for the calls in flight that hold either shared.';
 
 REVOKE ALL ON FUNCTION @extschema@._channel_guard_exclusive(text) FROM PUBLIC;
