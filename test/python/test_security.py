@@ -207,3 +207,63 @@ def test_objects_planted_in_public_change_nothing(db, roles):
         assert conn.execute("SELECT count(*) FROM public.message").fetchone() == (0,)
         hijacked = conn.execute("SELECT string_agg(what, ', ') FROM public.hijacked").fetchone()[0]
     assert hijacked is None, f"planted objects were called: {hijacked}"
+
+
+def _documented_sets() -> dict[str, set[str]]:
+    """doc/README.md's Privileges table: the functions each set may call
+    (the backticked names of its "may call" column that name functions;
+    admin's "everything above" is the union of the sets above it)."""
+    from pathlib import Path
+    import re
+
+    text = (Path(__file__).resolve().parents[2] / "doc" / "README.md").read_text()
+    section = text.split("## Privileges", 1)[1].split("\n## ", 1)[0]
+    sets: dict[str, set[str]] = {}
+    for line in section.splitlines():
+        m = re.match(r"\| `(producer|consumer|monitor|admin)` \| (.*?) \|", line)
+        if m:
+            names = set(re.findall(r"`([a-z_][a-z0-9_]*)`", m.group(2)))
+            if m.group(1) == "admin":
+                assert "everything above" in m.group(2)
+                names |= set().union(*sets.values())
+            sets[m.group(1)] = names
+    assert set(sets) == {"producer", "consumer", "monitor", "admin"}, sets
+    return sets
+
+
+def test_each_set_may_execute_exactly_what_the_privileges_page_says(db, roles):
+    """The privilege matrix, from the catalog: a role given one set may
+    execute exactly the functions doc/README.md lists for it (internal ones
+    included: the monitor set's _metrics is there because the view reads
+    it), and a role with no set, like PUBLIC, none at all."""
+    documented = _documented_sets()
+    suffix = uuid.uuid4().hex[:8]
+    monitor = f"lmq_monitor_{suffix}"
+    with db.connect() as conn:
+        conn.execute(f'CREATE ROLE "{monitor}" LOGIN')
+        conn.execute("SELECT lonnymq.grant_access(%s, 'monitor')", (monitor,))
+        holders = {"producer": roles["producer"], "consumer": roles["consumer"], "admin": roles["admin"],
+                   "monitor": monitor}
+        functions = {name for (name,) in conn.execute(
+            "SELECT DISTINCT p.proname FROM pg_proc AS p WHERE p.pronamespace = 'lonnymq'::regnamespace")}
+        try:
+            for access, role in holders.items():
+                may = {name for (name,) in conn.execute(
+                    "SELECT DISTINCT p.proname FROM pg_proc AS p"
+                    " WHERE p.pronamespace = 'lonnymq'::regnamespace AND has_function_privilege(%s, p.oid, 'EXECUTE')",
+                    (role,))}
+                assert may == documented[access] & functions, (
+                    f"{access}: may execute but undocumented {sorted(may - documented[access])}, "
+                    f"documented but not executable {sorted((documented[access] & functions) - may)}")
+            for role in (roles["nobody"], "public"):
+                none = conn.execute(
+                    "SELECT array_agg(p.proname) FROM pg_proc AS p WHERE p.pronamespace = 'lonnymq'::regnamespace"
+                    " AND has_function_privilege(%s, p.oid, 'EXECUTE')", (role,)).fetchone()[0]
+                assert none is None, f"{role} may execute {none}"
+        finally:
+            conn.execute("SELECT lonnymq.revoke_access(%s, 'monitor')", (monitor,))
+            conn.execute(f'DROP OWNED BY "{monitor}" CASCADE')
+    db.close()
+    db.cluster.psql(f'DROP ROLE IF EXISTS "{monitor}"')
+    with as_role(db, roles["nobody"]) as conn:
+        assert denied(conn, "SELECT lonnymq.to_epoch(now())")

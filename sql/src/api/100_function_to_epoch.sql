@@ -19,3 +19,7 @@ $$;
 
 COMMENT ON FUNCTION @extschema@.to_epoch(timestamptz) IS
 'Epoch milliseconds of a timestamp: floor(epoch seconds * 1000). Exact at every instant, negative before 1970.';
+
+-- In every access set (_access_functions), not PUBLIC's: a role without a
+-- set may call nothing of lonnymq.
+REVOKE ALL ON FUNCTION @extschema@.to_epoch(timestamptz) FROM PUBLIC;

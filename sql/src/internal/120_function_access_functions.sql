@@ -3,7 +3,8 @@
 --             (one or a batch) and list a routing key's channels;
 --   consumer: dequeue, complete (one or a batch), defer, heartbeat, fail;
 --   monitor:  the metrics (metrics_text(), and SELECT on the view metrics,
---             which calls _metrics);
+--             which calls _metrics: PostgreSQL checks a view's functions
+--             against the view's reader, so the set grants it too);
 --   admin:    everything above, plus topic bindings, channel settings, pause, resume and
 --             drops, cancel, dead-letter redrive and delete, history pruning, schedules,
 --             tick, and SELECT on lonnymq's tables and views (to inspect the
@@ -57,6 +58,7 @@ AS $$
         ('admin', '@extschema@.schedule_drop(text)'),
         ('admin', '@extschema@.tick()'),
         ('admin', '@extschema@.channel_stats(text)'),
+        ('monitor', '@extschema@.to_epoch(timestamptz)'),
         ('monitor', '@extschema@.metrics_text()'),
         ('monitor', '@extschema@._metrics()'),
         ('admin', '@extschema@.metrics_text()'),
