@@ -77,16 +77,19 @@ def test_a_raise_at_repeatable_read_still_raises_the_marks(db):
     assert_nothing_below_the_marks(conn)
 
 
-def _run_mixed_load(db, producer_levels, worker_levels, seconds: float = 6.0):
+def _run_mixed_load(db, producer_levels, worker_levels, admin_level, seconds: float = 6.0):
     """Producers (one and two creates per transaction, some priority, some
-    scheduled a little ahead) and workers (dequeues of 1 to 16, some locks
-    abandoned to expire) at the given levels; then a drain by READ COMMITTED
-    dequeues only.  Returns (created, completed) ids."""
+    scheduled a little ahead), workers (dequeues of 1 to 16, some locks
+    abandoned to expire) and an administrator (pausing and resuming
+    channels, setting and lifting a concurrency limit) at the given levels;
+    then a drain by READ COMMITTED dequeues only.  Returns (created,
+    completed) ids."""
     stop = threading.Event()
     lock = threading.Lock()
     created: list[int] = []
     completed: list[int] = []
     problems: list[str] = []
+    changes: list[str] = []  # the administrator's committed calls
 
     def producer(k: int, level: str) -> None:
         rng = random.Random(k)
@@ -154,7 +157,31 @@ def _run_mixed_load(db, producer_levels, worker_levels, seconds: float = 6.0):
         except BaseException as exc:  # noqa: BLE001
             problems.append(f"worker {k} ({level}): {exc!r}")
 
+    def admin(level: str) -> None:
+        rng = random.Random(7)
+        calls = ["SELECT lonnymq.channel_pause(%s)", "SELECT lonnymq.channel_resume(%s)",
+                 "SELECT lonnymq.channel_set(%s, p_max_concurrency => 2)", "SELECT lonnymq.channel_set(%s)"]
+        try:
+            with db.connect() as conn:
+                conn.execute("SET lock_timeout = '2s'")
+                while not stop.is_set():
+                    try:
+                        conn.execute(f"BEGIN ISOLATION LEVEL {level}")
+                        call = rng.choice(calls)
+                        conn.execute(call, (f"c{rng.randrange(8)}",))
+                        conn.execute("COMMIT")
+                        changes.append(call)
+                    except (errors.SerializationFailure, errors.LockNotAvailable, errors.DeadlockDetected):
+                        conn.execute("ROLLBACK")
+                    time.sleep(0.05)
+                for k in range(8):  # what the drain needs: every channel resumed, no limit
+                    conn.execute("SELECT lonnymq.channel_resume(%s)", (f"c{k}",))
+                    conn.execute("SELECT lonnymq.channel_set(%s)", (f"c{k}",))
+        except BaseException as exc:  # noqa: BLE001
+            problems.append(f"admin ({level}): {exc!r}")
+
     threads = [threading.Thread(target=producer, args=(k, lvl)) for k, lvl in enumerate(producer_levels)]
+    threads.append(threading.Thread(target=admin, args=(admin_level,)))
     threads += [threading.Thread(target=worker, args=(k, lvl)) for k, lvl in enumerate(worker_levels)]
     for t in threads:
         t.start()
@@ -163,6 +190,7 @@ def _run_mixed_load(db, producer_levels, worker_levels, seconds: float = 6.0):
     for t in threads:
         t.join(60)
     assert not problems, problems[:5]
+    assert len(set(changes)) == 4 and len(changes) >= 20, f"the administrator changed little: {len(changes)} calls"
     with db.connect() as drain:
         assert_nothing_below_the_marks(drain, "after the load")
         deadline = time.monotonic() + 30
@@ -180,18 +208,18 @@ def _run_mixed_load(db, producer_levels, worker_levels, seconds: float = 6.0):
     return created, completed
 
 
-MIXES = {
-    "read committed": (["READ COMMITTED"] * 3, ["READ COMMITTED"] * 3),
-    "repeatable read": (["REPEATABLE READ"] * 3, ["REPEATABLE READ"] * 3),
-    "serializable": (["SERIALIZABLE"] * 3, ["SERIALIZABLE"] * 3),
-    "mixed": (ISOLATIONS, ["REPEATABLE READ", "SERIALIZABLE", "READ COMMITTED"]),
+MIXES = {  # producers, workers, the administrator
+    "read committed": (["READ COMMITTED"] * 3, ["READ COMMITTED"] * 3, "READ COMMITTED"),
+    "repeatable read": (["REPEATABLE READ"] * 3, ["REPEATABLE READ"] * 3, "REPEATABLE READ"),
+    "serializable": (["SERIALIZABLE"] * 3, ["SERIALIZABLE"] * 3, "SERIALIZABLE"),
+    "mixed": (ISOLATIONS, ["REPEATABLE READ", "SERIALIZABLE", "READ COMMITTED"], "REPEATABLE READ"),
 }
 
 
 @pytest.mark.parametrize("mix", list(MIXES))
 def test_every_committed_message_is_delivered_at_every_isolation_level(db, mix):
-    producers, workers = MIXES[mix]
-    created, completed = _run_mixed_load(db, producers, workers)
+    producers, workers, admin = MIXES[mix]
+    created, completed = _run_mixed_load(db, producers, workers, admin)
     assert len(created) >= 100, f"only {len(created)} messages created: no load"
     assert len(completed) == len(set(completed)), "a message was completed twice"
     assert sorted(completed) == sorted(created), (
