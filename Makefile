@@ -210,7 +210,8 @@ demo:
 # bench/results/<date>.md and PNGs. BENCH_DURATION, BENCH_WARMUP, BENCH_CLIENTS,
 # BENCH_SCENARIOS, BENCH_SETTINGS: see bench/README.md. Installs the '.[bench]'
 # extra (matplotlib) into the venv; `make test` does not need it.  Then the
-# topics' fan-out (bench/publish.py), one metrics scrape (bench/metrics.py), and
+# topics' fan-out (bench/publish.py), one metrics scrape (bench/metrics.py), a
+# held snapshot seen from one worker session (bench/held_session.py, ~5 min), and
 # the Spark pipeline against direct loops and a plain JDBC read (bench/pipeline.py).
 bench:
 	@$(MAKE) --no-print-directory deps
@@ -220,6 +221,7 @@ bench:
 	$(VENV_PY) bench/run.py
 	$(VENV_PY) -m bench.publish
 	$(VENV_PY) -m bench.metrics
+	$(VENV_PY) -m bench.held_session
 	$(VENV_PY) -m bench.pipeline
 
 # installcheck (replaces the PGXS pg_regress one): runs pg_prove over test/pgtap/*.sql
