@@ -60,7 +60,6 @@ import json
 import os
 import random
 import signal
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -70,7 +69,7 @@ from pathlib import Path
 import psycopg
 
 from bench.held import PROBE_LOCK_MS, SNAPSHOT_SQL
-from bench.run import ROOT, Target, log
+from bench.run import ROOT, Target, git_commit, log
 from bench.scenarios import reset_lonnymq
 from lonnymq_dev.calls import complete_dequeue
 
@@ -390,17 +389,6 @@ def report(data: dict) -> str:
             lines.append(f"| `{_cell(n['query'][:160])}` | {n['runs_per_call']:.2f} | {n['buffers_per_call']:,.1f} "
                          f"| {n['before_buffers_per_call']:,.1f} | {n['plans']:,} |")
     return "\n".join(lines) + "\n"
-
-
-def git_commit() -> str:
-    try:
-        commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                                capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "sql", "bench"],
-                               capture_output=True, text=True).stdout.strip()
-    except OSError:
-        return "?"
-    return (commit or "?") + (" (+ uncommitted changes)" if dirty else "")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -183,19 +183,25 @@ class Target:
             self.cluster.cleanup()
 
 
-def environment(conn, args, target: Target) -> dict:
-    settings = dict(conn.execute(
-        "SELECT name, setting || coalesce(unit, '') FROM pg_settings WHERE name = ANY(%s)",
-        (["shared_buffers", "fsync", "synchronous_commit", "max_wal_size", "autovacuum",
-          "wal_level", "max_connections"],),
-    ).fetchall())
+def git_commit() -> str:
+    """HEAD's short hash, and whether sql/ or bench/ has uncommitted changes:
+    what a report was measured on."""
     try:
         commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
                                 capture_output=True, text=True).stdout.strip()
         dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "sql", "bench"],
                                capture_output=True, text=True).stdout.strip()
     except OSError:
-        commit, dirty = "?", ""
+        return "?"
+    return (commit or "?") + (" (+ uncommitted changes)" if dirty else "")
+
+
+def environment(conn, args, target: Target) -> dict:
+    settings = dict(conn.execute(
+        "SELECT name, setting || coalesce(unit, '') FROM pg_settings WHERE name = ANY(%s)",
+        (["shared_buffers", "fsync", "synchronous_commit", "max_wal_size", "autovacuum",
+          "wal_level", "max_connections"],),
+    ).fetchall())
     ext = conn.execute("SELECT default_version FROM pg_available_extensions WHERE name = 'lonnymq'").fetchone()
     return {
         "postgres": conn.execute("SELECT version()").fetchone()[0],
@@ -208,7 +214,7 @@ def environment(conn, args, target: Target) -> dict:
         "psycopg": psycopg.__version__,
         "where": target.where,
         "settings": settings,
-        "git": commit + (" (+ uncommitted changes)" if dirty else ""),
+        "git": git_commit(),
         "started": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
         "load_start": os.getloadavg(),
         "duration": args.duration,
