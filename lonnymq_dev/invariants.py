@@ -21,12 +21,13 @@ MARKS_SQL = ("SELECT pg_sequence_last_value('lonnymq.position_mark_seq'),"
 
 # Parameters: the position mark, the due mark (read first, by MARKS_SQL).
 BELOW_THE_MARKS_SQL = (
-    "SELECT count(*) FILTER (WHERE position < %(mark)s),"
-    " count(*) FILTER (WHERE position IS NULL AND NOT is_held"
-    " AND greatest(dequeue_at, created_at) < %(due_mark)s),"
-    " array_agg(id ORDER BY id) FILTER (WHERE position < %(mark)s OR (position IS NULL AND NOT is_held"
-    " AND greatest(dequeue_at, created_at) < %(due_mark)s))"
-    " FROM lonnymq.message")
+    "SELECT count(*) FILTER (WHERE m.below = 'ready'), count(*) FILTER (WHERE m.below = 'due'),"
+    " array_agg(m.id ORDER BY m.id)"
+    " FROM (SELECT id, CASE"
+    " WHEN position < %(mark)s THEN 'ready'"
+    " WHEN position IS NULL AND NOT is_held AND greatest(dequeue_at, created_at) < %(due_mark)s THEN 'due'"
+    " END AS below FROM lonnymq.message) AS m"
+    " WHERE m.below IS NOT NULL")
 
 
 def marks(conn) -> tuple[int, int]:

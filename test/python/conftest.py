@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from lonnymq_dev.invariants import assert_nothing_below_the_marks
 from lonnymq_dev.pgcluster import Cluster, ClusterError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
@@ -178,14 +179,8 @@ def template_db(cluster) -> str:
 def _check_the_marks(database: Database, request) -> None:
     """The marks' invariant (lonnymq_dev/invariants.py), checked when a test
     is done with its database, once its connections are closed: no message
-    lies below a mark, where nothing would ever deliver it.  A test that
-    sets the marks by hand to show what a violation does says so with
-    @pytest.mark.marks_broken_on_purpose("why")."""
-    if request.node.get_closest_marker("marks_broken_on_purpose"):
-        return
+    lies below a mark, where nothing would ever deliver it."""
     import psycopg
-
-    from lonnymq_dev.invariants import assert_nothing_below_the_marks
 
     database.close()
     with psycopg.connect(database.dsn, autocommit=True) as conn:

@@ -25,7 +25,7 @@ import pytest
 from psycopg import errors
 
 from lonnymq_dev.calls import dequeue
-from lonnymq_dev.invariants import assert_nothing_below_the_marks, below_the_marks
+from lonnymq_dev.invariants import assert_nothing_below_the_marks, below_the_marks, marks
 
 ISOLATIONS = ["READ COMMITTED", "REPEATABLE READ", "SERIALIZABLE"]
 FILLER = ("SELECT lonnymq.message_create_batch('filler', array_agg(convert_to(g::text, 'UTF8')))"
@@ -63,14 +63,14 @@ def test_a_raise_at_repeatable_read_still_raises_the_marks(db):
     where they are, and every probe would walk what was consumed since."""
     conn = db.connect()
     conn.execute("SELECT count(*) FROM lonnymq.message_create_batch('a', array_fill('m'::bytea, ARRAY[2000]))")
-    first_mark = conn.execute("SELECT pg_sequence_last_value('lonnymq.position_mark_seq')").fetchone()[0]
+    first_mark = marks(conn)[0]
     for _ in range(60):
         conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
         rows = dequeue(conn, 30_000, limit=16)
         conn.execute("SELECT lonnymq.message_complete_batch(%s, %s)",
                      ([r[0] for r in rows], [r[1] for r in rows]))
         conn.execute("COMMIT")
-    mark = conn.execute("SELECT pg_sequence_last_value('lonnymq.position_mark_seq')").fetchone()[0]
+    mark = marks(conn)[0]
     front = conn.execute("SELECT min(position) FROM lonnymq.message").fetchone()[0]
     assert mark > first_mark, "REPEATABLE READ dequeues never raised the position mark"
     assert front - mark < 64 * 2**20, f"the mark stayed {(front - mark) >> 20} rounds behind the front"

@@ -28,7 +28,7 @@ import pytest
 from psycopg import errors
 
 from lonnymq_dev.calls import complete_dequeue, dequeue
-from lonnymq_dev.invariants import below_the_marks, marks
+from lonnymq_dev.invariants import assert_nothing_below_the_marks, below_the_marks, marks
 
 ISOLATIONS = ["READ COMMITTED", "REPEATABLE READ", "SERIALIZABLE"]
 CONSUMED = 3000
@@ -95,7 +95,7 @@ def test_the_position_mark_keeps_a_dequeue_and_a_create_bounded_under_a_held_sna
     assert after[take] <= 3 * before[take], f"a dequeue read {after[take]:.0f} buffers, {before[take]:.0f} before"
     assert after[create] <= 3 * before[create], (
         f"a create read {after[create]:.0f} buffers, {before[create]:.0f} before")
-    assert below_the_marks(conn)[:2] == (0, 0)
+    assert_nothing_below_the_marks(conn)
 
 
 @pytest.mark.parametrize("standing", [0, 1])
@@ -133,7 +133,7 @@ def test_a_near_empty_queue_keeps_a_dequeue_and_a_create_bounded_under_a_held_sn
     assert after[take] <= 3 * before[take], f"a dequeue read {after[take]:.0f} buffers, {before[take]:.0f} before"
     assert after[create] <= 3 * before[create], (
         f"a create read {after[create]:.0f} buffers, {before[create]:.0f} before")
-    assert below_the_marks(conn)[:2] == (0, 0)
+    assert_nothing_below_the_marks(conn)
 
 
 def test_the_due_mark_keeps_a_dequeue_bounded_under_a_held_snapshot(db):
@@ -162,7 +162,7 @@ def test_the_due_mark_keeps_a_dequeue_bounded_under_a_held_snapshot(db):
           f"{before[from_start]:.0f} / {after[from_start]:.0f}")
     assert after[from_start] >= 20 * max(before[from_start], 1), "the held snapshot kept nothing"
     assert after[take] <= 3 * before[take], f"a dequeue read {after[take]:.0f} buffers, {before[take]:.0f} before"
-    assert below_the_marks(conn)[:2] == (0, 0)
+    assert_nothing_below_the_marks(conn)
 
 
 @pytest.mark.parametrize("isolation", ISOLATIONS)
@@ -246,7 +246,7 @@ def test_the_marks_rise_under_a_steady_stream_of_producers(db, isolation):
                 assert watcher.execute("SELECT lonnymq.message_complete(%s, %s)", (mid, token)).fetchone()[0]
                 delivered.append(mid)
             time.sleep(0.01)
-        assert below_the_marks(watcher)[:2] == (0, 0)
+        assert_nothing_below_the_marks(watcher)
     assert len(created) >= 50, f"only {len(created)} messages created: no load"
     assert len(delivered) == len(set(delivered)), "a message was delivered twice"
     assert sorted(delivered) == sorted(created), "a committed message was never delivered"
@@ -275,7 +275,7 @@ def test_priority_messages_are_delivered_first_and_never_below_the_mark(db, isol
         producer.execute(f"BEGIN ISOLATION LEVEL {isolation}")
         producer.execute("SELECT lonnymq.message_create('c', 'urgent', %s)", (-1000 - i,))
         producer.commit()
-    assert below_the_marks(conn)[:2] == (0, 0)
+    assert_nothing_below_the_marks(conn)
     if isolation == "SERIALIZABLE":
         # A SERIALIZABLE producer's messages wait, due at once, for a
         # dequeue (8 a call) or tick() to place them (doc/README.md,
@@ -294,7 +294,7 @@ def test_priority_messages_are_delivered_first_and_never_below_the_mark(db, isol
         conn.execute("SELECT lonnymq.message_complete(d.id, d.num_attempts) "
                      "FROM lonnymq.message_dequeue(60000, 5, 'c') AS d")
     assert marks(conn)[0] > mark
-    assert below_the_marks(conn)[:2] == (0, 0)
+    assert_nothing_below_the_marks(conn)
     assert conn.execute("SELECT count(*) FROM lonnymq.message").fetchone()[0] == 0
 
 

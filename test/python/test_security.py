@@ -3,7 +3,9 @@ statement each, and a search_path that planted objects cannot hijack."""
 
 from __future__ import annotations
 
+import re
 import uuid
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -213,9 +215,6 @@ def _documented_sets() -> dict[str, set[str]]:
     """doc/README.md's Privileges table: the functions each set may call
     (the backticked names of its "may call" column that name functions;
     admin's "everything above" is the union of the sets above it)."""
-    from pathlib import Path
-    import re
-
     text = (Path(__file__).resolve().parents[2] / "doc" / "README.md").read_text()
     section = text.split("## Privileges", 1)[1].split("\n## ", 1)[0]
     sets: dict[str, set[str]] = {}
