@@ -21,24 +21,25 @@ SELECT pg_catalog.setval('@extschema@.epoch_raiser_seq', 0, TRUE);
 
 REVOKE ALL ON FUNCTION @extschema@.to_epoch(timestamptz) FROM PUBLIC;
 
-CREATE OR REPLACE FUNCTION @extschema@._channel_guards_counted()
-RETURNS integer
+CREATE OR REPLACE FUNCTION @extschema@._channel_guard_is_own()
+RETURNS boolean
 LANGUAGE sql VOLATILE
 AS $$
     SELECT pg_catalog.set_config('lonnymq.channel_guards', (LEAST(32, COALESCE(
         NULLIF(pg_catalog.current_setting('lonnymq.channel_guards', TRUE), ''), '0')::integer) + 1)::text, TRUE)::integer
+        <= 32
 $$;
 
-COMMENT ON FUNCTION @extschema@._channel_guards_counted() IS
-'Internal: count one more channel guard in this transaction (lonnymq.channel_guards, up to 33) and return the count.';
+COMMENT ON FUNCTION @extschema@._channel_guard_is_own() IS
+'Internal: count one more channel guard in this transaction (lonnymq.channel_guards, up to 33); whether it is among the first 32, which take the channel''s own guard rather than its bucket''s.';
 
-REVOKE ALL ON FUNCTION @extschema@._channel_guards_counted() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._channel_guard_is_own() FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION @extschema@._channel_guard_shared(p_channel text)
 RETURNS void
 LANGUAGE sql VOLATILE
 AS $$
-    SELECT CASE WHEN @extschema@._channel_guards_counted() <= 32
+    SELECT CASE WHEN @extschema@._channel_guard_is_own()
         THEN pg_catalog.pg_advisory_xact_lock_shared(1819111681, pg_catalog.hashtext(p_channel))
         ELSE pg_catalog.pg_advisory_xact_lock_shared(1819111682, pg_catalog.hashtext(p_channel) & 31) END
 $$;
@@ -50,7 +51,7 @@ CREATE OR REPLACE FUNCTION @extschema@._channel_guard_try_shared(p_channel text)
 RETURNS boolean
 LANGUAGE sql VOLATILE
 AS $$
-    SELECT CASE WHEN @extschema@._channel_guards_counted() <= 32
+    SELECT CASE WHEN @extschema@._channel_guard_is_own()
         THEN pg_catalog.pg_try_advisory_xact_lock_shared(1819111681, pg_catalog.hashtext(p_channel))
         ELSE pg_catalog.pg_try_advisory_xact_lock_shared(1819111682, pg_catalog.hashtext(p_channel) & 31) END
 $$;

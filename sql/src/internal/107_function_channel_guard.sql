@@ -30,18 +30,22 @@
 -- Locks: advisory (1819111681, hashtext(name)) or (1819111682,
 --   hashtext(name) & 31); shared by the deciding calls, both exclusive by
 --   the configuration changes, in that order, until the transaction ends.
-CREATE FUNCTION @extschema@._channel_guards_counted()
-RETURNS integer
+-- _channel_guard_is_own: count one more guard of this transaction (the
+-- count stops at 33) and say whether it is among its first 32, which take
+-- the channel's own guard; the one place the 32 is written.
+CREATE FUNCTION @extschema@._channel_guard_is_own()
+RETURNS boolean
 LANGUAGE sql VOLATILE
 AS $$
     SELECT pg_catalog.set_config('lonnymq.channel_guards', (LEAST(32, COALESCE(
         NULLIF(pg_catalog.current_setting('lonnymq.channel_guards', TRUE), ''), '0')::integer) + 1)::text, TRUE)::integer
+        <= 32
 $$;
 
-COMMENT ON FUNCTION @extschema@._channel_guards_counted() IS
-'Internal: count one more channel guard in this transaction (lonnymq.channel_guards, up to 33) and return the count.';
+COMMENT ON FUNCTION @extschema@._channel_guard_is_own() IS
+'Internal: count one more channel guard in this transaction (lonnymq.channel_guards, up to 33); whether it is among the first 32, which take the channel''s own guard rather than its bucket''s.';
 
-REVOKE ALL ON FUNCTION @extschema@._channel_guards_counted() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._channel_guard_is_own() FROM PUBLIC;
 
 -- (Each guard one expression, so that the planner inlines it into its
 -- caller's statement.)
@@ -49,7 +53,7 @@ CREATE FUNCTION @extschema@._channel_guard_shared(p_channel text)
 RETURNS void
 LANGUAGE sql VOLATILE
 AS $$
-    SELECT CASE WHEN @extschema@._channel_guards_counted() <= 32
+    SELECT CASE WHEN @extschema@._channel_guard_is_own()
         THEN pg_catalog.pg_advisory_xact_lock_shared(1819111681, pg_catalog.hashtext(p_channel))
         ELSE pg_catalog.pg_advisory_xact_lock_shared(1819111682, pg_catalog.hashtext(p_channel) & 31) END
 $$;
@@ -63,7 +67,7 @@ CREATE FUNCTION @extschema@._channel_guard_try_shared(p_channel text)
 RETURNS boolean
 LANGUAGE sql VOLATILE
 AS $$
-    SELECT CASE WHEN @extschema@._channel_guards_counted() <= 32
+    SELECT CASE WHEN @extschema@._channel_guard_is_own()
         THEN pg_catalog.pg_try_advisory_xact_lock_shared(1819111681, pg_catalog.hashtext(p_channel))
         ELSE pg_catalog.pg_try_advisory_xact_lock_shared(1819111682, pg_catalog.hashtext(p_channel) & 31) END
 $$;
