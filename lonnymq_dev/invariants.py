@@ -2,8 +2,11 @@
 
 No ready message lies below the position mark, and no message of
 message_due_ix (scheduled, locked, or waiting for its admission or its
-place) lies below the due mark.  A message below a mark is never delivered:
-every probe of the take and of the promotion starts at the mark.  Checked at
+place) lies below the due mark, and no schedule's key in schedule_due_ix,
+greatest(next_at, set_at), lies below the due mark (0.13.1).  A message or
+a schedule below a mark is never delivered nor materialised by a dequeue:
+every probe of the take, of the promotion and of the schedules starts at
+the mark (tick() still finds such a schedule: its safety net).  Checked at
 the end of every test that uses a database (test/python/conftest.py), and
 by the concurrency, crash, upgrade and isolation-level tests at the points
 they name.
@@ -30,6 +33,12 @@ BELOW_THE_MARKS_SQL = (
     " WHERE m.below IS NOT NULL")
 
 
+# Parameter: the due mark.  (0.13.1 on: set_at.)
+SCHEDULES_BELOW_THE_DUE_MARK_SQL = (
+    "SELECT array_agg(s.name ORDER BY s.name) FROM lonnymq.schedule AS s"
+    " WHERE greatest(s.next_at, s.set_at) < %(due_mark)s")
+
+
 def marks(conn) -> tuple[int, int]:
     """The position mark and the due mark, as they are now."""
     return tuple(conn.execute(MARKS_SQL).fetchone())
@@ -45,9 +54,23 @@ def below_the_marks(conn) -> tuple[int, int, list[int]]:
     return ready, due, ids or []
 
 
+def schedules_below_the_due_mark(conn) -> list[str]:
+    """The names of the schedules whose key lies below the due mark (none
+    when the invariant holds; none before 0.13.1, which had no set_at)."""
+    if not conn.execute("SELECT EXISTS (SELECT 1 FROM pg_attribute"
+                        " WHERE attrelid = to_regclass('lonnymq.schedule') AND attname = 'set_at')").fetchone()[0]:
+        return []
+    _, due_mark = marks(conn)
+    return conn.execute(SCHEDULES_BELOW_THE_DUE_MARK_SQL, {"due_mark": due_mark}).fetchone()[0] or []
+
+
 def assert_nothing_below_the_marks(conn, what: str = "") -> None:
-    """Fail, naming the messages, when a message lies below a mark."""
+    """Fail, naming the messages and schedules, when one lies below a mark."""
     ready, due, ids = below_the_marks(conn)
     assert (ready, due) == (0, 0), (
         f"{what + ': ' if what else ''}{ready} ready message(s) below the position mark and {due} below "
         f"the due mark, never to be delivered; ids {ids[:20]}")
+    schedules = schedules_below_the_due_mark(conn)
+    assert not schedules, (
+        f"{what + ': ' if what else ''}schedule(s) below the due mark, never materialised by a dequeue: "
+        f"{schedules[:20]}")

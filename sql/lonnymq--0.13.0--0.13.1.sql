@@ -21,6 +21,32 @@ SELECT pg_catalog.setval('@extschema@.epoch_raiser_seq', 0, TRUE);
 
 REVOKE ALL ON FUNCTION @extschema@.to_epoch(timestamptz) FROM PUBLIC;
 
+ALTER TABLE @extschema@.schedule DROP CONSTRAINT schedule_pkey;
+
+CREATE INDEX schedule_name_ix ON @extschema@.schedule (name);
+
+CREATE SEQUENCE @extschema@.schedule_changer_seq AS bigint MINVALUE 0 START 0;
+
+SELECT pg_catalog.setval('@extschema@.schedule_changer_seq', 0, TRUE);
+
+DROP FUNCTION @extschema@._schedule_run(bigint, integer);
+
+ALTER TABLE @extschema@.schedule ADD COLUMN set_at bigint;
+
+SELECT @extschema@._epoch_enter();
+
+UPDATE @extschema@.schedule AS s
+SET set_at = CASE
+    WHEN s.next_at < pg_catalog.pg_sequence_last_value('@extschema@.due_mark_seq') THEN @extschema@._clock_ms()
+    ELSE s.created_at
+END;
+
+ALTER TABLE @extschema@.schedule ALTER COLUMN set_at SET NOT NULL;
+
+DROP INDEX @extschema@.schedule_due_ix;
+
+CREATE INDEX schedule_due_ix ON @extschema@.schedule ((greatest(next_at, set_at)));
+
 CREATE OR REPLACE FUNCTION @extschema@._channel_guard_is_own()
 RETURNS boolean
 LANGUAGE sql VOLATILE
@@ -125,6 +151,12 @@ BEGIN
         AND d.position IS NULL AND NOT d.is_held
     ORDER BY GREATEST(d.dequeue_at, d.created_at)
     LIMIT 1;
+    -- And the first schedule's key, which the delivery reads from the due
+    -- mark on.
+    v_first_due := LEAST(v_first_due, (
+        SELECT GREATEST(sc.next_at, sc.set_at) FROM @extschema@.schedule AS sc
+        WHERE GREATEST(sc.next_at, sc.set_at) >= v_due_mark AND GREATEST(sc.next_at, sc.set_at) < v_start - 100
+        ORDER BY GREATEST(sc.next_at, sc.set_at) LIMIT 1));
     -- In this order (a prefix of it is safe: see the header).  The new
     -- epoch's bound is the front, or past what the caller took when nothing
     -- else is ready, so that new messages never take a consumed position
@@ -144,6 +176,58 @@ $$;
 
 COMMENT ON FUNCTION @extschema@._marks_raise(bigint, bigint, bigint, bigint) IS
 'Internal: raise the position and due marks and start a new epoch, when no writer of the previous epoch is in flight and every finished writer is visible to the read; never waits.';
+
+CREATE OR REPLACE FUNCTION @extschema@._schedule_run(p_now bigint, p_limit integer, p_from bigint)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_schedule record;
+    v_due bigint;
+    v_missed bigint;
+    v_created integer := 0;
+BEGIN
+    FOR v_schedule IN
+        SELECT s.ctid AS tid, s.channel, s.content, s.every_ms, s.next_at
+        FROM @extschema@.schedule AS s
+        WHERE
+            GREATEST(s.next_at, s.set_at) >= COALESCE(p_from, -9223372036854775808)
+            AND GREATEST(s.next_at, s.set_at) <= p_now
+        ORDER BY GREATEST(s.next_at, s.set_at)
+        LIMIT p_limit
+        FOR UPDATE SKIP LOCKED
+    LOOP
+        -- What message_create would wait for, the channel guard (held by a
+        -- configuration change) and a size-limited channel's quota row, is
+        -- only tried: a schedule whose channel is busy waits for a later
+        -- call.
+        CONTINUE WHEN NOT @extschema@._channel_guard_try_shared(v_schedule.channel);
+        PERFORM 1
+        FROM @extschema@.channel_quota AS q
+        WHERE q.channel_id = @extschema@._channel_id(v_schedule.channel)
+        FOR UPDATE SKIP LOCKED;
+        CONTINUE WHEN NOT FOUND AND EXISTS (
+            SELECT 1 FROM @extschema@.channel_quota AS q WHERE q.channel_id = @extschema@._channel_id(v_schedule.channel)
+        );
+        v_missed := LEAST(pg_catalog.div(p_now::numeric - v_schedule.next_at, v_schedule.every_ms), 9223372036854775807);
+        v_due := p_now - pg_catalog.mod(p_now::numeric - v_schedule.next_at, v_schedule.every_ms);
+        IF @extschema@.message_create(v_schedule.channel, v_schedule.content, v_due) IS NOT NULL THEN
+            v_created := v_created + 1;
+        END IF;
+        UPDATE @extschema@.schedule AS s
+        SET
+            next_at = v_due + v_schedule.every_ms, last_run_at = p_now, num_runs = s.num_runs + 1,
+            num_missed = LEAST(s.num_missed::numeric + v_missed, 9223372036854775807)
+        WHERE s.ctid = v_schedule.tid;
+    END LOOP;
+    RETURN v_created;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._schedule_run(bigint, integer, bigint) IS
+'Internal: create the messages of up to p_limit due schedules whose next_at is at least p_from (NULL: any), one per schedule (missed periods coalesced); returns how many messages were created.';
+
+REVOKE ALL ON FUNCTION @extschema@._schedule_run(bigint, integer, bigint) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION @extschema@._access_functions(p_access text)
 RETURNS SETOF regprocedure
@@ -202,6 +286,354 @@ AS $$
     WHERE f.access = p_access
 $$;
 
+CREATE OR REPLACE FUNCTION @extschema@.message_complete_dequeue(
+    p_ids bigint[],
+    p_num_attempts integer[],
+    p_lock_ms bigint,
+    p_limit integer DEFAULT 1,
+    p_channel text DEFAULT NULL
+)
+RETURNS SETOF @extschema@.delivery
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_limit integer := COALESCE(p_limit, 1);
+    -- Evaluated once, not once per message taken.
+    v_caller pg_catalog.regrole := @extschema@._caller_role();
+    v_channel_id bigint := @extschema@._channel_id(p_channel);
+    v_may_raise boolean := pg_catalog.pg_current_xact_id_if_assigned() IS NULL;
+    v_now bigint;
+    v_mark bigint;
+    v_due_mark bigint;
+    v_schedule_due boolean;
+    v_due boolean;
+    v_is_resolved boolean := FALSE;
+    v_is_passed boolean;
+    v_turns @extschema@._turn[];
+    v_first bigint;
+    v_last bigint;
+    v_out @extschema@.delivery[];
+    v_admitted bigint[];
+    v_delivery @extschema@.delivery;
+BEGIN
+    -- One expression for valid input; the checks say what is wrong.
+    IF p_lock_ms IS NULL OR p_lock_ms NOT BETWEEN 1 AND @extschema@._max_duration_ms()
+        OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 OR v_limit NOT BETWEEN 1 AND 1000 THEN
+        PERFORM @extschema@._check_lock_ms(p_lock_ms);
+        IF p_channel IS NOT NULL THEN
+            PERFORM @extschema@._check_channel_name(p_channel);
+        END IF;
+        RAISE EXCEPTION 'lonnymq: p_limit must be between 1 and 1000, got %', v_limit
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_ids IS NOT NULL OR p_num_attempts IS NOT NULL THEN
+        PERFORM @extschema@._message_complete_set(COALESCE(p_ids, '{}'), COALESCE(p_num_attempts, '{}'), v_caller, TRUE);
+    END IF;
+
+    -- 1.  k is one row whose columns are computed in order: the epoch's
+    -- parity is held before the clock is read, so that a lock's expiry
+    -- written with this clock is above the due mark (a subquery with
+    -- volatile columns is never flattened into its caller).
+    -- (Sub-selects of k: the due mark is a parameter of their index scan,
+    -- so the range starts at the mark whatever the plan.)
+    SELECT
+        k.now, k.mark, k.due_mark,
+        EXISTS (
+            SELECT 1
+            FROM @extschema@.schedule AS sc
+            WHERE GREATEST(sc.next_at, sc.set_at) >= k.due_mark AND GREATEST(sc.next_at, sc.set_at) <= k.now
+        ),
+        EXISTS (
+            SELECT 1
+            FROM @extschema@.message AS m
+            WHERE
+                GREATEST(m.dequeue_at, m.created_at) >= k.due_mark AND GREATEST(m.dequeue_at, m.created_at) <= k.now
+                AND m.position IS NULL AND NOT m.is_held
+        )
+    INTO v_now, v_mark, v_due_mark, v_schedule_due, v_due
+    FROM (
+        SELECT
+            @extschema@._epoch_hold(pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq')) AS in_epoch,
+            @extschema@._clock_ms() AS now,
+            pg_catalog.pg_sequence_last_value('@extschema@.position_mark_seq') AS mark,
+            pg_catalog.pg_sequence_last_value('@extschema@.due_mark_seq') AS due_mark
+    ) AS k;
+
+    -- 2.  (A promotion's positions are checked against the bound by its
+    -- own _epoch_enter.)
+    IF v_schedule_due THEN
+        PERFORM @extschema@._schedule_run(v_now, 4, v_due_mark);
+    END IF;
+    IF v_due OR v_schedule_due THEN
+        PERFORM @extschema@._message_promote(v_now, v_due_mark, @extschema@._epoch_enter(), 8);
+    END IF;
+
+    -- 3.  Of the head's two legs, the one p_channel does not ask for is not
+    -- executed.  The deliveries are taken by primary key only ("= ANY": an
+    -- index condition by shape, no join whose plan could walk
+    -- message_pkey).
+    LOOP
+        WITH head AS MATERIALIZED (
+            SELECT a.*
+            FROM (
+                SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position, r.is_early
+                FROM @extschema@.message AS r
+                WHERE p_channel IS NULL AND v_turns IS NULL AND r.position >= v_mark
+                ORDER BY r.position, r.dequeue_at, r.id
+                LIMIT v_limit
+                FOR UPDATE OF r SKIP LOCKED
+            ) AS a
+            UNION ALL
+            SELECT b.*
+            FROM (
+                SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position, r.is_early
+                FROM @extschema@.message AS r
+                WHERE
+                    p_channel IS NOT NULL AND v_turns IS NULL AND r.channel_id = v_channel_id
+                    AND r.position >= v_mark AND r.channel = p_channel
+                ORDER BY r.position NULLS FIRST, r.dequeue_at, r.id
+                LIMIT v_limit
+                FOR UPDATE OF r SKIP LOCKED
+            ) AS b
+        ),
+
+        -- The turns in order (one row): the take finds its messages by
+        -- primary key ("= ANY": an index condition by shape, no join whose
+        -- plan could walk message_pkey), and the k-th turn is what the k-th
+        -- delivery reports.  Once resolved (_message_turns_resolve), the
+        -- turns are those it gave, already locked, and the head is not read
+        -- again.
+        turns AS MATERIALIZED (
+            SELECT
+                COALESCE(
+                    pg_catalog.array_agg(ROW(h.id, h.channel_id, h.dequeue_at, h.is_locked, h.position)::@extschema@._turn),
+                    v_turns
+                ) AS turns,
+                COALESCE(pg_catalog.array_agg(h.id), ARRAY(SELECT r.id FROM pg_catalog.unnest(v_turns) AS r)) AS ids,
+                -- Whether an early message of a turn's channel sorts before
+                -- its holder (message_early_ix: one probe per turn).
+                COALESCE(pg_catalog.bool_or(EXISTS (
+                    SELECT 1 FROM @extschema@.message AS x
+                    WHERE
+                        x.channel_id = h.channel_id AND x.is_early AND x.position IS NOT NULL
+                        AND (x.dequeue_at, x.id) < (h.dequeue_at, h.id)
+                )), FALSE) AS is_passed,
+                -- The first and last positions of the round order this call
+                -- took, for the raise: FOR UPDATE returns a row that another
+                -- call's swap moved (an early one) while this call waited
+                -- for it, with its new, far position.
+                pg_catalog.min(h.position) AS first, pg_catalog.max(h.position) FILTER (WHERE NOT h.is_early) AS last
+            FROM head AS h
+        ),
+
+        taken AS (
+            UPDATE @extschema@.message AS m
+            SET
+                position = NULL, is_early = FALSE, is_locked = TRUE, locked_by = v_caller,
+                num_attempts = m.num_attempts + 1,
+                -- The clock when the row is taken, after another call's
+                -- promotion of it committed: a lock never starts before
+                -- its message became due.
+                dequeue_at = @extschema@._clock_ms() + p_lock_ms,
+                -- An expired lock was a failed delivery.
+                num_failures = m.num_failures + CASE WHEN m.is_locked THEN 1 ELSE 0 END,
+                attempt_log = CASE
+                    WHEN m.is_locked THEN
+                        @extschema@._attempt_log_append(m.attempt_log, m.num_attempts, v_now, 'lock expired')
+                    ELSE m.attempt_log
+                END
+            FROM turns AS u
+            WHERE
+                m.id = ANY(u.ids) AND NOT u.is_passed
+                -- A delivery in a channel with a release interval starts
+                -- the interval again (step 4): its channel's row lock is
+                -- tried here, never waited for, or the message is left for
+                -- a later call, so that no call waits for a channel row
+                -- after its completion locked others (two such calls
+                -- deadlocked).
+                AND (
+                    NOT m.is_admitted
+                    OR NOT EXISTS (
+                        SELECT 1 FROM @extschema@.channel AS c WHERE c.id = m.channel_id AND c.release_interval_ms > 0
+                    )
+                    OR @extschema@._channel_row_try_lock(m.channel_id)
+                )
+            RETURNING
+                m.id, m.channel, m.content, m.state, m.num_attempts, m.channel_id, m.is_admitted,
+                pg_catalog.array_position(u.ids, m.id) AS k,
+                -- (Counted, lonnymq_messages_delivered_total: a sequence, no row.)
+                pg_catalog.nextval('@extschema@.messages_delivered_seq') AS delivered
+        )
+
+        SELECT u.turns, u.is_passed, d.deliveries, d.admitted, COALESCE(u.first, v_first), COALESCE(u.last, v_last)
+        INTO v_turns, v_is_passed, v_out, v_admitted, v_first, v_last
+        FROM turns AS u
+        CROSS JOIN LATERAL (
+            SELECT
+                pg_catalog.array_agg(
+                    ROW(
+                        t.id, t.channel, t.content, t.state, t.num_attempts, (u.turns[t.k]).dequeue_at,
+                        (u.turns[t.k]).is_locked
+                    )::@extschema@.delivery
+                    ORDER BY t.k
+                ) AS deliveries,
+                pg_catalog.array_agg(t.channel_id) FILTER (WHERE t.is_admitted) AS admitted
+            FROM taken AS t
+        ) AS d;
+        EXIT WHEN NOT v_is_passed OR v_is_resolved;
+        v_turns := @extschema@._message_turns_resolve(v_turns);
+        v_is_resolved := TRUE;
+    END LOOP;
+
+    -- 4.
+    -- A take in a channel with a release interval starts the interval
+    -- again (its row lock is held already, from the take).
+    -- (The clock after the take: the interval never starts before a
+    -- delivery's lock.)
+    IF v_admitted IS NOT NULL THEN
+        PERFORM @extschema@._channel_admit(
+            c.id, 0, pg_catalog.cardinality(pg_catalog.array_positions(v_admitted, c.id)), TRUE, @extschema@._clock_ms()
+        )
+        FROM @extschema@.channel AS c
+        WHERE c.id = ANY(v_admitted) AND c.release_interval_ms > 0;
+    END IF;
+    -- Only a call whose transaction wrote nothing before it raises the
+    -- marks: it knows every position it took (its turns, in position
+    -- order, all taken when any was), which its own reads no longer see, and
+    -- which a rollback or a crash would make ready again.
+    IF v_may_raise AND (v_first >= v_mark + 16 * 1048576 OR (v_turns[1]).id % 16 = 0
+        OR pg_catalog.cardinality(v_out) >= 16) THEN
+        -- (Other ready positions may lie after the last when the turns
+        -- were the first of the round order, else from the first.)
+        PERFORM @extschema@._marks_raise(v_now, v_first, COALESCE(v_last, v_first),
+            CASE WHEN p_channel IS NULL AND v_last IS NOT NULL THEN v_last + 1 ELSE v_first END);
+    END IF;
+    FOREACH v_delivery IN ARRAY COALESCE(v_out, '{}') LOOP
+        RETURN NEXT v_delivery;
+    END LOOP;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.schedule_set(
+    p_name text,
+    p_channel text,
+    p_content bytea,
+    p_every_ms bigint,
+    p_start_at bigint DEFAULT NULL
+)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_now bigint;
+    v_start bigint;
+    v_changer bigint;
+BEGIN
+    IF p_name IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_name must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    IF pg_catalog.length(p_name) NOT BETWEEN 1 AND 255 THEN
+        RAISE EXCEPTION 'lonnymq: a schedule name must be 1 to 255 characters, got %',
+            pg_catalog.length(p_name)
+            USING ERRCODE = '22023';
+    END IF;
+    PERFORM @extschema@._check_message_channel(p_channel);
+    IF p_content IS NULL OR p_every_ms IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_content and p_every_ms must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    PERFORM @extschema@._check_size('p_content', pg_catalog.octet_length(p_content), @extschema@._max_content_bytes());
+    IF p_every_ms NOT BETWEEN 1 AND @extschema@._max_duration_ms() THEN
+        RAISE EXCEPTION 'lonnymq: p_every_ms must be between 1 and % (365 days), got %',
+            @extschema@._max_duration_ms(), p_every_ms
+            USING ERRCODE = '22023';
+    END IF;
+    -- Years 1 to 9999: every period boundary of such a schedule, and its
+    -- distance from any clock reading, fits a bigint.
+    IF p_start_at NOT BETWEEN -62135596800000 AND 253402300799999 THEN
+        RAISE EXCEPTION 'lonnymq: p_start_at must be between -62135596800000 and 253402300799999 (years 1 to 9999), got %',
+            p_start_at
+            USING ERRCODE = '22023';
+    END IF;
+    -- One schedule_set at a time, until this transaction ends: one row per
+    -- name without a unique index (see the schedule table).
+    PERFORM pg_catalog.pg_advisory_xact_lock(1819111684, 0);
+    -- In the epoch before the clock: set_at, this clock, is above the due
+    -- mark, from which the delivery reads greatest(next_at, set_at).
+    PERFORM @extschema@._epoch_enter();
+    v_now := @extschema@._clock_ms();
+    v_start := COALESCE(p_start_at, v_now);
+    UPDATE @extschema@.schedule AS s
+    SET
+        channel = p_channel,
+        content = p_content,
+        every_ms = p_every_ms,
+        start_at = CASE
+            WHEN s.every_ms = p_every_ms AND (p_start_at IS NULL OR s.start_at = p_start_at) THEN s.start_at
+            ELSE v_start
+        END,
+        next_at = CASE
+            WHEN s.every_ms = p_every_ms AND (p_start_at IS NULL OR s.start_at = p_start_at) THEN s.next_at
+            ELSE v_start
+        END,
+        set_at = v_now
+    WHERE s.name = p_name;
+    IF FOUND THEN
+        RETURN;
+    END IF;
+    -- A transaction snapshot may miss a row inserted since it was taken:
+    -- only when the last inserter had ended before it.
+    v_changer := pg_catalog.pg_sequence_last_value('@extschema@.schedule_changer_seq');
+    IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' AND v_changer <> 0
+        AND NOT pg_catalog.pg_visible_in_snapshot(v_changer::text::pg_catalog.xid8, pg_catalog.pg_current_snapshot()) THEN
+        RAISE EXCEPTION 'lonnymq: could not serialize access due to a concurrent schedule_set'
+            USING ERRCODE = '40001', HINT = 'Retry the transaction.';
+    END IF;
+    INSERT INTO @extschema@.schedule (name, channel, content, every_ms, start_at, next_at, created_at, set_at)
+    VALUES (p_name, p_channel, p_content, p_every_ms, v_start, v_start, v_now, v_now);
+    PERFORM pg_catalog.setval('@extschema@.schedule_changer_seq', pg_catalog.pg_current_xact_id()::text::bigint);
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.tick()
+RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_bound bigint;
+    v_now bigint;
+    v_created integer := 0;
+BEGIN
+    v_bound := @extschema@._epoch_enter();
+    v_now := @extschema@._clock_ms();
+    -- Every due schedule (up to 10000 a call), one pass: a schedule whose
+    -- channel is busy right now is skipped and left for the next call.
+    v_created := @extschema@._schedule_run(v_now, 10000, NULL);
+    -- Due messages, from the beginning of message_due_ix (not from the due
+    -- mark): also one that a backward step of the clock left below it.
+    PERFORM @extschema@._message_promote(v_now, -9223372036854775808, v_bound, 10000);
+    -- Ended claims, up to 10000 in one statement (_message_key_reap).
+    PERFORM @extschema@._message_key_reap(v_now, 10000);
+    -- Rows of pattern followers that drained inside their release interval
+    -- (_channel_admit keeps them until it has passed), up to 10000; one
+    -- whose row lock another call holds is left for the next call.
+    DELETE FROM @extschema@.channel AS c
+    WHERE c.id = ANY(ARRAY(
+        SELECT f.id
+        FROM @extschema@.channel AS f
+        WHERE f.pattern IS NOT NULL AND f.num_admitted = 0 AND NOT f.is_paused AND f.release_at <= v_now
+        LIMIT 10000
+    ))
+    AND @extschema@._channel_row_try_lock(c.id)
+    AND c.num_admitted = 0 AND NOT c.is_paused AND c.release_at <= v_now;
+    RETURN v_created;
+END;
+$$;
+
 COMMENT ON SEQUENCE @extschema@.epoch_previous_at_seq IS
 'Delivery, internal state maintained by the queue functions, not to be written by hand: the clock (epoch ms) when the epoch before the current one began.';
 
@@ -210,6 +642,12 @@ COMMENT ON SEQUENCE @extschema@.epoch_previous_bound_seq IS
 
 COMMENT ON SEQUENCE @extschema@.epoch_raiser_seq IS
 'Delivery, internal state maintained by the queue functions, not to be written by hand: the transaction id (xid8) whose raise of the marks started the current epoch; 0: none known.';
+
+COMMENT ON COLUMN @extschema@.schedule.set_at IS
+'When schedule_set last created or replaced the schedule, in epoch milliseconds (0.13.1; the upgrade wrote created_at, or its own clock for a schedule then due).';
+
+COMMENT ON SEQUENCE @extschema@.schedule_changer_seq IS
+'Schedules, internal state maintained by schedule_set, not to be written by hand: the transaction id (xid8) of the last schedule_set that inserted a schedule; 0: none known.';
 
 DO $$
 DECLARE

@@ -22,3 +22,25 @@ SELECT pg_catalog.setval('@extschema@.epoch_raiser_seq', 0, TRUE);
 -- to_epoch is in every access set (the monitor set too, from the recorded
 -- grants applied again below), and no longer PUBLIC's.
 REVOKE ALL ON FUNCTION @extschema@.to_epoch(timestamptz) FROM PUBLIC;
+
+-- Schedules under a held snapshot (the schedule table's comment): no
+-- unique index, the names serialised by schedule_set, the delivery's
+-- probes from the due mark on greatest(next_at, set_at).
+ALTER TABLE @extschema@.schedule DROP CONSTRAINT schedule_pkey;
+CREATE INDEX schedule_name_ix ON @extschema@.schedule (name);
+CREATE SEQUENCE @extschema@.schedule_changer_seq AS bigint MINVALUE 0 START 0;
+SELECT pg_catalog.setval('@extschema@.schedule_changer_seq', 0, TRUE);
+DROP FUNCTION @extschema@._schedule_run(bigint, integer);
+-- 0.13.0's raise did not stop the due mark at a schedule: one due now may
+-- have its next_at below the mark.  Its set_at is this clock, in the
+-- epoch (as schedule_set writes it); the others' is their created_at.
+ALTER TABLE @extschema@.schedule ADD COLUMN set_at bigint;
+SELECT @extschema@._epoch_enter();
+UPDATE @extschema@.schedule AS s
+SET set_at = CASE
+    WHEN s.next_at < pg_catalog.pg_sequence_last_value('@extschema@.due_mark_seq') THEN @extschema@._clock_ms()
+    ELSE s.created_at
+END;
+ALTER TABLE @extschema@.schedule ALTER COLUMN set_at SET NOT NULL;
+DROP INDEX @extschema@.schedule_due_ix;
+CREATE INDEX schedule_due_ix ON @extschema@.schedule ((greatest(next_at, set_at)));

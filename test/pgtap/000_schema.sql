@@ -124,9 +124,9 @@ SELECT set_eq(
     $$ SELECT unnest(extconfig)::regclass::text FROM pg_extension WHERE extname = 'lonnymq' $$,
     $$ SELECT c.oid::regclass::text FROM pg_class AS c
        WHERE c.relnamespace = 'lonnymq'::regnamespace AND c.relkind IN ('r', 'S')
-         -- (A transaction id of the dumping cluster: 0 after a restore.)
-         AND c.oid <> 'lonnymq.epoch_raiser_seq'::regclass $$,
-    'every lonnymq table and sequence is registered for pg_dump, but epoch_raiser_seq'
+         -- (Transaction ids of the dumping cluster: 0 after a restore.)
+         AND c.oid NOT IN ('lonnymq.epoch_raiser_seq'::regclass, 'lonnymq.schedule_changer_seq'::regclass) $$,
+    'every lonnymq table and sequence is registered for pg_dump, but epoch_raiser_seq and schedule_changer_seq'
 );
 SELECT is(
     (SELECT extrelocatable FROM pg_extension WHERE extname = 'lonnymq'),

@@ -82,7 +82,10 @@ INSERT INTO costs SELECT 'fail: dead', * FROM pg_temp.lmq_cost(
 SELECT min(m.id) AS cid FROM lonnymq.message AS m WHERE m.channel = 'backlog' AND NOT m.is_locked \gset
 INSERT INTO costs SELECT 'cancel', * FROM pg_temp.lmq_cost(format($$ SELECT lonnymq.message_cancel(%s)::text $$, :cid));
 
-UPDATE lonnymq.schedule SET next_at = :t0 - 1 WHERE name = 'sched5000';
+-- (Due as a schedule_set with a past start leaves it: set_at, the key's
+-- other half, is the clock; a next_at alone moved below the due mark is
+-- tick()'s to find.)
+UPDATE lonnymq.schedule SET next_at = :t0 - 1, set_at = lonnymq._clock_ms() WHERE name = 'sched5000';
 INSERT INTO costs SELECT 'dequeue: a schedule is due', * FROM pg_temp.lmq_cost(
     $$ SELECT count(*)::text FROM lonnymq.message_dequeue(60000, 1, 'target') $$);
 -- (The view lists every channel, those without a row by a probe each, before

@@ -148,10 +148,10 @@ SELECT is(
 );
 
 -- A schedule that 0.7.0 stored at the very beginning of bigint (its upgrade
--- keeps it): materialising it overflows nothing, and the dequeues that meet
--- it go on.
-INSERT INTO lonnymq.schedule (name, channel, content, every_ms, start_at, next_at, created_at)
-VALUES ('ancient', 'anc', 'x', 1, -9223372036854775807, -9223372036854775807, 0);
+-- keeps it; 0.13.1's sets its set_at to the clock, as a due schedule's):
+-- materialising it overflows nothing, and the dequeues that meet it go on.
+INSERT INTO lonnymq.schedule (name, channel, content, every_ms, start_at, next_at, created_at, set_at)
+VALUES ('ancient', 'anc', 'x', 1, -9223372036854775807, -9223372036854775807, 0, lonnymq._clock_ms());
 SELECT lives_ok($$ SELECT * FROM lonnymq.message_dequeue(60000, 1) $$, 'a dequeue meets it without error');
 SELECT is(
     pg_temp.lmq_count('anc'),

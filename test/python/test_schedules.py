@@ -10,6 +10,7 @@ import threading
 import time
 
 import psycopg
+import pytest
 
 from lonnymq_dev.calls import scalar, now_ms, dequeue, complete
 
@@ -130,3 +131,61 @@ def test_tick_skips_a_busy_channel_and_advances_every_other_schedule(db):
     holder.commit()
     assert scalar(admin, "SELECT lonnymq.tick()") == 1 + 250 - created
     assert scalar(admin, "SELECT count(*) FROM lonnymq.schedule WHERE next_at <= lonnymq.to_epoch(clock_timestamp())") == 0
+
+
+def test_a_start_below_the_due_mark_is_materialised_by_the_next_dequeue(db):
+    """A schedule set with a start in the past is due at once, whatever the
+    marks: the delivery's probes of schedule_due_ix start at the due mark,
+    and its key is greatest(next_at, set_at), set_at being schedule_set's
+    clock (sql/src/schema/066_table_schedule.sql)."""
+    conn = db.connect()
+    conn.execute("SELECT count(*) FROM lonnymq.message_create_batch('filler', array_fill('m'::bytea, ARRAY[200]))")
+    start = now_ms(conn) - 3_600_000
+    # Raises (a take of 16 tries one) spaced past the 100 ms margin: the
+    # due mark passes the start.
+    for _ in range(4):
+        assert len(dequeue(conn, limit=16, channel="filler")) == 16
+        time.sleep(0.15)
+    due_mark = scalar(conn, "SELECT pg_sequence_last_value('lonnymq.due_mark_seq')")
+    assert due_mark > start, "the due mark was not raised past the start: the test proves nothing"
+    conn.execute("SELECT lonnymq.schedule_set('hourly', 'reports', 'r', 3600000, %s)", (start,))
+    rows = dequeue(conn, channel="reports", columns="dequeue_at")
+    assert rows == [(start + 3_600_000,)], "one message, for the latest boundary that has passed"
+    assert scalar(conn, "SELECT num_runs FROM lonnymq.schedule WHERE name = 'hourly'") == 1
+
+
+def test_schedule_set_keeps_one_row_per_name_at_every_isolation_level(db):
+    """No unique index on the name (0.13.1, the schedule table): schedule_set
+    serialises on an advisory lock, and one whose transaction snapshot may
+    miss a row inserted since refuses with 40001 instead of adding a second."""
+    older = db.connect()
+    older.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+    older.execute("SELECT 1")  # its snapshot
+    other = db.connect()
+    other.execute("SELECT lonnymq.schedule_set('nightly', 'jobs', 'a', 86400000)")
+    with pytest.raises(psycopg.errors.SerializationFailure):
+        older.execute("SELECT lonnymq.schedule_set('nightly', 'jobs', 'b', 86400000)")
+    older.execute("ROLLBACK")
+    # A snapshot taken after it: the row is seen and replaced.
+    older.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+    older.execute("SELECT lonnymq.schedule_set('nightly', 'jobs', 'c', 86400000)")
+    older.execute("COMMIT")
+    # READ COMMITTED, two at once: the second waits for the first, then
+    # replaces its row.
+    first = db.connect(autocommit=False)
+    first.execute("SELECT lonnymq.schedule_set('hourly', 'jobs', 'd', 3600000)")
+    done = threading.Event()
+
+    def second():
+        with psycopg.connect(db.dsn, autocommit=True) as conn:
+            conn.execute("SELECT lonnymq.schedule_set('hourly', 'jobs', 'e', 3600000)")
+        done.set()
+
+    thread = threading.Thread(target=second)
+    thread.start()
+    assert not done.wait(0.5), "the second schedule_set did not wait for the first"
+    first.commit()
+    thread.join(10)
+    assert done.is_set()
+    rows = other.execute("SELECT name, convert_from(content, 'UTF8') FROM lonnymq.schedule ORDER BY name").fetchall()
+    assert rows == [("hourly", "e"), ("nightly", "c")]

@@ -88,7 +88,11 @@ BEGIN
     -- so the range starts at the mark whatever the plan.)
     SELECT
         k.now, k.mark, k.due_mark,
-        EXISTS (SELECT 1 FROM @extschema@.schedule AS sc WHERE sc.next_at <= k.now),
+        EXISTS (
+            SELECT 1
+            FROM @extschema@.schedule AS sc
+            WHERE GREATEST(sc.next_at, sc.set_at) >= k.due_mark AND GREATEST(sc.next_at, sc.set_at) <= k.now
+        ),
         EXISTS (
             SELECT 1
             FROM @extschema@.message AS m
@@ -108,7 +112,7 @@ BEGIN
     -- 2.  (A promotion's positions are checked against the bound by its
     -- own _epoch_enter.)
     IF v_schedule_due THEN
-        PERFORM @extschema@._schedule_run(v_now, 4);
+        PERFORM @extschema@._schedule_run(v_now, 4, v_due_mark);
     END IF;
     IF v_due OR v_schedule_due THEN
         PERFORM @extschema@._message_promote(v_now, v_due_mark, @extschema@._epoch_enter(), 8);

@@ -17,6 +17,7 @@ AS $$
 DECLARE
     v_now bigint;
     v_start bigint;
+    v_changer bigint;
 BEGIN
     IF p_name IS NULL THEN
         RAISE EXCEPTION 'lonnymq: p_name must not be NULL'
@@ -45,27 +46,43 @@ BEGIN
             p_start_at
             USING ERRCODE = '22023';
     END IF;
+    -- One schedule_set at a time, until this transaction ends: one row per
+    -- name without a unique index (see the schedule table).
+    PERFORM pg_catalog.pg_advisory_xact_lock(1819111684, 0);
+    -- In the epoch before the clock: set_at, this clock, is above the due
+    -- mark, from which the delivery reads greatest(next_at, set_at).
+    PERFORM @extschema@._epoch_enter();
     v_now := @extschema@._clock_ms();
     v_start := COALESCE(p_start_at, v_now);
-    INSERT INTO @extschema@.schedule AS s (
-        name, channel, content, every_ms, start_at, next_at, created_at
-    )
-    VALUES (p_name, p_channel, p_content, p_every_ms, v_start, v_start, v_now)
-    ON CONFLICT (name) DO UPDATE
-        SET
-            channel = excluded.channel,
-            content = excluded.content,
-            every_ms = excluded.every_ms,
-            start_at = CASE
-                WHEN s.every_ms = excluded.every_ms AND (p_start_at IS NULL OR s.start_at = excluded.start_at)
-                    THEN s.start_at
-                ELSE excluded.start_at
-            END,
-            next_at = CASE
-                WHEN s.every_ms = excluded.every_ms AND (p_start_at IS NULL OR s.start_at = excluded.start_at)
-                    THEN s.next_at
-                ELSE excluded.next_at
-            END;
+    UPDATE @extschema@.schedule AS s
+    SET
+        channel = p_channel,
+        content = p_content,
+        every_ms = p_every_ms,
+        start_at = CASE
+            WHEN s.every_ms = p_every_ms AND (p_start_at IS NULL OR s.start_at = p_start_at) THEN s.start_at
+            ELSE v_start
+        END,
+        next_at = CASE
+            WHEN s.every_ms = p_every_ms AND (p_start_at IS NULL OR s.start_at = p_start_at) THEN s.next_at
+            ELSE v_start
+        END,
+        set_at = v_now
+    WHERE s.name = p_name;
+    IF FOUND THEN
+        RETURN;
+    END IF;
+    -- A transaction snapshot may miss a row inserted since it was taken:
+    -- only when the last inserter had ended before it.
+    v_changer := pg_catalog.pg_sequence_last_value('@extschema@.schedule_changer_seq');
+    IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' AND v_changer <> 0
+        AND NOT pg_catalog.pg_visible_in_snapshot(v_changer::text::pg_catalog.xid8, pg_catalog.pg_current_snapshot()) THEN
+        RAISE EXCEPTION 'lonnymq: could not serialize access due to a concurrent schedule_set'
+            USING ERRCODE = '40001', HINT = 'Retry the transaction.';
+    END IF;
+    INSERT INTO @extschema@.schedule (name, channel, content, every_ms, start_at, next_at, created_at, set_at)
+    VALUES (p_name, p_channel, p_content, p_every_ms, v_start, v_start, v_now, v_now);
+    PERFORM pg_catalog.setval('@extschema@.schedule_changer_seq', pg_catalog.pg_current_xact_id()::text::bigint);
 END;
 $$;
 

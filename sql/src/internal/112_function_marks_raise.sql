@@ -29,7 +29,8 @@
 --   position mark <- least(bound, the first ready position), read without
 --     SKIP LOCKED: a take in flight, which may still roll back, counts;
 --   due mark <- least(start - 100 ms, the first scheduled or locked
---     dequeue_at below it); the margin covers a backward step of the
+--     dequeue_at below it, the first schedule's greatest(next_at, set_at)
+--     below it); the margin covers a backward step of the
 --     system clock up to 100 ms between two backends' readings (tick()
 --     promotes from the beginning of the due index, for larger ones);
 --   neither mark ever moves down (what lies below a mark never changes);
@@ -56,7 +57,8 @@
 --   nothing else; it has an xid (its take).
 -- Returns: whether the marks were raised.
 -- Calls: none (sequences, advisory locks).
--- Tables: reads message (message_ready_ix, message_due_ix, from the marks);
+-- Tables: reads message (message_ready_ix, message_due_ix, from the marks),
+--   schedule (schedule_due_ix, from the due mark);
 --   writes the sequences position_mark_seq, due_mark_seq,
 --   position_bound_seq, epoch_at_seq, epoch_raiser_seq,
 --   epoch_previous_bound_seq, epoch_previous_at_seq.
@@ -117,6 +119,12 @@ BEGIN
         AND d.position IS NULL AND NOT d.is_held
     ORDER BY GREATEST(d.dequeue_at, d.created_at)
     LIMIT 1;
+    -- And the first schedule's key, which the delivery reads from the due
+    -- mark on.
+    v_first_due := LEAST(v_first_due, (
+        SELECT GREATEST(sc.next_at, sc.set_at) FROM @extschema@.schedule AS sc
+        WHERE GREATEST(sc.next_at, sc.set_at) >= v_due_mark AND GREATEST(sc.next_at, sc.set_at) < v_start - 100
+        ORDER BY GREATEST(sc.next_at, sc.set_at) LIMIT 1));
     -- In this order (a prefix of it is safe: see the header).  The new
     -- epoch's bound is the front, or past what the caller took when nothing
     -- else is ready, so that new messages never take a consumed position

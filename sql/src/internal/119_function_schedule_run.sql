@@ -1,4 +1,8 @@
--- Internal: materialise up to p_limit due schedules.  Each due schedule's
+-- Internal: materialise up to p_limit due schedules, those whose key in
+-- schedule_due_ix, greatest(next_at, set_at), is at least p_from (the
+-- dequeue's due mark: every live key is at least it, see _marks_raise;
+-- NULL: from the beginning, tick()'s safety net for a next_at set by
+-- hand).  Each due schedule's
 -- row is locked (SKIP LOCKED: another worker has it) and, in the same
 -- transaction, one message is created and next_at advanced, so each period
 -- yields exactly one message whoever gets there first.
@@ -14,8 +18,16 @@
 -- dropped, or written by a producer of a size-limited channel, right now is
 -- left for the next caller.  The
 -- message goes through message_create (max_size applies: a full channel
--- misses that period).
-CREATE FUNCTION @extschema@._schedule_run(p_now bigint, p_limit integer)
+-- misses that period).  The row is updated by the ctid it was locked at:
+-- no walk of its versions by name (see the schedule table).
+-- Parameters: p_now, the caller's clock (in its epoch: the next_at written
+--   is above it, so the row's key); p_limit; p_from.
+-- Returns: how many messages were created.
+-- Calls: _channel_guard_try_shared, _channel_id, message_create.
+-- Tables: reads schedule (schedule_due_ix), channel_quota; writes schedule.
+-- Locks: the schedule rows FOR UPDATE SKIP LOCKED; the channel guard tried
+--   shared; a channel_quota row FOR UPDATE SKIP LOCKED; message_create's.
+CREATE FUNCTION @extschema@._schedule_run(p_now bigint, p_limit integer, p_from bigint)
 RETURNS integer
 LANGUAGE plpgsql VOLATILE
 AS $$
@@ -26,10 +38,12 @@ DECLARE
     v_created integer := 0;
 BEGIN
     FOR v_schedule IN
-        SELECT s.name, s.channel, s.content, s.every_ms, s.next_at
+        SELECT s.ctid AS tid, s.channel, s.content, s.every_ms, s.next_at
         FROM @extschema@.schedule AS s
-        WHERE s.next_at <= p_now
-        ORDER BY s.next_at
+        WHERE
+            GREATEST(s.next_at, s.set_at) >= COALESCE(p_from, -9223372036854775808)
+            AND GREATEST(s.next_at, s.set_at) <= p_now
+        ORDER BY GREATEST(s.next_at, s.set_at)
         LIMIT p_limit
         FOR UPDATE SKIP LOCKED
     LOOP
@@ -54,13 +68,13 @@ BEGIN
         SET
             next_at = v_due + v_schedule.every_ms, last_run_at = p_now, num_runs = s.num_runs + 1,
             num_missed = LEAST(s.num_missed::numeric + v_missed, 9223372036854775807)
-        WHERE s.name = v_schedule.name;
+        WHERE s.ctid = v_schedule.tid;
     END LOOP;
     RETURN v_created;
 END;
 $$;
 
-COMMENT ON FUNCTION @extschema@._schedule_run(bigint, integer) IS
-'Internal: create the messages of up to p_limit due schedules, one per schedule (missed periods coalesced); returns how many messages were created.';
+COMMENT ON FUNCTION @extschema@._schedule_run(bigint, integer, bigint) IS
+'Internal: create the messages of up to p_limit due schedules whose next_at is at least p_from (NULL: any), one per schedule (missed periods coalesced); returns how many messages were created.';
 
-REVOKE ALL ON FUNCTION @extschema@._schedule_run(bigint, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._schedule_run(bigint, integer, bigint) FROM PUBLIC;

@@ -3,6 +3,18 @@
 -- by whoever locks its row first (message_dequeue, or tick()), in the
 -- transaction that advances next_at, so each period gives exactly one
 -- message.  Missed periods are coalesced: see _schedule_run.
+--
+-- Under a long-held snapshot (a report, a replica's feedback) none of a
+-- schedule's row versions can be pruned, and a schedule every millisecond
+-- makes a thousand a second.  Hence (0.13.1) no unique index: its check on
+-- every update read every version of the row (schedule_set serialises the
+-- names instead, with schedule_changer_seq for a transaction snapshot), the
+-- run updates the row it locked by its ctid, and the delivery's probes of
+-- schedule_due_ix start at the due mark (_marks_raise stops the mark at the
+-- first key), so the dead entries below it are never read.  The key is
+-- greatest(next_at, set_at), as message_due_ix's is greatest(dequeue_at,
+-- created_at): a start in the past is due at once, and its next_at is
+-- below the mark.
 CREATE TABLE @extschema@.schedule (
     name text NOT NULL,
     channel text NOT NULL,
@@ -14,7 +26,7 @@ CREATE TABLE @extschema@.schedule (
     num_runs bigint NOT NULL DEFAULT 0,
     num_missed bigint NOT NULL DEFAULT 0,
     created_at bigint NOT NULL,
-    CONSTRAINT schedule_pkey PRIMARY KEY (name),
+    set_at bigint NOT NULL,
     CONSTRAINT schedule_name_check CHECK (
         pg_catalog.length(name) BETWEEN 1 AND 255
     ),
@@ -60,3 +72,6 @@ COMMENT ON COLUMN @extschema@.schedule.num_missed IS
 
 COMMENT ON COLUMN @extschema@.schedule.created_at IS
 'When the schedule was first created, in epoch milliseconds (replacing it keeps this).';
+
+COMMENT ON COLUMN @extschema@.schedule.set_at IS
+'When schedule_set last created or replaced the schedule, in epoch milliseconds (0.13.1; the upgrade wrote created_at, or its own clock for a schedule then due).';

@@ -1,3 +1,4 @@
--- Due schedules: the one probe message_dequeue adds to its path.
+-- Due schedules, by greatest(next_at, set_at): the delivery's probes
+-- start at the due mark (see the schedule table).
 CREATE INDEX schedule_due_ix
-ON @extschema@.schedule (next_at);
+ON @extschema@.schedule ((greatest(next_at, set_at)));
