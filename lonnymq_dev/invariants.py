@@ -6,7 +6,10 @@ place) lies below the due mark, and no schedule's key in schedule_due_ix,
 greatest(next_at, set_at), lies below the due mark (0.13.1).  A message or
 a schedule below a mark is never delivered nor materialised by a dequeue:
 every probe of the take, of the promotion and of the schedules starts at
-the mark (tick() still finds such a schedule: its safety net).  Checked at
+the mark (tick() still finds such a schedule: its safety net).  And no
+message waiting for its admission (is_held) lies below its channel's
+admit_from (0.13.1), where the admission's walk starts: it would wait for
+ever.  Checked at
 the end of every test that uses a database (test/python/conftest.py), and
 by the concurrency, crash, upgrade and isolation-level tests at the points
 they name.
@@ -39,6 +42,13 @@ SCHEDULES_BELOW_THE_DUE_MARK_SQL = (
     " WHERE greatest(s.next_at, s.set_at) < %(due_mark)s")
 
 
+# (0.13.1 on: channel.admit_from.)
+HELD_BELOW_ADMIT_FROM_SQL = (
+    "SELECT array_agg(m.id ORDER BY m.id) FROM lonnymq.message AS m"
+    " JOIN lonnymq.channel AS c ON c.id = m.channel_id AND c.name = m.channel"
+    " WHERE m.is_held AND m.dequeue_at < c.admit_from")
+
+
 def marks(conn) -> tuple[int, int]:
     """The position mark and the due mark, as they are now."""
     return tuple(conn.execute(MARKS_SQL).fetchone())
@@ -64,6 +74,15 @@ def schedules_below_the_due_mark(conn) -> list[str]:
     return conn.execute(SCHEDULES_BELOW_THE_DUE_MARK_SQL, {"due_mark": due_mark}).fetchone()[0] or []
 
 
+def held_below_admit_from(conn) -> list[int]:
+    """The ids of the messages waiting for their admission below their
+    channel's admit_from (none when the invariant holds, or before 0.13.1)."""
+    if not conn.execute("SELECT EXISTS (SELECT 1 FROM pg_attribute"
+                        " WHERE attrelid = to_regclass('lonnymq.channel') AND attname = 'admit_from')").fetchone()[0]:
+        return []
+    return conn.execute(HELD_BELOW_ADMIT_FROM_SQL).fetchone()[0] or []
+
+
 def assert_nothing_below_the_marks(conn, what: str = "") -> None:
     """Fail, naming the messages and schedules, when one lies below a mark."""
     ready, due, ids = below_the_marks(conn)
@@ -74,3 +93,7 @@ def assert_nothing_below_the_marks(conn, what: str = "") -> None:
     assert not schedules, (
         f"{what + ': ' if what else ''}schedule(s) below the due mark, never materialised by a dequeue: "
         f"{schedules[:20]}")
+    held = held_below_admit_from(conn)
+    assert not held, (
+        f"{what + ': ' if what else ''}{len(held)} message(s) waiting for their admission below their channel's "
+        f"admit_from, never to be admitted; ids {held[:20]}")

@@ -47,6 +47,57 @@ DROP INDEX @extschema@.schedule_due_ix;
 
 CREATE INDEX schedule_due_ix ON @extschema@.schedule ((greatest(next_at, set_at)));
 
+ALTER TABLE @extschema@.channel ADD COLUMN admit_from bigint NOT NULL DEFAULT -9223372036854775808;
+
+DROP FUNCTION @extschema@._channel_admit(bigint, integer, integer, boolean, bigint);
+
+CREATE OR REPLACE FUNCTION @extschema@._channel_row(p_channel_id bigint, p_channel text)
+RETURNS SETOF @extschema@.channel
+LANGUAGE sql STABLE ROWS 1
+AS $$
+    SELECT c.*
+    FROM @extschema@.channel AS c
+    WHERE c.id >= p_channel_id AND c.id <= p_channel_id AND (p_channel IS NULL OR c.name = p_channel)
+    ORDER BY c.id DESC
+    LIMIT 1
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_row(bigint, text) IS
+'Internal: a channel''s row, read newest version first (bounded under a held snapshot).';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_row(bigint, text) FROM PUBLIC;
+
+COMMENT ON FUNCTION @extschema@._channel_admits(@extschema@.channel) IS
+'Internal: whether a channel admits its messages (max_concurrency, a release interval, or a pause).';
+
+CREATE OR REPLACE FUNCTION @extschema@._channel_defaults(p_channel text, p_now bigint)
+RETURNS @extschema@.channel
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT ROW(
+        @extschema@._channel_id(p_channel), p_channel,
+        NULL, NULL, 0, NULL, 0, 0, p_now, FALSE,
+        NULL, 1000, 2.0, 3600000, 0.1, 0, FALSE, FALSE, NULL, 0, FALSE, NULL, NULL, -9223372036854775808
+    )::@extschema@.channel
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._channel_follower(p_pattern @extschema@.channel, p_channel text)
+RETURNS @extschema@.channel
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT ROW(
+        @extschema@._channel_id(p_channel), p_channel,
+        p_pattern.max_concurrency, NULL, p_pattern.release_interval_ms, NULL, 0, 0, p_pattern.created_at, FALSE,
+        p_pattern.max_attempts, p_pattern.backoff_base_ms, p_pattern.backoff_factor, p_pattern.backoff_max_ms,
+        p_pattern.backoff_jitter, p_pattern.dedup_window_ms, p_pattern.retain_history, p_pattern.notify,
+        CASE
+            WHEN p_pattern.notify_payload <> '' THEN @extschema@._channel_id(p_channel)::text
+            ELSE p_pattern.notify_payload
+        END,
+        0, p_pattern.is_ordered, p_pattern.name, NULL, -9223372036854775808
+    )::@extschema@.channel
+$$;
+
 CREATE OR REPLACE FUNCTION @extschema@._channel_guard_is_own()
 RETURNS boolean
 LANGUAGE sql VOLATILE
@@ -95,6 +146,51 @@ $$;
 
 COMMENT ON FUNCTION @extschema@._channel_guard_exclusive(text) IS
 'Internal: hold the channel guard and its bucket guard exclusively until the end of the transaction, waiting for the calls in flight that hold either shared.';
+
+CREATE OR REPLACE FUNCTION @extschema@._channel_config(p_channel_id bigint, p_channel text)
+RETURNS @extschema@.channel
+LANGUAGE sql STABLE
+AS $$
+    SELECT COALESCE(
+        (SELECT c FROM @extschema@._channel_row(p_channel_id, p_channel) AS c),
+        (SELECT f FROM @extschema@._channel_pattern_config(p_channel) AS f),
+        @extschema@._channel_defaults(p_channel, 0)
+    )
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._channel_quota_take(
+    p_channel_id bigint,
+    p_max_size integer,
+    p_want integer
+)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_quota record;
+    v_removed bigint;
+    v_granted integer;
+BEGIN
+    -- Both rows newest version first, the quota's written by the ctid it
+    -- was locked at (a row written by every producer: _channel_row says
+    -- why).
+    SELECT q.ctid AS tid, q.num_created INTO v_quota
+    FROM @extschema@.channel_quota AS q
+    WHERE q.channel_id >= p_channel_id AND q.channel_id <= p_channel_id
+    ORDER BY q.channel_id DESC
+    LIMIT 1
+    FOR UPDATE;
+    SELECT c.num_removed INTO v_removed
+    FROM @extschema@._channel_row(p_channel_id, NULL) AS c;
+    v_granted := LEAST(p_want, GREATEST(p_max_size - (v_quota.num_created - v_removed), 0));
+    IF v_granted > 0 THEN
+        UPDATE @extschema@.channel_quota AS q
+        SET num_created = q.num_created + v_granted
+        WHERE q.ctid = v_quota.tid;
+    END IF;
+    RETURN v_granted;
+END;
+$$;
 
 CREATE OR REPLACE FUNCTION @extschema@._marks_raise(p_now bigint, p_taken bigint, p_taken_last bigint, p_from bigint)
 RETURNS boolean
@@ -177,6 +273,490 @@ $$;
 COMMENT ON FUNCTION @extschema@._marks_raise(bigint, bigint, bigint, bigint) IS
 'Internal: raise the position and due marks and start a new epoch, when no writer of the previous epoch is in flight and every finished writer is visible to the read; never waits.';
 
+CREATE OR REPLACE FUNCTION @extschema@._channel_admit(
+    p_channel_id bigint,
+    p_ended integer,
+    p_pending_done integer,
+    p_is_delivery boolean,
+    p_now bigint,
+    p_held_at bigint
+)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_channel record;
+    v_room integer;
+    v_admitted integer := 0;
+    v_bound bigint;
+    v_held record;
+BEGIN
+    PERFORM @extschema@._channel_row_lock(p_channel_id);
+    -- Newest version first, and written by the ctid it was locked at
+    -- (_channel_row says why).
+    SELECT c.ctid AS tid, c.* INTO v_channel
+    FROM @extschema@.channel AS c
+    WHERE c.id >= p_channel_id AND c.id <= p_channel_id
+    ORDER BY c.id DESC
+    LIMIT 1
+    FOR NO KEY UPDATE;
+    IF NOT FOUND THEN
+        RETURN 0;
+    END IF;
+    v_channel.num_admitted := pg_catalog.int4larger(v_channel.num_admitted - p_ended, 0);
+    v_channel.admit_from := LEAST(v_channel.admit_from, p_held_at);
+    IF v_channel.release_interval_ms > 0 THEN
+        v_channel.num_pending := pg_catalog.int4larger(v_channel.num_pending - p_pending_done, 0);
+        IF p_is_delivery THEN
+            v_channel.release_at := p_now + v_channel.release_interval_ms;
+        END IF;
+    END IF;
+    v_room := CASE WHEN v_channel.is_paused THEN 0 ELSE LEAST(
+        COALESCE(v_channel.max_concurrency - v_channel.num_admitted, 1000),
+        CASE WHEN v_channel.release_interval_ms > 0 THEN 1 - v_channel.num_pending ELSE 1000 END
+    ) END;
+    IF v_room > 0 THEN
+        v_bound := @extschema@._epoch_enter();
+        FOR v_held IN
+            SELECT m.id, m.dequeue_at
+            FROM @extschema@.message AS m
+            WHERE m.channel_id = v_channel.id AND m.is_held AND m.dequeue_at >= v_channel.admit_from
+            ORDER BY m.dequeue_at, m.id
+            LIMIT v_room
+            FOR UPDATE SKIP LOCKED
+        LOOP
+            IF v_channel.release_at > p_now THEN
+                UPDATE @extschema@.message AS m
+                SET is_held = FALSE, is_admitted = TRUE, dequeue_at = v_channel.release_at
+                WHERE m.id = v_held.id;
+            ELSE
+                UPDATE @extschema@.message AS m
+                SET is_held = FALSE, is_admitted = TRUE, position = p.place, is_early = p.is_early
+                FROM @extschema@._message_place(v_channel.id, v_bound, v_held.dequeue_at, 0) AS p
+                WHERE m.id = v_held.id;
+            END IF;
+            v_admitted := v_admitted + 1;
+        END LOOP;
+        IF v_admitted > 0 AND pg_catalog.current_setting('transaction_isolation') = 'read committed' THEN
+            v_channel.admit_from := COALESCE((
+                SELECT m.dequeue_at FROM @extschema@.message AS m
+                WHERE m.channel_id = v_channel.id AND m.is_held AND m.dequeue_at >= v_channel.admit_from
+                ORDER BY m.dequeue_at, m.id LIMIT 1
+            ), GREATEST(v_held.dequeue_at, v_channel.admit_from));
+        END IF;
+    END IF;
+    -- A pattern's follower whose counts are back to nothing (nothing
+    -- admitted, so nothing held either: it had room; its release passed)
+    -- has nothing in its row that its pattern does not say: the row goes,
+    -- and its next admission makes it again.
+    IF v_channel.pattern IS NOT NULL AND v_channel.num_admitted + v_admitted = 0 AND NOT v_channel.is_paused
+        AND COALESCE(v_channel.release_at <= p_now, TRUE) THEN
+        DELETE FROM @extschema@.channel AS c WHERE c.ctid = v_channel.tid;
+        RETURN 0;
+    END IF;
+    UPDATE @extschema@.channel AS c
+    SET
+        num_admitted = v_channel.num_admitted + v_admitted,
+        num_pending = v_channel.num_pending + CASE WHEN v_channel.release_interval_ms > 0 THEN v_admitted ELSE 0 END,
+        release_at = v_channel.release_at,
+        admit_from = v_channel.admit_from
+    WHERE c.ctid = v_channel.tid;
+    RETURN v_admitted;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_admit(bigint, integer, integer, boolean, bigint, bigint) IS
+'Internal: admission of a channel with limits: count admitted messages that ended or were delivered, then admit held ones while there is room.';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_admit(bigint, integer, integer, boolean, bigint, bigint) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._message_promote(
+    p_now bigint,
+    p_due_mark bigint,
+    p_bound bigint,
+    p_limit integer
+)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_due record;
+    v_channel @extschema@.channel%ROWTYPE;
+    v_is_dead boolean;
+    v_is_held boolean;
+BEGIN
+    FOR v_due IN
+        SELECT m.id, m.channel_id, m.channel, m.dequeue_at, m.is_locked, m.is_admitted, m.num_failures
+        FROM @extschema@.message AS m
+        WHERE
+            GREATEST(m.dequeue_at, m.created_at) >= p_due_mark AND GREATEST(m.dequeue_at, m.created_at) <= p_now
+            AND m.position IS NULL AND NOT m.is_held
+        ORDER BY GREATEST(m.dequeue_at, m.created_at), m.id
+        LIMIT p_limit
+        FOR UPDATE SKIP LOCKED
+    LOOP
+        -- A channel whose configuration is changing right now is left for
+        -- the next call (its change waits for no consumer).
+        CONTINUE WHEN NOT @extschema@._channel_guard_try_shared(v_due.channel);
+        v_channel := @extschema@._channel_config(v_due.channel_id, v_due.channel);
+        v_is_dead := COALESCE(v_due.is_locked AND v_due.num_failures + 1 >= v_channel.max_attempts, FALSE);
+        -- Paused: held.  With limits: held unless admitted already.
+        v_is_held := NOT v_is_dead AND @extschema@._channel_admits(v_channel)
+            AND (v_channel.is_paused OR NOT v_due.is_admitted);
+        -- Admission, a release, and a dead letter's count in a max_size
+        -- channel write the channel's row.  One whose row lock another
+        -- call holds (a complete, a take, another promotion of it) is left
+        -- due for a later dequeue: consumers never wait for a channel row
+        -- here (_channel_row_try_lock).
+        IF v_is_held OR v_is_dead AND (v_due.is_admitted OR v_channel.max_size IS NOT NULL)
+            OR v_due.is_admitted AND v_due.is_locked AND v_channel.release_interval_ms > 0 THEN
+            CONTINUE WHEN NOT @extschema@._channel_row_try_lock(v_due.channel_id);
+            -- (Read again under the lock: its release and pending count.)
+            v_channel := @extschema@._channel_config(v_due.channel_id, v_due.channel);
+        END IF;
+        -- A lapsed lock, found (counted, lonnymq_messages_lock_expired_total:
+        -- a sequence, no row).
+        IF v_due.is_locked THEN PERFORM pg_catalog.nextval('@extschema@.messages_lock_expired_seq'); END IF;
+        IF v_is_dead THEN
+            PERFORM @extschema@._message_bury(
+                v_due.id, v_due.channel_id, v_due.channel, 'lock expired', p_now, v_channel.dedup_window_ms
+            );
+        ELSIF v_is_held THEN
+            UPDATE @extschema@.message AS m SET is_held = TRUE, is_admitted = FALSE WHERE m.id = v_due.id;
+            -- A channel that follows a pattern with limits gets its row
+            -- (its admission counts) here, at its first admission; it goes
+            -- when they are back to nothing (_channel_admit).
+            IF v_channel.pattern IS NOT NULL THEN
+                v_channel.created_at := p_now;
+                INSERT INTO @extschema@.channel
+                SELECT (v_channel).*
+                ON CONFLICT DO NOTHING;
+            END IF;
+        ELSIF v_due.is_locked AND v_due.is_admitted AND v_channel.release_interval_ms > 0
+            AND (v_channel.release_at > p_now OR v_channel.num_pending > 0) THEN
+            -- An expired lock's new delivery waits for its channel's
+            -- release like any other: due again when the interval ends (a
+            -- later end when another delivery is pending).
+            UPDATE @extschema@.message AS m
+            SET dequeue_at = GREATEST(v_channel.release_at, p_now)
+                + CASE WHEN v_channel.num_pending > 0 THEN v_channel.release_interval_ms ELSE 0 END
+            WHERE m.id = v_due.id;
+        ELSE
+            -- (An expired lock of a channel with a release interval is
+            -- its one pending delivery.)
+            IF v_due.is_locked AND v_due.is_admitted AND v_channel.release_interval_ms > 0 THEN
+                -- (Under its row lock: the newest version is the row.)
+                UPDATE @extschema@.channel AS c SET num_pending = c.num_pending + 1
+                WHERE c.ctid = (
+                    SELECT r.ctid FROM @extschema@.channel AS r
+                    WHERE r.id >= v_due.channel_id AND r.id <= v_due.channel_id
+                    ORDER BY r.id DESC LIMIT 1
+                );
+            END IF;
+            -- Ready: a scheduled message, or an admitted one (an expired
+            -- lock stays admitted, and counted, until it is delivered again).
+            UPDATE @extschema@.message AS m
+            SET position = p.place, is_early = p.is_early
+            FROM @extschema@._message_place(v_due.channel_id, p_bound, v_due.dequeue_at, 0) AS p
+            WHERE m.id = v_due.id;
+        END IF;
+        -- An admitted message that ends, or goes back to be held, frees
+        -- its place; a held one may be admitted at once.
+        IF v_is_held OR v_is_dead AND v_due.is_admitted THEN
+            PERFORM @extschema@._channel_admit(
+                v_due.channel_id, v_due.is_admitted::integer, 0, FALSE, p_now, CASE WHEN v_is_held THEN v_due.dequeue_at END
+            );
+        END IF;
+    END LOOP;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._channel_removed(p_channel_ids bigint[])
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    -- (Each row newest version first, under its row lock, which the
+    -- caller holds: _channel_row says why.)
+    UPDATE @extschema@.channel AS c
+    SET num_removed = c.num_removed + pg_catalog.cardinality(pg_catalog.array_positions(p_channel_ids, c.id))
+    FROM (SELECT DISTINCT a.id FROM pg_catalog.unnest(p_channel_ids) AS a (id)) AS a
+    CROSS JOIN LATERAL (
+        SELECT r.ctid, r.max_size FROM @extschema@.channel AS r
+        WHERE r.id >= a.id AND r.id <= a.id
+        ORDER BY r.id DESC LIMIT 1
+    ) AS r
+    -- (The newest version's max_size: a condition inside the LIMIT would
+    -- walk every version of a row it refuses.)
+    WHERE c.ctid = r.ctid AND r.max_size IS NOT NULL;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._message_complete_set(
+    p_ids bigint[],
+    p_num_attempts integer[],
+    p_caller pg_catalog.regrole,
+    p_report boolean DEFAULT FALSE
+)
+RETURNS bigint[]
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_now bigint;
+    v_gone_ids bigint[];
+    v_followed @extschema@.message[];
+    v_key record;
+    v_admitted record;
+BEGIN
+    -- One expression for valid input; _check_pairs says what is wrong.
+    IF p_ids IS NULL OR p_num_attempts IS NULL
+        OR pg_catalog.cardinality(p_ids) <> pg_catalog.cardinality(p_num_attempts)
+        OR pg_catalog.cardinality(p_ids) > 10000
+        OR pg_catalog.array_ndims(p_ids) > 1 OR pg_catalog.array_ndims(p_num_attempts) > 1
+        OR pg_catalog.array_position(p_ids, NULL) IS NOT NULL
+        OR pg_catalog.array_position(p_num_attempts, NULL) IS NOT NULL
+        OR pg_catalog.cardinality(p_ids) = 0 THEN
+        PERFORM @extschema@._check_pairs(p_ids, p_num_attempts);
+        RETURN '{}';
+    END IF;
+    v_now := @extschema@._clock_ms();
+
+    -- By primary key only ("= ANY": an index condition by shape, no join
+    -- whose plan could walk message_pkey), each message checked against its
+    -- own pair's token (array_position: the first pair of its id; a
+    -- repeated id's later pairs are reported as not completed).
+    -- Channel rows before message rows: the channels whose counts the
+    -- completion changes (limits, max_size) have their row locks
+    -- (_channel_row_lock) taken, in key order, before any message is
+    -- deleted (an InitPlan, evaluated before the first delete).  A
+    -- completion that deleted first and then waited for a channel row
+    -- deadlocked with a dequeue that held that row (its own completion's)
+    -- while its take followed the deleted message's update chain: FOR
+    -- UPDATE SKIP LOCKED waits there (soak test).
+    WITH gone AS (
+        DELETE FROM @extschema@.message AS m
+        WHERE
+            m.id = ANY(p_ids)
+            AND m.num_attempts = p_num_attempts[pg_catalog.array_position(p_ids, m.id)]
+            AND m.is_locked
+            AND COALESCE(m.locked_by = p_caller, TRUE)
+            AND (
+                SELECT pg_catalog.count(@extschema@._channel_row_lock(l.id))
+                FROM (
+                    -- (Sorted by the lock's key, an array's elements, not
+                    -- a scan's rows; OFFSET 0: locked in this order.)
+                    SELECT l.id
+                    -- (A channel twice takes its lock twice: harmless.)
+                    FROM pg_catalog.unnest(ARRAY(
+                        SELECT c.id
+                        FROM pg_catalog.unnest(ARRAY(
+                            SELECT x.channel_id FROM @extschema@.message AS x WHERE x.id = ANY(p_ids)
+                        )) AS x (channel_id)
+                        CROSS JOIN LATERAL @extschema@._channel_row(x.channel_id, NULL) AS c
+                        WHERE @extschema@._channel_admits(c) OR c.max_size IS NOT NULL
+                    )) AS l (id)
+                    ORDER BY pg_catalog.hashint8(l.id)
+                    OFFSET 0
+                ) AS l
+            ) >= 0
+        RETURNING
+            m.id, m.channel_id, m.channel, m.key, m.is_admitted, m AS message,
+            -- (Counted, lonnymq_messages_completed_total: a sequence, no row.)
+            pg_catalog.nextval('@extschema@.messages_completed_seq') AS counted
+    )
+
+    -- The messages something must follow: keyed, admitted, or of a
+    -- configured channel (history, max_size).
+    -- (Sub-selects, not joins: the message's channel is a parameter of
+    -- their probe, so the probe is one whatever the plan.)
+    SELECT
+        pg_catalog.array_agg(g.id),
+        pg_catalog.array_agg(g.message) FILTER (
+            WHERE g.key IS NOT NULL OR g.is_admitted
+            OR EXISTS (SELECT 1 FROM @extschema@._channel_row(g.channel_id, g.channel))
+            -- (Once a pattern was ever set, every message: its pattern may
+            -- keep its history.)
+            OR pg_catalog.pg_sequence_last_value('@extschema@.channel_pattern_seq') > 0
+        )
+    INTO v_gone_ids, v_followed
+    FROM gone AS g;
+
+    IF v_followed IS NOT NULL THEN
+        INSERT INTO @extschema@.message_history (id, channel, key, content, state, num_attempts, created_at, completed_at)
+        SELECT f.id, f.channel, f.key, f.content, f.state, f.num_attempts, f.created_at, v_now
+        FROM pg_catalog.unnest(v_followed) AS f
+        -- (Scalar sub-selects, which the planner does not turn into joins:
+        -- probes by the message's channel whatever the plan.)
+        WHERE COALESCE(
+            (SELECT c.retain_history FROM @extschema@._channel_row(f.channel_id, f.channel) AS c),
+            (SELECT p.retain_history FROM @extschema@._channel_pattern_config(f.channel) AS p)
+        );
+        -- Keys: each keyed message's claim lasts its channel's dedup window.
+        FOR v_key IN
+            SELECT
+                f.channel_id, f.key, f.id,
+                COALESCE(
+                    (SELECT c.dedup_window_ms FROM @extschema@._channel_row(f.channel_id, f.channel) AS c),
+                    (SELECT p.dedup_window_ms FROM @extschema@._channel_pattern_config(f.channel) AS p),
+                    0
+                ) AS window_ms
+            FROM pg_catalog.unnest(v_followed) AS f
+            WHERE f.key IS NOT NULL
+        LOOP
+            PERFORM @extschema@._message_key_release(v_key.channel_id, v_key.key, v_key.id, v_key.window_ms, v_now);
+        END LOOP;
+        PERFORM @extschema@._channel_removed(ARRAY(SELECT f.channel_id FROM pg_catalog.unnest(v_followed) AS f));
+        -- Admitted messages free their places: the next held ones are
+        -- admitted, channel rows locked in id order.
+        FOR v_admitted IN
+            SELECT
+                f.channel_id, pg_catalog.count(*)::integer AS n,
+                -- (An expired lock made ready again is its channel's
+                -- pending delivery.)
+                (pg_catalog.count(*) FILTER (WHERE f.position IS NOT NULL))::integer AS pending
+            FROM pg_catalog.unnest(v_followed) AS f
+            WHERE f.is_admitted
+            GROUP BY f.channel_id
+            ORDER BY f.channel_id
+        LOOP
+            PERFORM @extschema@._channel_admit(v_admitted.channel_id, v_admitted.n, v_admitted.pending, FALSE, v_now, NULL);
+        END LOOP;
+    END IF;
+    -- Looked for only when fewer were completed than asked (n x k
+    -- comparisons then), not on every batch.
+    IF p_report AND COALESCE(pg_catalog.cardinality(v_gone_ids), 0) < pg_catalog.cardinality(p_ids) THEN
+        FOR i IN 1..pg_catalog.cardinality(p_ids) LOOP
+            CONTINUE WHEN p_ids[i] = ANY(v_gone_ids);
+            RAISE NOTICE 'lonnymq: message % was not completed: stale token, not locked, or locked by another role',
+                p_ids[i]
+                USING ERRCODE = '01LQ1', DETAIL = pg_catalog.format('id=%s num_attempts=%s', p_ids[i], p_num_attempts[i]);
+        END LOOP;
+    END IF;
+    RETURN COALESCE(v_gone_ids, '{}');
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._message_requeue(
+    p_id bigint,
+    p_channel @extschema@.channel,
+    p_is_admitted boolean,
+    p_dequeue_at bigint,
+    p_state bytea,
+    p_is_failure boolean,
+    p_error text,
+    p_bound bigint,
+    p_now bigint
+)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_limited boolean := @extschema@._channel_admits(p_channel);
+    v_keeps boolean := p_is_admitted AND p_channel.is_ordered;
+    -- (A kept admission waits for its channel's release, as every
+    -- delivery of a channel with a release interval does.)
+    v_dequeue_at bigint := CASE
+        WHEN v_keeps THEN GREATEST(p_dequeue_at, COALESCE(p_channel.release_at, p_dequeue_at))
+        ELSE p_dequeue_at
+    END;
+    v_position bigint;
+    v_is_early boolean := FALSE;
+    v_pending integer;
+BEGIN
+    -- (An expired lock made ready again is its channel's pending delivery.)
+    IF p_is_admitted THEN
+        SELECT (m.position IS NOT NULL)::integer INTO v_pending FROM @extschema@.message AS m WHERE m.id = p_id;
+    END IF;
+    -- (A paused channel's kept message is left due: promotion holds it.)
+    IF v_dequeue_at <= p_now AND (NOT v_limited OR v_keeps AND NOT p_channel.is_paused) THEN
+        SELECT p.place, p.is_early INTO v_position, v_is_early
+        FROM @extschema@._message_place(p_channel.id, p_bound, v_dequeue_at, 0) AS p;
+    END IF;
+    UPDATE @extschema@.message AS m
+    SET
+        is_locked = FALSE,
+        dequeue_at = v_dequeue_at,
+        state = COALESCE(p_state, m.state),
+        num_failures = m.num_failures + CASE WHEN p_is_failure THEN 1 ELSE 0 END,
+        attempt_log = CASE
+            WHEN p_is_failure THEN @extschema@._attempt_log_append(m.attempt_log, m.num_attempts, p_now, p_error)
+            ELSE m.attempt_log
+        END,
+        is_admitted = v_keeps,
+        position = v_position,
+        is_early = v_is_early,
+        is_held = v_dequeue_at <= p_now AND v_limited AND NOT v_keeps
+    WHERE m.id = p_id;
+    IF NOT v_keeps AND (p_is_admitted OR v_dequeue_at <= p_now AND v_limited) THEN
+        -- (p_held_at: the message is held, under its channel's row lock,
+        -- _message_channel's.)
+        PERFORM @extschema@._channel_admit(
+            p_channel.id, CASE WHEN p_is_admitted THEN 1 ELSE 0 END, COALESCE(v_pending, 0), FALSE, p_now,
+            CASE WHEN v_dequeue_at <= p_now AND v_limited THEN v_dequeue_at END
+        );
+    END IF;
+    IF p_channel.notify AND v_dequeue_at <= p_now AND NOT p_channel.is_paused THEN
+        PERFORM pg_catalog.pg_notify('lonnymq', COALESCE(p_channel.notify_payload, p_channel.name));
+    END IF;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._channel_readmit(
+    p_channel @extschema@.channel,
+    p_bound bigint,
+    p_now bigint
+)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_limited boolean := @extschema@._channel_admits(p_channel);
+    v_held record;
+BEGIN
+    UPDATE @extschema@.message AS m
+    SET
+        position = NULL,
+        is_early = FALSE,
+        is_held = NOT m.is_locked AND (m.is_held OR m.position IS NOT NULL),
+        -- (A lock that was ready or held again re-enters the due index
+        -- above the due mark, which may have passed its expiry.)
+        dequeue_at = CASE
+            WHEN m.is_locked AND (m.is_held OR m.position IS NOT NULL) THEN GREATEST(m.dequeue_at, p_now)
+            ELSE m.dequeue_at
+        END,
+        is_admitted = v_limited AND m.is_locked
+    WHERE m.channel_id = p_channel.id AND m.channel = p_channel.name
+        AND (m.position IS NOT NULL OR m.is_admitted OR m.is_locked AND (v_limited OR m.is_held));
+    UPDATE @extschema@.channel AS c
+    SET
+        num_admitted = CASE WHEN v_limited THEN (
+            SELECT pg_catalog.count(*)::integer
+            FROM @extschema@.message AS m
+            WHERE m.channel_id = p_channel.id AND m.channel = p_channel.name AND m.is_admitted
+        ) ELSE 0 END,
+        num_pending = 0,
+        -- (Messages of any dequeue_at are held again: the walk starts at
+        -- the beginning, _channel_admit.)
+        admit_from = -9223372036854775808
+    WHERE c.id = p_channel.id;
+    IF v_limited THEN
+        PERFORM @extschema@._channel_admit(p_channel.id, 0, 0, FALSE, p_now, NULL);
+        RETURN;
+    END IF;
+    FOR v_held IN
+        SELECT m.id, m.dequeue_at
+        FROM @extschema@.message AS m
+        WHERE m.channel_id = p_channel.id AND m.is_held
+        ORDER BY m.dequeue_at, m.id
+    LOOP
+        UPDATE @extschema@.message AS m
+        SET is_held = FALSE, position = p.place, is_early = p.is_early
+        FROM @extschema@._message_place(p_channel.id, p_bound, v_held.dequeue_at, 0) AS p
+        WHERE m.id = v_held.id;
+    END LOOP;
+END;
+$$;
+
 CREATE OR REPLACE FUNCTION @extschema@._schedule_run(p_now bigint, p_limit integer, p_from bigint)
 RETURNS integer
 LANGUAGE plpgsql VOLATILE
@@ -202,9 +782,13 @@ BEGIN
         -- only tried: a schedule whose channel is busy waits for a later
         -- call.
         CONTINUE WHEN NOT @extschema@._channel_guard_try_shared(v_schedule.channel);
+        -- (Newest version first: a row every producer writes.)
         PERFORM 1
         FROM @extschema@.channel_quota AS q
-        WHERE q.channel_id = @extschema@._channel_id(v_schedule.channel)
+        WHERE
+            q.channel_id >= @extschema@._channel_id(v_schedule.channel)
+            AND q.channel_id <= @extschema@._channel_id(v_schedule.channel)
+        ORDER BY q.channel_id DESC LIMIT 1
         FOR UPDATE SKIP LOCKED;
         CONTINUE WHEN NOT FOUND AND EXISTS (
             SELECT 1 FROM @extschema@.channel_quota AS q WHERE q.channel_id = @extschema@._channel_id(v_schedule.channel)
@@ -284,6 +868,158 @@ AS $$
         ('admin', '@extschema@._metrics()')
     ) AS f (access, fn)
     WHERE f.access = p_access
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.message_create(
+    p_channel text,
+    p_content bytea,
+    p_dequeue_at bigint DEFAULT NULL,
+    p_key text DEFAULT NULL
+)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_channel_id bigint := @extschema@._channel_id(p_channel);
+    -- The default is the transaction's start, so that messages created in one
+    -- transaction share a dequeue_at and keep their order by id.
+    v_dequeue_at bigint := COALESCE(p_dequeue_at, @extschema@.to_epoch(pg_catalog.now()));
+    v_epoch bigint;
+    v_place bigint;
+    v_is_early boolean;
+    v_waits boolean;
+    -- (Read once: a setting, not a query.)
+    v_is_serializable boolean := pg_catalog.current_setting('transaction_isolation') = 'serializable';
+    v_max_size integer;
+    v_notify text;
+    v_now bigint;
+    v_id bigint;
+    v_created bigint;
+    v_counted bigint;
+    v_has_no_row boolean;
+BEGIN
+    -- One expression for valid input; the checks say what is wrong.
+    IF p_channel IS NULL OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 OR p_content IS NULL
+        OR pg_catalog.octet_length(p_content) > @extschema@._max_content_bytes()
+        OR pg_catalog.length(p_key) NOT BETWEEN 1 AND 1024 OR pg_catalog.right(p_channel, 1) = '*' THEN
+        PERFORM @extschema@._check_message_channel(p_channel);
+        PERFORM @extschema@._check_message(p_content, p_key);
+    END IF;
+
+    LOOP
+        -- k is one row whose columns are computed in order: the epoch is
+        -- read, its parity and the channel guard held, then the clock read
+        -- (a subquery with volatile columns is never flattened into its
+        -- caller).
+        SELECT
+            k.epoch,
+            k.now,
+            p.place,
+            p.is_early,
+            COALESCE(@extschema@._channel_admits(c), FALSE) OR v_is_serializable,
+            c.max_size,
+            CASE WHEN c.notify AND NOT c.is_paused THEN COALESCE(c.notify_payload, p_channel) END,
+            c.id IS NULL
+        INTO v_epoch, v_now, v_place, v_is_early, v_waits, v_max_size, v_notify, v_has_no_row
+        FROM (
+            SELECT
+                e.epoch,
+                @extschema@._epoch_hold(e.epoch) AS in_epoch,
+                @extschema@._channel_guard_shared(p_channel) AS in_channel,
+                @extschema@._clock_ms() AS now
+            FROM (SELECT pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') AS epoch) AS e
+        ) AS k
+        LEFT JOIN LATERAL @extschema@._channel_row(v_channel_id, p_channel) AS c ON TRUE
+        -- (A SERIALIZABLE producer's bound is NULL: the probes' condition
+        -- can never hold, so they read nothing.)
+        CROSS JOIN LATERAL @extschema@._message_place(
+            v_channel_id, CASE WHEN NOT v_is_serializable THEN k.epoch >> 1 END, v_dequeue_at,
+            CASE WHEN p_dequeue_at IS NULL THEN 1000 ELSE 0 END
+        ) AS p;
+
+        -- A channel without a row follows its pattern, if it has one: looked
+        -- for only once a pattern was ever set (channel_pattern_seq), so
+        -- that producers of a database without patterns read nothing more.
+        IF v_has_no_row AND pg_catalog.pg_sequence_last_value('@extschema@.channel_pattern_seq') > 0 THEN
+            SELECT
+                COALESCE(@extschema@._channel_admits(f), FALSE) OR v_is_serializable,
+                CASE WHEN f.notify THEN COALESCE(f.notify_payload, p_channel) END
+            INTO v_waits, v_notify
+            FROM (SELECT) AS one
+            LEFT JOIN LATERAL @extschema@._channel_pattern_config(p_channel) AS f ON TRUE;
+        END IF;
+
+        -- Once, not again when the epoch changed.
+        IF v_id IS NULL AND (p_key IS NOT NULL OR v_max_size IS NOT NULL) THEN
+            v_id := pg_catalog.nextval('@extschema@.message_id_seq');
+            IF p_key IS NOT NULL THEN
+                -- Each keyed create deletes up to two ended claims.
+                PERFORM @extschema@._message_key_reap(v_now, 2);
+                v_created := @extschema@._message_key_claim(v_channel_id, p_key, v_id, v_now);
+                IF v_created IS NOT NULL THEN
+                    RETURN v_created;
+                END IF;
+            END IF;
+            IF v_max_size IS NOT NULL AND @extschema@._channel_quota_take(v_channel_id, v_max_size, 1) = 0 THEN
+                IF p_key IS NOT NULL THEN
+                    PERFORM @extschema@._message_key_release(v_channel_id, p_key, v_id, 0, 0);
+                END IF;
+                RETURN NULL;
+            END IF;
+        END IF;
+
+        INSERT INTO @extschema@.message (id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early)
+        SELECT
+            COALESCE(v_id, pg_catalog.nextval('@extschema@.message_id_seq')), v_channel_id, p_channel, v_dequeue_at,
+            v_now, p_content, p_key,
+            CASE WHEN v_dequeue_at <= v_now AND NOT v_waits THEN v_place END,
+            v_dequeue_at <= v_now AND NOT v_waits AND v_is_early
+        WHERE pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') = v_epoch
+        -- (Counted, lonnymq_messages_created_total: a sequence, no row.)
+        RETURNING id, pg_catalog.nextval('@extschema@.messages_created_seq') INTO v_created, v_counted;
+        EXIT WHEN v_created IS NOT NULL;
+    END LOOP;
+    IF v_notify IS NOT NULL AND v_dequeue_at <= v_now THEN
+        PERFORM pg_catalog.pg_notify('lonnymq', v_notify);
+    END IF;
+    RETURN v_created;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.message_cancel(p_id bigint)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_channel @extschema@.channel%ROWTYPE;
+    v_gone record;
+BEGIN
+    IF p_id IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_id must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    v_channel := @extschema@._message_channel(p_id);
+    IF v_channel.id IS NULL THEN
+        RETURN FALSE;
+    END IF;
+    DELETE FROM @extschema@.message AS m
+    WHERE m.id = p_id AND NOT m.is_locked
+    RETURNING m.key, m.is_admitted INTO v_gone;
+    IF NOT FOUND THEN
+        RETURN FALSE;
+    END IF;
+    IF v_gone.key IS NOT NULL THEN
+        PERFORM @extschema@._message_key_release(v_channel.id, v_gone.key, p_id, 0, 0);
+    END IF;
+    PERFORM @extschema@._channel_removed(ARRAY[v_channel.id]);
+    IF v_gone.is_admitted THEN
+        -- Admitted and not delivered: it also held the release interval's turn.
+        PERFORM @extschema@._channel_admit(v_channel.id, 1, 1, FALSE, @extschema@._clock_ms(), NULL);
+    END IF;
+    RETURN TRUE;
+END;
 $$;
 
 CREATE OR REPLACE FUNCTION @extschema@.message_complete_dequeue(
@@ -455,7 +1191,7 @@ BEGIN
                 AND (
                     NOT m.is_admitted
                     OR NOT EXISTS (
-                        SELECT 1 FROM @extschema@.channel AS c WHERE c.id = m.channel_id AND c.release_interval_ms > 0
+                        SELECT 1 FROM @extschema@._channel_row(m.channel_id, m.channel) AS c WHERE c.release_interval_ms > 0
                     )
                     OR @extschema@._channel_row_try_lock(m.channel_id)
                 )
@@ -493,10 +1229,12 @@ BEGIN
     -- delivery's lock.)
     IF v_admitted IS NOT NULL THEN
         PERFORM @extschema@._channel_admit(
-            c.id, 0, pg_catalog.cardinality(pg_catalog.array_positions(v_admitted, c.id)), TRUE, @extschema@._clock_ms()
+            c.id, 0, pg_catalog.cardinality(pg_catalog.array_positions(v_admitted, c.id)), TRUE, @extschema@._clock_ms(),
+            NULL
         )
-        FROM @extschema@.channel AS c
-        WHERE c.id = ANY(v_admitted) AND c.release_interval_ms > 0;
+        FROM (SELECT DISTINCT a.id FROM pg_catalog.unnest(v_admitted) AS a (id)) AS a
+        CROSS JOIN LATERAL @extschema@._channel_row(a.id, NULL) AS c
+        WHERE c.release_interval_ms > 0;
     END IF;
     -- Only a call whose transaction wrote nothing before it raises the
     -- marks: it knows every position it took (its turns, in position
@@ -512,6 +1250,117 @@ BEGIN
     FOREACH v_delivery IN ARRAY COALESCE(v_out, '{}') LOOP
         RETURN NEXT v_delivery;
     END LOOP;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.message_heartbeat(
+    p_id bigint,
+    p_num_attempts integer,
+    p_lock_ms bigint
+)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_renewed record;
+BEGIN
+    PERFORM @extschema@._check_token(p_id, p_num_attempts);
+    PERFORM @extschema@._check_lock_ms(p_lock_ms);
+    -- A writer of message_due_ix: the epoch first, then the clock.  A lock
+    -- that had expired and was promoted (ready again) is taken back out of
+    -- the round order: its holder keeps it.
+    PERFORM @extschema@._epoch_enter();
+    -- (Channel rows before message rows, as completions lock them: the row
+    -- of the channel of a lock made ready again, which may be its pending
+    -- delivery.)
+    -- (The message by primary key only: a condition on its position let a
+    -- plan made on an empty queue walk message_ready_ix.)
+    PERFORM @extschema@._channel_row_lock(c.id)
+    FROM @extschema@.channel AS c
+    WHERE c.id = (
+        SELECT CASE WHEN m.position IS NOT NULL AND m.is_admitted THEN m.channel_id END
+        FROM @extschema@.message AS m
+        WHERE m.id = p_id
+    );
+    WITH old AS (
+        SELECT m.id, m.position IS NOT NULL AND m.is_admitted AS was_pending
+        FROM @extschema@.message AS m
+        WHERE
+            m.id = p_id AND m.num_attempts = p_num_attempts AND m.is_locked
+            AND COALESCE(m.locked_by = @extschema@._caller_role(), TRUE)
+        FOR UPDATE
+    )
+    UPDATE @extschema@.message AS m
+    SET dequeue_at = GREATEST(m.dequeue_at, @extschema@._clock_ms() + p_lock_ms), position = NULL
+    FROM old AS o
+    WHERE m.id = o.id
+    RETURNING m.channel_id, o.was_pending INTO v_renewed;
+    -- (Such a lock of a channel with a release interval was its pending
+    -- delivery: the channel may admit another.)
+    IF v_renewed.was_pending THEN
+        PERFORM @extschema@._channel_admit(v_renewed.channel_id, 0, 1, FALSE, @extschema@._clock_ms(), NULL);
+    END IF;
+    RETURN v_renewed IS NOT NULL;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.message_fail(
+    p_id bigint,
+    p_num_attempts integer,
+    p_error text DEFAULT NULL
+)
+RETURNS text
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_bound bigint;
+    v_now bigint;
+    v_channel @extschema@.channel%ROWTYPE;
+    v_message record;
+BEGIN
+    PERFORM @extschema@._check_token(p_id, p_num_attempts);
+    PERFORM @extschema@._check_size('p_error', pg_catalog.octet_length(p_error), 1048576);
+    v_channel := @extschema@._message_channel(p_id);
+    IF v_channel.id IS NULL THEN
+        RETURN NULL;
+    END IF;
+    v_bound := @extschema@._epoch_enter();
+    v_now := @extschema@._clock_ms();
+
+    SELECT
+        m.num_failures + 1 AS num_failures, m.is_admitted, (m.position IS NOT NULL)::integer AS pending,
+        -- (Counted, lonnymq_messages_failed_total: a sequence, no row.)
+        pg_catalog.nextval('@extschema@.messages_failed_seq') AS counted
+    INTO v_message
+    FROM @extschema@.message AS m
+    WHERE
+        m.id = p_id
+        AND m.num_attempts = p_num_attempts
+        AND m.is_locked
+        AND COALESCE(m.locked_by = @extschema@._caller_role(), TRUE)
+    FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+
+    IF v_message.num_failures >= v_channel.max_attempts THEN
+        PERFORM @extschema@._message_bury(
+            p_id, v_channel.id, v_channel.name, p_error, v_now, v_channel.dedup_window_ms
+        );
+        IF v_message.is_admitted THEN
+            PERFORM @extschema@._channel_admit(v_channel.id, 1, v_message.pending, FALSE, v_now, NULL);
+        END IF;
+        RETURN 'dead';
+    END IF;
+
+    PERFORM @extschema@._message_requeue(
+        p_id, v_channel, v_message.is_admitted,
+        v_now + @extschema@._backoff_ms(v_channel, v_message.num_failures),
+        NULL, TRUE, p_error, v_bound, v_now
+    );
+    RETURN 'retry';
 END;
 $$;
 
@@ -633,6 +1482,9 @@ BEGIN
     RETURN v_created;
 END;
 $$;
+
+COMMENT ON COLUMN @extschema@.channel.admit_from IS
+'Admission, internal state maintained by the queue functions (0.13.1): no message of the channel waiting for its admission has a dequeue_at below it; the walk of those messages starts there.';
 
 COMMENT ON SEQUENCE @extschema@.epoch_previous_at_seq IS
 'Delivery, internal state maintained by the queue functions, not to be written by hand: the clock (epoch ms) when the epoch before the current one began.';

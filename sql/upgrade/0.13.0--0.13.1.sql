@@ -44,3 +44,9 @@ END;
 ALTER TABLE @extschema@.schedule ALTER COLUMN set_at SET NOT NULL;
 DROP INDEX @extschema@.schedule_due_ix;
 CREATE INDEX schedule_due_ix ON @extschema@.schedule ((greatest(next_at, set_at)));
+
+-- Channel rows under a held snapshot (_channel_row, _channel_admit): the
+-- walk of a channel's held messages starts at its admit_from.  From the
+-- beginning at first: its next admission raises it.
+ALTER TABLE @extschema@.channel ADD COLUMN admit_from bigint NOT NULL DEFAULT -9223372036854775808;
+DROP FUNCTION @extschema@._channel_admit(bigint, integer, integer, boolean, bigint);

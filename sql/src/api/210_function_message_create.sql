@@ -101,7 +101,7 @@ BEGIN
                 @extschema@._clock_ms() AS now
             FROM (SELECT pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') AS epoch) AS e
         ) AS k
-        LEFT JOIN @extschema@.channel AS c ON c.id = v_channel_id AND c.name = p_channel
+        LEFT JOIN LATERAL @extschema@._channel_row(v_channel_id, p_channel) AS c ON TRUE
         -- (A SERIALIZABLE producer's bound is NULL: the probes' condition
         -- can never hold, so they read nothing.)
         CROSS JOIN LATERAL @extschema@._message_place(

@@ -35,7 +35,7 @@ BEGIN
     PERFORM @extschema@._channel_removed(ARRAY[v_channel.id]);
     IF v_gone.is_admitted THEN
         -- Admitted and not delivered: it also held the release interval's turn.
-        PERFORM @extschema@._channel_admit(v_channel.id, 1, 1, FALSE, @extschema@._clock_ms());
+        PERFORM @extschema@._channel_admit(v_channel.id, 1, 1, FALSE, @extschema@._clock_ms(), NULL);
     END IF;
     RETURN TRUE;
 END;

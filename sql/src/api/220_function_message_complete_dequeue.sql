@@ -204,7 +204,7 @@ BEGIN
                 AND (
                     NOT m.is_admitted
                     OR NOT EXISTS (
-                        SELECT 1 FROM @extschema@.channel AS c WHERE c.id = m.channel_id AND c.release_interval_ms > 0
+                        SELECT 1 FROM @extschema@._channel_row(m.channel_id, m.channel) AS c WHERE c.release_interval_ms > 0
                     )
                     OR @extschema@._channel_row_try_lock(m.channel_id)
                 )
@@ -242,10 +242,12 @@ BEGIN
     -- delivery's lock.)
     IF v_admitted IS NOT NULL THEN
         PERFORM @extschema@._channel_admit(
-            c.id, 0, pg_catalog.cardinality(pg_catalog.array_positions(v_admitted, c.id)), TRUE, @extschema@._clock_ms()
+            c.id, 0, pg_catalog.cardinality(pg_catalog.array_positions(v_admitted, c.id)), TRUE, @extschema@._clock_ms(),
+            NULL
         )
-        FROM @extschema@.channel AS c
-        WHERE c.id = ANY(v_admitted) AND c.release_interval_ms > 0;
+        FROM (SELECT DISTINCT a.id FROM pg_catalog.unnest(v_admitted) AS a (id)) AS a
+        CROSS JOIN LATERAL @extschema@._channel_row(a.id, NULL) AS c
+        WHERE c.release_interval_ms > 0;
     END IF;
     -- Only a call whose transaction wrote nothing before it raises the
     -- marks: it knows every position it took (its turns, in position

@@ -13,7 +13,7 @@ RETURNS @extschema@.channel
 LANGUAGE sql STABLE
 AS $$
     SELECT COALESCE(
-        (SELECT c FROM @extschema@.channel AS c WHERE c.id = p_channel_id AND c.name = p_channel),
+        (SELECT c FROM @extschema@._channel_row(p_channel_id, p_channel) AS c),
         (SELECT f FROM @extschema@._channel_pattern_config(p_channel) AS f),
         @extschema@._channel_defaults(p_channel, 0)
     )

@@ -12,22 +12,26 @@ RETURNS integer
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
-    v_created bigint;
+    v_quota record;
     v_removed bigint;
     v_granted integer;
 BEGIN
-    SELECT q.num_created INTO v_created
+    -- Both rows newest version first, the quota's written by the ctid it
+    -- was locked at (a row written by every producer: _channel_row says
+    -- why).
+    SELECT q.ctid AS tid, q.num_created INTO v_quota
     FROM @extschema@.channel_quota AS q
-    WHERE q.channel_id = p_channel_id
+    WHERE q.channel_id >= p_channel_id AND q.channel_id <= p_channel_id
+    ORDER BY q.channel_id DESC
+    LIMIT 1
     FOR UPDATE;
     SELECT c.num_removed INTO v_removed
-    FROM @extschema@.channel AS c
-    WHERE c.id = p_channel_id;
-    v_granted := LEAST(p_want, GREATEST(p_max_size - (v_created - v_removed), 0));
+    FROM @extschema@._channel_row(p_channel_id, NULL) AS c;
+    v_granted := LEAST(p_want, GREATEST(p_max_size - (v_quota.num_created - v_removed), 0));
     IF v_granted > 0 THEN
         UPDATE @extschema@.channel_quota AS q
         SET num_created = q.num_created + v_granted
-        WHERE q.channel_id = p_channel_id;
+        WHERE q.ctid = v_quota.tid;
     END IF;
     RETURN v_granted;
 END;

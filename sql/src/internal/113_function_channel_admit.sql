@@ -14,11 +14,25 @@
 -- UPDATE): admissions of one channel are serial, which keeps the counts
 -- exact.  A channel without a row (no limits) is left alone; a pattern's
 -- follower whose counts are back to nothing loses its row.
+-- The walk of the held messages starts at the channel's admit_from (0.13.1):
+-- each admission leaves a dead entry of message_held_ix at the front, which
+-- a long-held snapshot keeps, and the walk read them all.  No held message
+-- of the channel has a dequeue_at below admit_from: a caller that has just
+-- held one passes its dequeue_at (p_held_at), and admit_from is lowered to
+-- it; after the walk, at READ COMMITTED, it is raised to the first held
+-- message left (read without SKIP LOCKED: one another call has locked
+-- counts), or past the last admitted when none is left.  Every writer of a
+-- held message holds the channel's row lock, as this does, so none is in
+-- flight; a transaction snapshot, which may miss one that committed since,
+-- never raises it (_channel_readmit, which holds messages of any
+-- dequeue_at, sets it to the beginning).
 -- Parameters: p_channel_id; p_ended, admitted messages that left the
 --   channel or their admission (completed, cancelled, dead, failed,
 --   deferred); p_pending_done, admitted messages no longer waiting for
 --   their delivery (taken, or cancelled before it); p_is_delivery, they
---   were taken (the release interval starts again); p_now, the clock.
+--   were taken (the release interval starts again); p_now, the clock;
+--   p_held_at, the dequeue_at of the message the caller has just held
+--   (NULL: none).
 -- Returns: how many messages were admitted.
 -- Calls: _channel_row_lock, _epoch_enter, _message_place.
 -- Tables: channel (update, delete), message (update of held messages).
@@ -27,27 +41,33 @@ CREATE FUNCTION @extschema@._channel_admit(
     p_ended integer,
     p_pending_done integer,
     p_is_delivery boolean,
-    p_now bigint
+    p_now bigint,
+    p_held_at bigint
 )
 RETURNS integer
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
-    v_channel @extschema@.channel%ROWTYPE;
+    v_channel record;
     v_room integer;
     v_admitted integer := 0;
     v_bound bigint;
     v_held record;
 BEGIN
     PERFORM @extschema@._channel_row_lock(p_channel_id);
-    SELECT c.* INTO v_channel
+    -- Newest version first, and written by the ctid it was locked at
+    -- (_channel_row says why).
+    SELECT c.ctid AS tid, c.* INTO v_channel
     FROM @extschema@.channel AS c
-    WHERE c.id = p_channel_id
+    WHERE c.id >= p_channel_id AND c.id <= p_channel_id
+    ORDER BY c.id DESC
+    LIMIT 1
     FOR NO KEY UPDATE;
     IF NOT FOUND THEN
         RETURN 0;
     END IF;
     v_channel.num_admitted := pg_catalog.int4larger(v_channel.num_admitted - p_ended, 0);
+    v_channel.admit_from := LEAST(v_channel.admit_from, p_held_at);
     IF v_channel.release_interval_ms > 0 THEN
         v_channel.num_pending := pg_catalog.int4larger(v_channel.num_pending - p_pending_done, 0);
         IF p_is_delivery THEN
@@ -63,7 +83,7 @@ BEGIN
         FOR v_held IN
             SELECT m.id, m.dequeue_at
             FROM @extschema@.message AS m
-            WHERE m.channel_id = v_channel.id AND m.is_held
+            WHERE m.channel_id = v_channel.id AND m.is_held AND m.dequeue_at >= v_channel.admit_from
             ORDER BY m.dequeue_at, m.id
             LIMIT v_room
             FOR UPDATE SKIP LOCKED
@@ -80,6 +100,13 @@ BEGIN
             END IF;
             v_admitted := v_admitted + 1;
         END LOOP;
+        IF v_admitted > 0 AND pg_catalog.current_setting('transaction_isolation') = 'read committed' THEN
+            v_channel.admit_from := COALESCE((
+                SELECT m.dequeue_at FROM @extschema@.message AS m
+                WHERE m.channel_id = v_channel.id AND m.is_held AND m.dequeue_at >= v_channel.admit_from
+                ORDER BY m.dequeue_at, m.id LIMIT 1
+            ), GREATEST(v_held.dequeue_at, v_channel.admit_from));
+        END IF;
     END IF;
     -- A pattern's follower whose counts are back to nothing (nothing
     -- admitted, so nothing held either: it had room; its release passed)
@@ -87,20 +114,21 @@ BEGIN
     -- and its next admission makes it again.
     IF v_channel.pattern IS NOT NULL AND v_channel.num_admitted + v_admitted = 0 AND NOT v_channel.is_paused
         AND COALESCE(v_channel.release_at <= p_now, TRUE) THEN
-        DELETE FROM @extschema@.channel AS c WHERE c.id = v_channel.id;
+        DELETE FROM @extschema@.channel AS c WHERE c.ctid = v_channel.tid;
         RETURN 0;
     END IF;
     UPDATE @extschema@.channel AS c
     SET
         num_admitted = v_channel.num_admitted + v_admitted,
         num_pending = v_channel.num_pending + CASE WHEN v_channel.release_interval_ms > 0 THEN v_admitted ELSE 0 END,
-        release_at = v_channel.release_at
-    WHERE c.id = v_channel.id;
+        release_at = v_channel.release_at,
+        admit_from = v_channel.admit_from
+    WHERE c.ctid = v_channel.tid;
     RETURN v_admitted;
 END;
 $$;
 
-COMMENT ON FUNCTION @extschema@._channel_admit(bigint, integer, integer, boolean, bigint) IS
+COMMENT ON FUNCTION @extschema@._channel_admit(bigint, integer, integer, boolean, bigint, bigint) IS
 'Internal: admission of a channel with limits: count admitted messages that ended or were delivered, then admit held ones while there is room.';
 
-REVOKE ALL ON FUNCTION @extschema@._channel_admit(bigint, integer, integer, boolean, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._channel_admit(bigint, integer, integer, boolean, bigint, bigint) FROM PUBLIC;

@@ -92,7 +92,13 @@ BEGIN
             -- (An expired lock of a channel with a release interval is
             -- its one pending delivery.)
             IF v_due.is_locked AND v_due.is_admitted AND v_channel.release_interval_ms > 0 THEN
-                UPDATE @extschema@.channel AS c SET num_pending = c.num_pending + 1 WHERE c.id = v_due.channel_id;
+                -- (Under its row lock: the newest version is the row.)
+                UPDATE @extschema@.channel AS c SET num_pending = c.num_pending + 1
+                WHERE c.ctid = (
+                    SELECT r.ctid FROM @extschema@.channel AS r
+                    WHERE r.id >= v_due.channel_id AND r.id <= v_due.channel_id
+                    ORDER BY r.id DESC LIMIT 1
+                );
             END IF;
             -- Ready: a scheduled message, or an admitted one (an expired
             -- lock stays admitted, and counted, until it is delivered again).
@@ -104,7 +110,9 @@ BEGIN
         -- An admitted message that ends, or goes back to be held, frees
         -- its place; a held one may be admitted at once.
         IF v_is_held OR v_is_dead AND v_due.is_admitted THEN
-            PERFORM @extschema@._channel_admit(v_due.channel_id, v_due.is_admitted::integer, 0, FALSE, p_now);
+            PERFORM @extschema@._channel_admit(
+                v_due.channel_id, v_due.is_admitted::integer, 0, FALSE, p_now, CASE WHEN v_is_held THEN v_due.dequeue_at END
+            );
         END IF;
     END LOOP;
 END;

@@ -11,9 +11,19 @@ RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
 BEGIN
+    -- (Each row newest version first, under its row lock, which the
+    -- caller holds: _channel_row says why.)
     UPDATE @extschema@.channel AS c
     SET num_removed = c.num_removed + pg_catalog.cardinality(pg_catalog.array_positions(p_channel_ids, c.id))
-    WHERE c.id = ANY(p_channel_ids) AND c.max_size IS NOT NULL;
+    FROM (SELECT DISTINCT a.id FROM pg_catalog.unnest(p_channel_ids) AS a (id)) AS a
+    CROSS JOIN LATERAL (
+        SELECT r.ctid, r.max_size FROM @extschema@.channel AS r
+        WHERE r.id >= a.id AND r.id <= a.id
+        ORDER BY r.id DESC LIMIT 1
+    ) AS r
+    -- (The newest version's max_size: a condition inside the LIMIT would
+    -- walk every version of a row it refuses.)
+    WHERE c.ctid = r.ctid AND r.max_size IS NOT NULL;
 END;
 $$;
 

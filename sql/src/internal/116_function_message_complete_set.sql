@@ -76,11 +76,14 @@ BEGIN
                     -- (Sorted by the lock's key, an array's elements, not
                     -- a scan's rows; OFFSET 0: locked in this order.)
                     SELECT l.id
+                    -- (A channel twice takes its lock twice: harmless.)
                     FROM pg_catalog.unnest(ARRAY(
-                        SELECT c.id FROM @extschema@.channel AS c
-                        WHERE
-                            c.id = ANY(ARRAY(SELECT x.channel_id FROM @extschema@.message AS x WHERE x.id = ANY(p_ids)))
-                            AND (@extschema@._channel_admits(c) OR c.max_size IS NOT NULL)
+                        SELECT c.id
+                        FROM pg_catalog.unnest(ARRAY(
+                            SELECT x.channel_id FROM @extschema@.message AS x WHERE x.id = ANY(p_ids)
+                        )) AS x (channel_id)
+                        CROSS JOIN LATERAL @extschema@._channel_row(x.channel_id, NULL) AS c
+                        WHERE @extschema@._channel_admits(c) OR c.max_size IS NOT NULL
                     )) AS l (id)
                     ORDER BY pg_catalog.hashint8(l.id)
                     OFFSET 0
@@ -100,7 +103,7 @@ BEGIN
         pg_catalog.array_agg(g.id),
         pg_catalog.array_agg(g.message) FILTER (
             WHERE g.key IS NOT NULL OR g.is_admitted
-            OR EXISTS (SELECT 1 FROM @extschema@.channel AS c WHERE c.id = g.channel_id)
+            OR EXISTS (SELECT 1 FROM @extschema@._channel_row(g.channel_id, g.channel))
             -- (Once a pattern was ever set, every message: its pattern may
             -- keep its history.)
             OR pg_catalog.pg_sequence_last_value('@extschema@.channel_pattern_seq') > 0
@@ -115,7 +118,7 @@ BEGIN
         -- (Scalar sub-selects, which the planner does not turn into joins:
         -- probes by the message's channel whatever the plan.)
         WHERE COALESCE(
-            (SELECT c.retain_history FROM @extschema@.channel AS c WHERE c.id = f.channel_id AND c.name = f.channel),
+            (SELECT c.retain_history FROM @extschema@._channel_row(f.channel_id, f.channel) AS c),
             (SELECT p.retain_history FROM @extschema@._channel_pattern_config(f.channel) AS p)
         );
         -- Keys: each keyed message's claim lasts its channel's dedup window.
@@ -123,7 +126,7 @@ BEGIN
             SELECT
                 f.channel_id, f.key, f.id,
                 COALESCE(
-                    (SELECT c.dedup_window_ms FROM @extschema@.channel AS c WHERE c.id = f.channel_id AND c.name = f.channel),
+                    (SELECT c.dedup_window_ms FROM @extschema@._channel_row(f.channel_id, f.channel) AS c),
                     (SELECT p.dedup_window_ms FROM @extschema@._channel_pattern_config(f.channel) AS p),
                     0
                 ) AS window_ms
@@ -146,7 +149,7 @@ BEGIN
             GROUP BY f.channel_id
             ORDER BY f.channel_id
         LOOP
-            PERFORM @extschema@._channel_admit(v_admitted.channel_id, v_admitted.n, v_admitted.pending, FALSE, v_now);
+            PERFORM @extschema@._channel_admit(v_admitted.channel_id, v_admitted.n, v_admitted.pending, FALSE, v_now, NULL);
         END LOOP;
     END IF;
     -- Looked for only when fewer were completed than asked (n x k

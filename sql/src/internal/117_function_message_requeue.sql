@@ -69,7 +69,12 @@ BEGIN
         is_held = v_dequeue_at <= p_now AND v_limited AND NOT v_keeps
     WHERE m.id = p_id;
     IF NOT v_keeps AND (p_is_admitted OR v_dequeue_at <= p_now AND v_limited) THEN
-        PERFORM @extschema@._channel_admit(p_channel.id, CASE WHEN p_is_admitted THEN 1 ELSE 0 END, COALESCE(v_pending, 0), FALSE, p_now);
+        -- (p_held_at: the message is held, under its channel's row lock,
+        -- _message_channel's.)
+        PERFORM @extschema@._channel_admit(
+            p_channel.id, CASE WHEN p_is_admitted THEN 1 ELSE 0 END, COALESCE(v_pending, 0), FALSE, p_now,
+            CASE WHEN v_dequeue_at <= p_now AND v_limited THEN v_dequeue_at END
+        );
     END IF;
     IF p_channel.notify AND v_dequeue_at <= p_now AND NOT p_channel.is_paused THEN
         PERFORM pg_catalog.pg_notify('lonnymq', COALESCE(p_channel.notify_payload, p_channel.name));

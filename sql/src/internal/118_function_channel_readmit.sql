@@ -45,10 +45,13 @@ BEGIN
             FROM @extschema@.message AS m
             WHERE m.channel_id = p_channel.id AND m.channel = p_channel.name AND m.is_admitted
         ) ELSE 0 END,
-        num_pending = 0
+        num_pending = 0,
+        -- (Messages of any dequeue_at are held again: the walk starts at
+        -- the beginning, _channel_admit.)
+        admit_from = -9223372036854775808
     WHERE c.id = p_channel.id;
     IF v_limited THEN
-        PERFORM @extschema@._channel_admit(p_channel.id, 0, 0, FALSE, p_now);
+        PERFORM @extschema@._channel_admit(p_channel.id, 0, 0, FALSE, p_now, NULL);
         RETURN;
     END IF;
     FOR v_held IN

@@ -52,9 +52,13 @@ BEGIN
         -- only tried: a schedule whose channel is busy waits for a later
         -- call.
         CONTINUE WHEN NOT @extschema@._channel_guard_try_shared(v_schedule.channel);
+        -- (Newest version first: a row every producer writes.)
         PERFORM 1
         FROM @extschema@.channel_quota AS q
-        WHERE q.channel_id = @extschema@._channel_id(v_schedule.channel)
+        WHERE
+            q.channel_id >= @extschema@._channel_id(v_schedule.channel)
+            AND q.channel_id <= @extschema@._channel_id(v_schedule.channel)
+        ORDER BY q.channel_id DESC LIMIT 1
         FOR UPDATE SKIP LOCKED;
         CONTINUE WHEN NOT FOUND AND EXISTS (
             SELECT 1 FROM @extschema@.channel_quota AS q WHERE q.channel_id = @extschema@._channel_id(v_schedule.channel)

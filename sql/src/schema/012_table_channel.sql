@@ -54,6 +54,7 @@ CREATE TABLE @extschema@.channel (
     is_ordered boolean NOT NULL DEFAULT FALSE,
     pattern text,
     prefix text COLLATE "C",
+    admit_from bigint NOT NULL DEFAULT -9223372036854775808,
     CONSTRAINT channel_pkey PRIMARY KEY (id),
     CONSTRAINT channel_name_key UNIQUE (name),
     CONSTRAINT channel_name_check CHECK (
@@ -165,3 +166,6 @@ COMMENT ON COLUMN @extschema@.channel.notify_payload IS
 
 COMMENT ON COLUMN @extschema@.channel.is_ordered IS
 'Whether the channel is ordered (channel_set p_ordered): one message at a time (max_concurrency 1), and a failed, deferred or expired message keeps its admission, so no later message is delivered until it is completed, dead-lettered or cancelled.';
+
+COMMENT ON COLUMN @extschema@.channel.admit_from IS
+'Admission, internal state maintained by the queue functions (0.13.1): no message of the channel waiting for its admission has a dequeue_at below it; the walk of those messages starts there.';
