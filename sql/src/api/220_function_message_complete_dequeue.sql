@@ -203,9 +203,11 @@ BEGIN
                 -- deadlocked).
                 AND (
                     NOT m.is_admitted
-                    OR NOT EXISTS (
-                        SELECT 1 FROM @extschema@._channel_row(m.channel_id, m.channel) AS c WHERE c.release_interval_ms > 0
-                    )
+                    OR NOT COALESCE((
+                        SELECT c.release_interval_ms > 0 FROM @extschema@.channel AS c
+                        WHERE c.id >= m.channel_id AND c.id <= m.channel_id
+                        ORDER BY c.id DESC LIMIT 1
+                    ), FALSE)
                     OR @extschema@._channel_row_try_lock(m.channel_id)
                 )
             RETURNING

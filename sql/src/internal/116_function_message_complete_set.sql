@@ -76,14 +76,16 @@ BEGIN
                     -- (Sorted by the lock's key, an array's elements, not
                     -- a scan's rows; OFFSET 0: locked in this order.)
                     SELECT l.id
-                    -- (A channel twice takes its lock twice: harmless.)
+                    -- (Admitted: its channel admits.  A channel twice takes
+                    -- its lock twice: harmless.  The row newest version
+                    -- first, _channel_row says why.)
                     FROM pg_catalog.unnest(ARRAY(
-                        SELECT c.id
-                        FROM pg_catalog.unnest(ARRAY(
-                            SELECT x.channel_id FROM @extschema@.message AS x WHERE x.id = ANY(p_ids)
-                        )) AS x (channel_id)
-                        CROSS JOIN LATERAL @extschema@._channel_row(x.channel_id, NULL) AS c
-                        WHERE @extschema@._channel_admits(c) OR c.max_size IS NOT NULL
+                        SELECT x.channel_id FROM @extschema@.message AS x
+                        WHERE x.id = ANY(p_ids) AND (x.is_admitted OR (
+                            SELECT c.max_size IS NOT NULL FROM @extschema@.channel AS c
+                            WHERE c.id >= x.channel_id AND c.id <= x.channel_id
+                            ORDER BY c.id DESC LIMIT 1
+                        ))
                     )) AS l (id)
                     ORDER BY pg_catalog.hashint8(l.id)
                     OFFSET 0
@@ -103,7 +105,11 @@ BEGIN
         pg_catalog.array_agg(g.id),
         pg_catalog.array_agg(g.message) FILTER (
             WHERE g.key IS NOT NULL OR g.is_admitted
-            OR EXISTS (SELECT 1 FROM @extschema@._channel_row(g.channel_id, g.channel))
+            OR (
+                SELECT TRUE FROM @extschema@.channel AS c
+                WHERE c.id >= g.channel_id AND c.id <= g.channel_id
+                ORDER BY c.id DESC LIMIT 1
+            )
             -- (Once a pattern was ever set, every message: its pattern may
             -- keep its history.)
             OR pg_catalog.pg_sequence_last_value('@extschema@.channel_pattern_seq') > 0
