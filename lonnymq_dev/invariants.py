@@ -64,11 +64,17 @@ def below_the_marks(conn) -> tuple[int, int, list[int]]:
     return ready, due, ids or []
 
 
+def _has_column(conn, table: str, column: str) -> bool:
+    """Whether the installed version has the column (an older one, as the
+    upgrade tests install, may not)."""
+    return conn.execute("SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(%s) AND attname = %s)",
+                        (table, column)).fetchone()[0]
+
+
 def schedules_below_the_due_mark(conn) -> list[str]:
     """The names of the schedules whose key lies below the due mark (none
     when the invariant holds; none before 0.13.1, which had no set_at)."""
-    if not conn.execute("SELECT EXISTS (SELECT 1 FROM pg_attribute"
-                        " WHERE attrelid = to_regclass('lonnymq.schedule') AND attname = 'set_at')").fetchone()[0]:
+    if not _has_column(conn, "lonnymq.schedule", "set_at"):
         return []
     _, due_mark = marks(conn)
     return conn.execute(SCHEDULES_BELOW_THE_DUE_MARK_SQL, {"due_mark": due_mark}).fetchone()[0] or []
@@ -77,8 +83,7 @@ def schedules_below_the_due_mark(conn) -> list[str]:
 def held_below_admit_from(conn) -> list[int]:
     """The ids of the messages waiting for their admission below their
     channel's admit_from (none when the invariant holds, or before 0.13.1)."""
-    if not conn.execute("SELECT EXISTS (SELECT 1 FROM pg_attribute"
-                        " WHERE attrelid = to_regclass('lonnymq.channel') AND attname = 'admit_from')").fetchone()[0]:
+    if not _has_column(conn, "lonnymq.channel", "admit_from"):
         return []
     return conn.execute(HELD_BELOW_ADMIT_FROM_SQL).fetchone()[0] or []
 

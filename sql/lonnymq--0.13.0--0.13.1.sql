@@ -51,6 +51,18 @@ ALTER TABLE @extschema@.channel ADD COLUMN admit_from bigint NOT NULL DEFAULT -9
 
 DROP FUNCTION @extschema@._channel_admit(bigint, integer, integer, boolean, bigint);
 
+CREATE OR REPLACE FUNCTION @extschema@._xact_seen(p_xid bigint)
+RETURNS boolean
+LANGUAGE sql STABLE
+AS $$
+    SELECT p_xid = 0 OR pg_catalog.pg_visible_in_snapshot(p_xid::text::pg_catalog.xid8, pg_catalog.pg_current_snapshot())
+$$;
+
+COMMENT ON FUNCTION @extschema@._xact_seen(bigint) IS
+'Internal: whether the transaction p_xid (xid8 as bigint; 0: none known, true) had ended before the caller''s snapshot.';
+
+REVOKE ALL ON FUNCTION @extschema@._xact_seen(bigint) FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION @extschema@._channel_row(p_channel_id bigint, p_channel text)
 RETURNS SETOF @extschema@.channel
 LANGUAGE sql STABLE ROWS 1
@@ -225,8 +237,7 @@ DECLARE
 BEGIN
     -- (Not at READ COMMITTED: the current epoch's raiser ended before this
     -- transaction's snapshot; 0: none known.)
-    IF NOT (v_is_alone AND (v_is_fresh OR v_raiser = 0
-        OR pg_catalog.pg_visible_in_snapshot(v_raiser::text::pg_catalog.xid8, pg_catalog.pg_current_snapshot()))
+    IF NOT (v_is_alone AND (v_is_fresh OR @extschema@._xact_seen(v_raiser))
         AND pg_catalog.pg_try_advisory_lock(1819111690, (1 - (v_epoch & 1))::integer)) THEN
         RETURN FALSE;
     END IF;
@@ -777,7 +788,7 @@ BEGIN
         SELECT s.ctid AS tid, s.channel, s.content, s.every_ms, s.next_at
         FROM @extschema@.schedule AS s
         WHERE
-            GREATEST(s.next_at, s.set_at) >= COALESCE(p_from, -9223372036854775808)
+            GREATEST(s.next_at, s.set_at) >= p_from
             AND GREATEST(s.next_at, s.set_at) <= p_now
         ORDER BY GREATEST(s.next_at, s.set_at)
         LIMIT p_limit
@@ -815,7 +826,7 @@ END;
 $$;
 
 COMMENT ON FUNCTION @extschema@._schedule_run(bigint, integer, bigint) IS
-'Internal: create the messages of up to p_limit due schedules whose next_at is at least p_from (NULL: any), one per schedule (missed periods coalesced); returns how many messages were created.';
+'Internal: create the messages of up to p_limit due schedules whose greatest(next_at, set_at) is at least p_from, one per schedule (missed periods coalesced); returns how many messages were created.';
 
 REVOKE ALL ON FUNCTION @extschema@._schedule_run(bigint, integer, bigint) FROM PUBLIC;
 
@@ -1386,7 +1397,6 @@ AS $$
 DECLARE
     v_now bigint;
     v_start bigint;
-    v_changer bigint;
 BEGIN
     IF p_name IS NULL THEN
         RAISE EXCEPTION 'lonnymq: p_name must not be NULL'
@@ -1443,9 +1453,8 @@ BEGIN
     END IF;
     -- A transaction snapshot may miss a row inserted since it was taken:
     -- only when the last inserter had ended before it.
-    v_changer := pg_catalog.pg_sequence_last_value('@extschema@.schedule_changer_seq');
-    IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' AND v_changer <> 0
-        AND NOT pg_catalog.pg_visible_in_snapshot(v_changer::text::pg_catalog.xid8, pg_catalog.pg_current_snapshot()) THEN
+    IF pg_catalog.current_setting('transaction_isolation') <> 'read committed'
+        AND NOT @extschema@._xact_seen(pg_catalog.pg_sequence_last_value('@extschema@.schedule_changer_seq')) THEN
         RAISE EXCEPTION 'lonnymq: could not serialize access due to a concurrent schedule_set'
             USING ERRCODE = '40001', HINT = 'Retry the transaction.';
     END IF;
@@ -1469,7 +1478,7 @@ BEGIN
     v_now := @extschema@._clock_ms();
     -- Every due schedule (up to 10000 a call), one pass: a schedule whose
     -- channel is busy right now is skipped and left for the next call.
-    v_created := @extschema@._schedule_run(v_now, 10000, NULL);
+    v_created := @extschema@._schedule_run(v_now, 10000, -9223372036854775808);
     -- Due messages, from the beginning of message_due_ix (not from the due
     -- mark): also one that a backward step of the clock left below it.
     PERFORM @extschema@._message_promote(v_now, -9223372036854775808, v_bound, 10000);

@@ -3,6 +3,18 @@
 -- (see _schedule_run for who creates it and the catch-up rule).  Replacing
 -- a schedule keeps its position when the period and start are unchanged;
 -- otherwise it restarts from p_start_at (or now).
+-- Parameters: p_name (1 to 255 characters); p_channel (a channel's name,
+--   not a pattern); p_content (at most _max_content_bytes); p_every_ms (1
+--   to _max_duration_ms); p_start_at (years 1 to 9999, NULL: now).
+-- Returns: nothing.  Errors (doc/schedule_set.md): 22004, 22023, 54000;
+--   40001 at REPEATABLE READ or SERIALIZABLE (see below).
+-- Calls: _check_message_channel, _check_size, _epoch_enter, _clock_ms,
+--   _xact_seen.
+-- Tables: schedule (update, or insert); schedule_changer_seq.
+-- Locks: advisory (1819111684, 0), one schedule_set at a time, until the
+--   transaction ends (one row per name without a unique index, see the
+--   schedule table); the epoch's parity shared (_epoch_enter); the
+--   schedule's row, by the update.
 CREATE FUNCTION @extschema@.schedule_set(
     p_name text,
     p_channel text,
@@ -17,7 +29,6 @@ AS $$
 DECLARE
     v_now bigint;
     v_start bigint;
-    v_changer bigint;
 BEGIN
     IF p_name IS NULL THEN
         RAISE EXCEPTION 'lonnymq: p_name must not be NULL'
@@ -74,9 +85,8 @@ BEGIN
     END IF;
     -- A transaction snapshot may miss a row inserted since it was taken:
     -- only when the last inserter had ended before it.
-    v_changer := pg_catalog.pg_sequence_last_value('@extschema@.schedule_changer_seq');
-    IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' AND v_changer <> 0
-        AND NOT pg_catalog.pg_visible_in_snapshot(v_changer::text::pg_catalog.xid8, pg_catalog.pg_current_snapshot()) THEN
+    IF pg_catalog.current_setting('transaction_isolation') <> 'read committed'
+        AND NOT @extschema@._xact_seen(pg_catalog.pg_sequence_last_value('@extschema@.schedule_changer_seq')) THEN
         RAISE EXCEPTION 'lonnymq: could not serialize access due to a concurrent schedule_set'
             USING ERRCODE = '40001', HINT = 'Retry the transaction.';
     END IF;

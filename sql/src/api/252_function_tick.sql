@@ -23,7 +23,7 @@ BEGIN
     v_now := @extschema@._clock_ms();
     -- Every due schedule (up to 10000 a call), one pass: a schedule whose
     -- channel is busy right now is skipped and left for the next call.
-    v_created := @extschema@._schedule_run(v_now, 10000, NULL);
+    v_created := @extschema@._schedule_run(v_now, 10000, -9223372036854775808);
     -- Due messages, from the beginning of message_due_ix (not from the due
     -- mark): also one that a backward step of the clock left below it.
     PERFORM @extschema@._message_promote(v_now, -9223372036854775808, v_bound, 10000);

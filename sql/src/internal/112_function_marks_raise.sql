@@ -56,7 +56,7 @@
 --   The caller's transaction wrote nothing before the call: it took
 --   nothing else; it has an xid (its take).
 -- Returns: whether the marks were raised.
--- Calls: none (sequences, advisory locks).
+-- Calls: _xact_seen (inlined); sequences, advisory locks.
 -- Tables: reads message (message_ready_ix, message_due_ix, from the marks),
 --   schedule (schedule_due_ix, from the due mark);
 --   writes the sequences position_mark_seq, due_mark_seq,
@@ -97,8 +97,7 @@ DECLARE
 BEGIN
     -- (Not at READ COMMITTED: the current epoch's raiser ended before this
     -- transaction's snapshot; 0: none known.)
-    IF NOT (v_is_alone AND (v_is_fresh OR v_raiser = 0
-        OR pg_catalog.pg_visible_in_snapshot(v_raiser::text::pg_catalog.xid8, pg_catalog.pg_current_snapshot()))
+    IF NOT (v_is_alone AND (v_is_fresh OR @extschema@._xact_seen(v_raiser))
         AND pg_catalog.pg_try_advisory_lock(1819111690, (1 - (v_epoch & 1))::integer)) THEN
         RETURN FALSE;
     END IF;

@@ -1,8 +1,7 @@
 -- Internal: materialise up to p_limit due schedules, those whose key in
 -- schedule_due_ix, greatest(next_at, set_at), is at least p_from (the
 -- dequeue's due mark: every live key is at least it, see _marks_raise;
--- NULL: from the beginning, tick()'s safety net for a next_at set by
--- hand).  Each due schedule's
+-- tick() passes the beginning, its safety net for a next_at set by hand).  Each due schedule's
 -- row is locked (SKIP LOCKED: another worker has it) and, in the same
 -- transaction, one message is created and next_at advanced, so each period
 -- yields exactly one message whoever gets there first.
@@ -41,7 +40,7 @@ BEGIN
         SELECT s.ctid AS tid, s.channel, s.content, s.every_ms, s.next_at
         FROM @extschema@.schedule AS s
         WHERE
-            GREATEST(s.next_at, s.set_at) >= COALESCE(p_from, -9223372036854775808)
+            GREATEST(s.next_at, s.set_at) >= p_from
             AND GREATEST(s.next_at, s.set_at) <= p_now
         ORDER BY GREATEST(s.next_at, s.set_at)
         LIMIT p_limit
@@ -79,6 +78,6 @@ END;
 $$;
 
 COMMENT ON FUNCTION @extschema@._schedule_run(bigint, integer, bigint) IS
-'Internal: create the messages of up to p_limit due schedules whose next_at is at least p_from (NULL: any), one per schedule (missed periods coalesced); returns how many messages were created.';
+'Internal: create the messages of up to p_limit due schedules whose greatest(next_at, set_at) is at least p_from, one per schedule (missed periods coalesced); returns how many messages were created.';
 
 REVOKE ALL ON FUNCTION @extschema@._schedule_run(bigint, integer, bigint) FROM PUBLIC;
