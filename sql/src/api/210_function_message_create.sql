@@ -88,7 +88,9 @@ BEGIN
             k.now,
             p.place,
             p.is_early,
-            COALESCE(@extschema@._channel_admits(c), FALSE) OR v_is_serializable,
+            -- (_channel_admits(c) written out: c is not a whole row.)
+            COALESCE(c.max_concurrency IS NOT NULL OR c.release_interval_ms > 0 OR c.is_paused, FALSE)
+            OR v_is_serializable,
             c.max_size,
             CASE WHEN c.notify AND NOT c.is_paused THEN COALESCE(c.notify_payload, p_channel) END,
             c.id IS NULL
@@ -101,7 +103,17 @@ BEGIN
                 @extschema@._clock_ms() AS now
             FROM (SELECT pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') AS epoch) AS e
         ) AS k
-        LEFT JOIN LATERAL @extschema@._channel_row(v_channel_id, p_channel) AS c ON TRUE
+        -- The channel's row, newest version first (_channel_row says why),
+        -- written out with the columns read: _channel_row's whole row
+        -- would have all 24 built at every call.  (The name, as there, a
+        -- condition no index serves: else channel_name_key and a sort.)
+        LEFT JOIN LATERAL (
+            SELECT r.id, r.max_size, r.max_concurrency, r.release_interval_ms, r.is_paused, r.notify, r.notify_payload
+            FROM @extschema@.channel AS r
+            WHERE r.id >= v_channel_id AND r.id <= v_channel_id AND (p_channel IS NULL OR r.name = p_channel)
+            ORDER BY r.id DESC
+            LIMIT 1
+        ) AS c ON TRUE
         -- (A SERIALIZABLE producer's bound is NULL: the probes' condition
         -- can never hold, so they read nothing.)
         CROSS JOIN LATERAL @extschema@._message_place(

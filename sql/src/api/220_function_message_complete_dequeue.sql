@@ -196,20 +196,9 @@ BEGIN
             WHERE
                 m.id = ANY(u.ids) AND NOT u.is_passed
                 -- A delivery in a channel with a release interval starts
-                -- the interval again (step 4): its channel's row lock is
-                -- tried here, never waited for, or the message is left for
-                -- a later call, so that no call waits for a channel row
-                -- after its completion locked others (two such calls
-                -- deadlocked).
-                AND (
-                    NOT m.is_admitted
-                    OR NOT COALESCE((
-                        SELECT c.release_interval_ms > 0 FROM @extschema@.channel AS c
-                        WHERE c.id >= m.channel_id AND c.id <= m.channel_id
-                        ORDER BY c.id DESC LIMIT 1
-                    ), FALSE)
-                    OR @extschema@._channel_row_try_lock(m.channel_id)
-                )
+                -- the interval again (step 4), under the channel's row
+                -- lock, tried: else the message is left for a later call.
+                AND (NOT m.is_admitted OR @extschema@._channel_release_try_lock(m.channel_id))
             RETURNING
                 m.id, m.channel, m.content, m.state, m.num_attempts, m.channel_id, m.is_admitted,
                 pg_catalog.array_position(u.ids, m.id) AS k,

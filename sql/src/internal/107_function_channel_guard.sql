@@ -20,9 +20,10 @@
 -- in one transaction fail with 53200 (out of shared memory, 0.13.0).  So a
 -- transaction holds at most 32 channel guards (counted in the
 -- transaction-local setting lonnymq.channel_guards: calls, not distinct
--- channels); from its 33rd guard on it holds the channel's bucket guard
--- instead, which stands for the 1/32 of all channels whose names hash
--- there: at most 64 guards in all, whatever the number of channels.  A
+-- channels); from its 33rd guard on (its 32nd, when it had written before
+-- its first) it holds the channel's bucket guard instead, which stands for
+-- the 1/32 of all channels whose names hash there: at most 64 guards in
+-- all, whatever the number of channels.  A
 -- configuration change takes its channel's bucket guard exclusively after
 -- its channel guard, so it waits for such transactions in flight that
 -- reached a channel of its bucket (and, while it waits or runs, they wait
@@ -30,36 +31,63 @@
 -- Locks: advisory (1819111681, hashtext(name)) or (1819111682,
 --   hashtext(name) & 31); shared by the deciding calls, both exclusive by
 --   the configuration changes, in that order, until the transaction ends.
--- _channel_guard_is_own: count one more guard of this transaction (the
--- count stops at 33) and say whether it is among its first 32, which take
--- the channel's own guard; the one place the 32 is written.
-CREATE FUNCTION @extschema@._channel_guard_is_own()
+-- _channel_guard_later: a transaction's guard after its first, counted.
+-- A transaction without an xid has taken no guard yet (its first takes it
+-- one, inline in the guards below): that guard is its own, and not
+-- written down.  Every later one counts one more in the setting (the
+-- count starts at 1, for that first guard or for nothing, and stops at
+-- 33) and is its own up to 32; the one place the 32 is written.  Out of
+-- line (PL/pgSQL is never inlined), so that the common producer, one
+-- message per transaction, neither runs nor prepares it: a setting
+-- written in a transaction, and the expression that writes it, cost about
+-- 1% of a worker loop's CPU.
+-- Parameters: p_channel, the channel's name; p_try, whether to try the
+--   guard rather than wait for it.
+-- Returns: whether the guard is held (always TRUE when p_try is FALSE).
+-- Calls: none.  Tables: none.
+-- Locks: advisory (1819111681, hashtext(p_channel)) or (1819111682,
+--   hashtext(p_channel) & 31), shared, until the transaction ends.
+CREATE FUNCTION @extschema@._channel_guard_later(p_channel text, p_try boolean)
 RETURNS boolean
-LANGUAGE sql VOLATILE
+LANGUAGE plpgsql VOLATILE
 AS $$
-    SELECT pg_catalog.set_config('lonnymq.channel_guards', (LEAST(32, COALESCE(
-        NULLIF(pg_catalog.current_setting('lonnymq.channel_guards', TRUE), ''), '0')::integer) + 1)::text, TRUE)::integer
-        <= 32
+DECLARE
+    v_count integer := LEAST(32, COALESCE(
+        NULLIF(pg_catalog.current_setting('lonnymq.channel_guards', TRUE), ''), '1')::integer) + 1;
+    v_key1 integer := CASE WHEN v_count <= 32 THEN 1819111681 ELSE 1819111682 END;
+    v_key2 integer := CASE WHEN v_count <= 32 THEN pg_catalog.hashtext(p_channel) ELSE pg_catalog.hashtext(p_channel) & 31 END;
+BEGIN
+    PERFORM pg_catalog.set_config('lonnymq.channel_guards', v_count::text, TRUE);
+    IF p_try THEN
+        RETURN pg_catalog.pg_try_advisory_xact_lock_shared(v_key1, v_key2);
+    END IF;
+    PERFORM pg_catalog.pg_advisory_xact_lock_shared(v_key1, v_key2);
+    RETURN TRUE;
+END;
 $$;
 
-COMMENT ON FUNCTION @extschema@._channel_guard_is_own() IS
-'Internal: count one more channel guard in this transaction (lonnymq.channel_guards, up to 33); whether it is among the first 32, which take the channel''s own guard rather than its bucket''s.';
+COMMENT ON FUNCTION @extschema@._channel_guard_later(text, boolean) IS
+'Internal: a transaction''s channel guard after its first: count it (lonnymq.channel_guards, up to 33) and hold, or try, the channel''s own guard up to the 32nd, its bucket''s after.';
 
-REVOKE ALL ON FUNCTION @extschema@._channel_guard_is_own() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._channel_guard_later(text, boolean) FROM PUBLIC;
 
 -- (Each guard one expression, so that the planner inlines it into its
--- caller's statement.)
+-- caller's statement: a transaction's first guard takes its xid and the
+-- channel's own guard; later ones are _channel_guard_later's.  CASE and
+-- AND evaluate in the order written.)
 CREATE FUNCTION @extschema@._channel_guard_shared(p_channel text)
 RETURNS void
 LANGUAGE sql VOLATILE
 AS $$
-    SELECT CASE WHEN @extschema@._channel_guard_is_own()
-        THEN pg_catalog.pg_advisory_xact_lock_shared(1819111681, pg_catalog.hashtext(p_channel))
-        ELSE pg_catalog.pg_advisory_xact_lock_shared(1819111682, pg_catalog.hashtext(p_channel) & 31) END
+    SELECT CASE
+        WHEN pg_catalog.pg_current_xact_id_if_assigned() IS NULL AND pg_catalog.pg_current_xact_id() IS NOT NULL
+            THEN pg_catalog.pg_advisory_xact_lock_shared(1819111681, pg_catalog.hashtext(p_channel))
+        WHEN @extschema@._channel_guard_later(p_channel, FALSE) THEN NULL
+    END
 $$;
 
 COMMENT ON FUNCTION @extschema@._channel_guard_shared(text) IS
-'Internal: hold the channel guard shared until the end of the transaction (waits for a configuration change in flight); from a transaction''s 33rd guard on, its bucket guard instead.';
+'Internal: hold the channel guard shared until the end of the transaction (waits for a configuration change in flight); past a transaction''s 32nd guard, its bucket guard instead.';
 
 REVOKE ALL ON FUNCTION @extschema@._channel_guard_shared(text) FROM PUBLIC;
 
@@ -67,13 +95,15 @@ CREATE FUNCTION @extschema@._channel_guard_try_shared(p_channel text)
 RETURNS boolean
 LANGUAGE sql VOLATILE
 AS $$
-    SELECT CASE WHEN @extschema@._channel_guard_is_own()
-        THEN pg_catalog.pg_try_advisory_xact_lock_shared(1819111681, pg_catalog.hashtext(p_channel))
-        ELSE pg_catalog.pg_try_advisory_xact_lock_shared(1819111682, pg_catalog.hashtext(p_channel) & 31) END
+    SELECT CASE
+        WHEN pg_catalog.pg_current_xact_id_if_assigned() IS NULL AND pg_catalog.pg_current_xact_id() IS NOT NULL
+            THEN pg_catalog.pg_try_advisory_xact_lock_shared(1819111681, pg_catalog.hashtext(p_channel))
+        ELSE @extschema@._channel_guard_later(p_channel, TRUE)
+    END
 $$;
 
 COMMENT ON FUNCTION @extschema@._channel_guard_try_shared(text) IS
-'Internal: take the channel guard shared (from a transaction''s 33rd guard on, its bucket guard) unless a configuration change holds it; never waits.';
+'Internal: take the channel guard shared (past a transaction''s 32nd guard, its bucket guard) unless a configuration change holds it; never waits.';
 
 REVOKE ALL ON FUNCTION @extschema@._channel_guard_try_shared(text) FROM PUBLIC;
 

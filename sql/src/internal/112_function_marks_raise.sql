@@ -84,7 +84,6 @@ DECLARE
     v_mark bigint := pg_catalog.pg_sequence_last_value('@extschema@.position_mark_seq');
     v_due_mark bigint := pg_catalog.pg_sequence_last_value('@extschema@.due_mark_seq');
     v_epoch_at bigint := pg_catalog.pg_sequence_last_value('@extschema@.epoch_at_seq');
-    v_raiser bigint := pg_catalog.pg_sequence_last_value('@extschema@.epoch_raiser_seq');
     -- (A setting, not a query.)
     v_is_fresh boolean := pg_catalog.current_setting('transaction_isolation') = 'read committed';
     -- The limits: the current epoch's at READ COMMITTED, else the previous one's.
@@ -96,8 +95,9 @@ DECLARE
     v_first_due bigint;
 BEGIN
     -- (Not at READ COMMITTED: the current epoch's raiser ended before this
-    -- transaction's snapshot; 0: none known.)
-    IF NOT (v_is_alone AND (v_is_fresh OR @extschema@._xact_seen(v_raiser))
+    -- transaction's snapshot; 0: none known.  Read after the raise lock.)
+    IF NOT (v_is_alone AND (v_is_fresh OR @extschema@._xact_seen(
+            pg_catalog.pg_sequence_last_value('@extschema@.epoch_raiser_seq')))
         AND pg_catalog.pg_try_advisory_lock(1819111690, (1 - (v_epoch & 1))::integer)) THEN
         RETURN FALSE;
     END IF;
@@ -108,22 +108,25 @@ BEGIN
         (SELECT r.position FROM @extschema@.message AS r WHERE r.position >= v_mark AND r.position < p_taken ORDER BY r.position LIMIT 1),
         (SELECT r.position FROM @extschema@.message AS r WHERE r.position >= p_from ORDER BY r.position LIMIT 1)
     );
-    -- Only below the candidate due mark: the live entries above it do not
-    -- matter, and the completed locks up to them are what the mark is
-    -- there to skip.
-    SELECT GREATEST(d.dequeue_at, d.created_at) INTO v_first_due
-    FROM @extschema@.message AS d
-    WHERE
-        GREATEST(d.dequeue_at, d.created_at) >= v_due_mark AND GREATEST(d.dequeue_at, d.created_at) < v_start - 100
-        AND d.position IS NULL AND NOT d.is_held
-    ORDER BY GREATEST(d.dequeue_at, d.created_at)
-    LIMIT 1;
-    -- And the first schedule's key, which the delivery reads from the due
-    -- mark on.
-    v_first_due := LEAST(v_first_due, (
-        SELECT GREATEST(sc.next_at, sc.set_at) FROM @extschema@.schedule AS sc
-        WHERE GREATEST(sc.next_at, sc.set_at) >= v_due_mark AND GREATEST(sc.next_at, sc.set_at) < v_start - 100
-        ORDER BY GREATEST(sc.next_at, sc.set_at) LIMIT 1));
+    -- The first due entry, only below the candidate due mark: the live
+    -- entries above it do not matter, and the completed locks up to them
+    -- are what the mark is there to skip.  And the first schedule's key,
+    -- which the delivery reads from the due mark on.  (One statement.)
+    v_first_due := LEAST(
+        (
+            SELECT GREATEST(d.dequeue_at, d.created_at) FROM @extschema@.message AS d
+            WHERE
+                GREATEST(d.dequeue_at, d.created_at) >= v_due_mark
+                AND GREATEST(d.dequeue_at, d.created_at) < v_start - 100
+                AND d.position IS NULL AND NOT d.is_held
+            ORDER BY GREATEST(d.dequeue_at, d.created_at) LIMIT 1
+        ),
+        (
+            SELECT GREATEST(sc.next_at, sc.set_at) FROM @extschema@.schedule AS sc
+            WHERE GREATEST(sc.next_at, sc.set_at) >= v_due_mark AND GREATEST(sc.next_at, sc.set_at) < v_start - 100
+            ORDER BY GREATEST(sc.next_at, sc.set_at) LIMIT 1
+        )
+    );
     -- In this order (a prefix of it is safe: see the header).  The new
     -- epoch's bound is the front, or past what the caller took when nothing
     -- else is ready, so that new messages never take a consumed position
