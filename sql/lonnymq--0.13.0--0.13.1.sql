@@ -51,6 +51,14 @@ ALTER TABLE @extschema@.channel ADD COLUMN admit_from bigint NOT NULL DEFAULT -9
 
 DROP FUNCTION @extschema@._channel_admit(bigint, integer, integer, boolean, bigint);
 
+CREATE SEQUENCE @extschema@.channel_row_seq AS bigint MINVALUE 0 MAXVALUE 1 START 0;
+
+SELECT pg_catalog.setval(
+    '@extschema@.channel_row_seq', CASE WHEN EXISTS (SELECT 1 FROM @extschema@.channel) THEN 1 ELSE 0 END, TRUE
+);
+
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.channel_row_seq', '');
+
 CREATE OR REPLACE FUNCTION @extschema@._xact_seen(p_xid bigint)
 RETURNS boolean
 LANGUAGE sql STABLE
@@ -62,6 +70,24 @@ COMMENT ON FUNCTION @extschema@._xact_seen(bigint) IS
 'Internal: whether the transaction p_xid (xid8 as bigint; 0: none known, true) had ended before the caller''s snapshot.';
 
 REVOKE ALL ON FUNCTION @extschema@._xact_seen(bigint) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._channel_has_row(p_channel_id bigint)
+RETURNS boolean
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+    RETURN (
+        SELECT TRUE FROM @extschema@.channel AS c
+        WHERE c.id >= p_channel_id AND c.id <= p_channel_id
+        ORDER BY c.id DESC LIMIT 1
+    ) IS NOT NULL;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_has_row(bigint) IS
+'Internal: whether a channel has a row, read newest version first (bounded under a held snapshot).';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_has_row(bigint) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION @extschema@._channel_row(p_channel_id bigint, p_channel text)
 RETURNS SETOF @extschema@.channel
@@ -110,43 +136,57 @@ AS $$
     )::@extschema@.channel
 $$;
 
-CREATE OR REPLACE FUNCTION @extschema@._channel_guard_is_own()
+CREATE OR REPLACE FUNCTION @extschema@._channel_guard_later(p_channel text, p_try boolean)
 RETURNS boolean
-LANGUAGE sql VOLATILE
+LANGUAGE plpgsql VOLATILE
 AS $$
-    SELECT pg_catalog.set_config('lonnymq.channel_guards', (LEAST(32, COALESCE(
-        NULLIF(pg_catalog.current_setting('lonnymq.channel_guards', TRUE), ''), '0')::integer) + 1)::text, TRUE)::integer
-        <= 32
+DECLARE
+    v_count integer := LEAST(32, COALESCE(
+        NULLIF(pg_catalog.current_setting('lonnymq.channel_guards', TRUE), ''), '1')::integer) + 1;
+    v_key1 integer := CASE WHEN v_count <= 32 THEN 1819111681 ELSE 1819111682 END;
+    v_key2 integer := CASE WHEN v_count <= 32 THEN pg_catalog.hashtext(p_channel) ELSE pg_catalog.hashtext(p_channel) & 31 END;
+BEGIN
+    PERFORM pg_catalog.set_config('lonnymq.channel_guards', v_count::text, TRUE);
+    IF p_try THEN
+        RETURN pg_catalog.pg_try_advisory_xact_lock_shared(v_key1, v_key2);
+    END IF;
+    PERFORM pg_catalog.pg_advisory_xact_lock_shared(v_key1, v_key2);
+    RETURN TRUE;
+END;
 $$;
 
-COMMENT ON FUNCTION @extschema@._channel_guard_is_own() IS
-'Internal: count one more channel guard in this transaction (lonnymq.channel_guards, up to 33); whether it is among the first 32, which take the channel''s own guard rather than its bucket''s.';
+COMMENT ON FUNCTION @extschema@._channel_guard_later(text, boolean) IS
+'Internal: a transaction''s channel guard after its first: count it (lonnymq.channel_guards, up to 33) and hold, or try, the channel''s own guard up to the 32nd, its bucket''s after.';
 
-REVOKE ALL ON FUNCTION @extschema@._channel_guard_is_own() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._channel_guard_later(text, boolean) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION @extschema@._channel_guard_shared(p_channel text)
 RETURNS void
 LANGUAGE sql VOLATILE
 AS $$
-    SELECT CASE WHEN @extschema@._channel_guard_is_own()
-        THEN pg_catalog.pg_advisory_xact_lock_shared(1819111681, pg_catalog.hashtext(p_channel))
-        ELSE pg_catalog.pg_advisory_xact_lock_shared(1819111682, pg_catalog.hashtext(p_channel) & 31) END
+    SELECT CASE
+        WHEN pg_catalog.pg_current_xact_id_if_assigned() IS NULL AND pg_catalog.pg_current_xact_id() IS NOT NULL
+            THEN pg_catalog.pg_advisory_xact_lock_shared(1819111681, pg_catalog.hashtext(p_channel))
+        WHEN @extschema@._channel_guard_later(p_channel, FALSE) THEN NULL
+    END
 $$;
 
 COMMENT ON FUNCTION @extschema@._channel_guard_shared(text) IS
-'Internal: hold the channel guard shared until the end of the transaction (waits for a configuration change in flight); from a transaction''s 33rd guard on, its bucket guard instead.';
+'Internal: hold the channel guard shared until the end of the transaction (waits for a configuration change in flight); past a transaction''s 32nd guard, its bucket guard instead.';
 
 CREATE OR REPLACE FUNCTION @extschema@._channel_guard_try_shared(p_channel text)
 RETURNS boolean
 LANGUAGE sql VOLATILE
 AS $$
-    SELECT CASE WHEN @extschema@._channel_guard_is_own()
-        THEN pg_catalog.pg_try_advisory_xact_lock_shared(1819111681, pg_catalog.hashtext(p_channel))
-        ELSE pg_catalog.pg_try_advisory_xact_lock_shared(1819111682, pg_catalog.hashtext(p_channel) & 31) END
+    SELECT CASE
+        WHEN pg_catalog.pg_current_xact_id_if_assigned() IS NULL AND pg_catalog.pg_current_xact_id() IS NOT NULL
+            THEN pg_catalog.pg_try_advisory_xact_lock_shared(1819111681, pg_catalog.hashtext(p_channel))
+        ELSE @extschema@._channel_guard_later(p_channel, TRUE)
+    END
 $$;
 
 COMMENT ON FUNCTION @extschema@._channel_guard_try_shared(text) IS
-'Internal: take the channel guard shared (from a transaction''s 33rd guard on, its bucket guard) unless a configuration change holds it; never waits.';
+'Internal: take the channel guard shared (past a transaction''s 32nd guard, its bucket guard) unless a configuration change holds it; never waits.';
 
 CREATE OR REPLACE FUNCTION @extschema@._channel_guard_exclusive(p_channel text)
 RETURNS void
@@ -159,6 +199,52 @@ $$;
 COMMENT ON FUNCTION @extschema@._channel_guard_exclusive(text) IS
 'Internal: hold the channel guard and its bucket guard exclusively until the end of the transaction, waiting for the calls in flight that hold either shared.';
 
+CREATE OR REPLACE FUNCTION @extschema@._channel_release_try_lock(p_channel_id bigint)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    RETURN NOT COALESCE((
+        SELECT c.release_interval_ms > 0 FROM @extschema@.channel AS c
+        WHERE c.id >= p_channel_id AND c.id <= p_channel_id
+        ORDER BY c.id DESC LIMIT 1
+    ), FALSE) OR @extschema@._channel_row_try_lock(p_channel_id);
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_release_try_lock(bigint) IS
+'Internal: whether an admitted message''s delivery may go ahead: its channel has no release interval, or the channel''s row lock was taken (tried, never waited for).';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_release_try_lock(bigint) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._channel_rows_lock(p_ids bigint[])
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    PERFORM @extschema@._channel_row_lock(l.id)
+    FROM (
+        SELECT l.id
+        FROM pg_catalog.unnest(ARRAY(
+            SELECT x.channel_id FROM @extschema@.message AS x
+            WHERE x.id = ANY(p_ids) AND (x.is_admitted OR (
+                SELECT c.max_size IS NOT NULL FROM @extschema@.channel AS c
+                WHERE c.id >= x.channel_id AND c.id <= x.channel_id
+                ORDER BY c.id DESC LIMIT 1
+            ))
+        )) AS l (id)
+        ORDER BY pg_catalog.hashint8(l.id)
+        OFFSET 0
+    ) AS l;
+    RETURN TRUE;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_rows_lock(bigint[]) IS
+'Internal: lock the rows of the channels whose counts completing these messages changes (admitted messages'' channels, max_size channels), in key order; returns TRUE.';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_rows_lock(bigint[]) FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION @extschema@._channel_config(p_channel_id bigint, p_channel text)
 RETURNS @extschema@.channel
 LANGUAGE sql STABLE
@@ -168,6 +254,37 @@ AS $$
         (SELECT f FROM @extschema@._channel_pattern_config(p_channel) AS f),
         @extschema@._channel_defaults(p_channel, 0)
     )
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._channel_lock(p_channel text, p_now bigint)
+RETURNS @extschema@.channel
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_channel @extschema@.channel%ROWTYPE;
+BEGIN
+    PERFORM @extschema@._channel_row_lock(@extschema@._channel_id(p_channel));
+    -- (Before any row can be seen: channel_row_seq.)
+    IF pg_catalog.pg_sequence_last_value('@extschema@.channel_row_seq') = 0 THEN
+        PERFORM pg_catalog.setval('@extschema@.channel_row_seq', 1);
+    END IF;
+    FOR v_try IN 1..3 LOOP
+        v_channel := @extschema@._channel_config(@extschema@._channel_id(p_channel), p_channel);
+        v_channel.created_at := p_now;
+        INSERT INTO @extschema@.channel
+        SELECT (v_channel).*
+        ON CONFLICT DO NOTHING;
+        SELECT c.* INTO v_channel
+        FROM @extschema@.channel AS c
+        WHERE c.id = @extschema@._channel_id(p_channel) AND c.name = p_channel
+        FOR UPDATE;
+        IF FOUND THEN
+            RETURN v_channel;
+        END IF;
+    END LOOP;
+    RAISE EXCEPTION 'lonnymq: channel "%" was dropped concurrently', p_channel
+        USING ERRCODE = '40001';
+END;
 $$;
 
 CREATE OR REPLACE FUNCTION @extschema@._channel_quota_take(
@@ -224,7 +341,6 @@ DECLARE
     v_mark bigint := pg_catalog.pg_sequence_last_value('@extschema@.position_mark_seq');
     v_due_mark bigint := pg_catalog.pg_sequence_last_value('@extschema@.due_mark_seq');
     v_epoch_at bigint := pg_catalog.pg_sequence_last_value('@extschema@.epoch_at_seq');
-    v_raiser bigint := pg_catalog.pg_sequence_last_value('@extschema@.epoch_raiser_seq');
     -- (A setting, not a query.)
     v_is_fresh boolean := pg_catalog.current_setting('transaction_isolation') = 'read committed';
     -- The limits: the current epoch's at READ COMMITTED, else the previous one's.
@@ -236,8 +352,9 @@ DECLARE
     v_first_due bigint;
 BEGIN
     -- (Not at READ COMMITTED: the current epoch's raiser ended before this
-    -- transaction's snapshot; 0: none known.)
-    IF NOT (v_is_alone AND (v_is_fresh OR @extschema@._xact_seen(v_raiser))
+    -- transaction's snapshot; 0: none known.  Read after the raise lock.)
+    IF NOT (v_is_alone AND (v_is_fresh OR @extschema@._xact_seen(
+            pg_catalog.pg_sequence_last_value('@extschema@.epoch_raiser_seq')))
         AND pg_catalog.pg_try_advisory_lock(1819111690, (1 - (v_epoch & 1))::integer)) THEN
         RETURN FALSE;
     END IF;
@@ -248,22 +365,25 @@ BEGIN
         (SELECT r.position FROM @extschema@.message AS r WHERE r.position >= v_mark AND r.position < p_taken ORDER BY r.position LIMIT 1),
         (SELECT r.position FROM @extschema@.message AS r WHERE r.position >= p_from ORDER BY r.position LIMIT 1)
     );
-    -- Only below the candidate due mark: the live entries above it do not
-    -- matter, and the completed locks up to them are what the mark is
-    -- there to skip.
-    SELECT GREATEST(d.dequeue_at, d.created_at) INTO v_first_due
-    FROM @extschema@.message AS d
-    WHERE
-        GREATEST(d.dequeue_at, d.created_at) >= v_due_mark AND GREATEST(d.dequeue_at, d.created_at) < v_start - 100
-        AND d.position IS NULL AND NOT d.is_held
-    ORDER BY GREATEST(d.dequeue_at, d.created_at)
-    LIMIT 1;
-    -- And the first schedule's key, which the delivery reads from the due
-    -- mark on.
-    v_first_due := LEAST(v_first_due, (
-        SELECT GREATEST(sc.next_at, sc.set_at) FROM @extschema@.schedule AS sc
-        WHERE GREATEST(sc.next_at, sc.set_at) >= v_due_mark AND GREATEST(sc.next_at, sc.set_at) < v_start - 100
-        ORDER BY GREATEST(sc.next_at, sc.set_at) LIMIT 1));
+    -- The first due entry, only below the candidate due mark: the live
+    -- entries above it do not matter, and the completed locks up to them
+    -- are what the mark is there to skip.  And the first schedule's key,
+    -- which the delivery reads from the due mark on.  (One statement.)
+    v_first_due := LEAST(
+        (
+            SELECT GREATEST(d.dequeue_at, d.created_at) FROM @extschema@.message AS d
+            WHERE
+                GREATEST(d.dequeue_at, d.created_at) >= v_due_mark
+                AND GREATEST(d.dequeue_at, d.created_at) < v_start - 100
+                AND d.position IS NULL AND NOT d.is_held
+            ORDER BY GREATEST(d.dequeue_at, d.created_at) LIMIT 1
+        ),
+        (
+            SELECT GREATEST(sc.next_at, sc.set_at) FROM @extschema@.schedule AS sc
+            WHERE GREATEST(sc.next_at, sc.set_at) >= v_due_mark AND GREATEST(sc.next_at, sc.set_at) < v_start - 100
+            ORDER BY GREATEST(sc.next_at, sc.set_at) LIMIT 1
+        )
+    );
     -- In this order (a prefix of it is safe: see the header).  The new
     -- epoch's bound is the front, or past what the caller took when nothing
     -- else is ready, so that new messages never take a consumed position
@@ -538,7 +658,7 @@ BEGIN
     -- repeated id's later pairs are reported as not completed).
     -- Channel rows before message rows: the channels whose counts the
     -- completion changes (limits, max_size) have their row locks
-    -- (_channel_row_lock) taken, in key order, before any message is
+    -- (_channel_rows_lock) taken, in key order, before any message is
     -- deleted (an InitPlan, evaluated before the first delete).  A
     -- completion that deleted first and then waited for a channel row
     -- deadlocked with a dequeue that held that row (its own completion's)
@@ -551,27 +671,11 @@ BEGIN
             AND m.num_attempts = p_num_attempts[pg_catalog.array_position(p_ids, m.id)]
             AND m.is_locked
             AND COALESCE(m.locked_by = p_caller, TRUE)
+            -- (No channel row, no limit: nothing to lock.)
             AND (
-                SELECT pg_catalog.count(@extschema@._channel_row_lock(l.id))
-                FROM (
-                    -- (Sorted by the lock's key, an array's elements, not
-                    -- a scan's rows; OFFSET 0: locked in this order.)
-                    SELECT l.id
-                    -- (Admitted: its channel admits.  A channel twice takes
-                    -- its lock twice: harmless.  The row newest version
-                    -- first, _channel_row says why.)
-                    FROM pg_catalog.unnest(ARRAY(
-                        SELECT x.channel_id FROM @extschema@.message AS x
-                        WHERE x.id = ANY(p_ids) AND (x.is_admitted OR (
-                            SELECT c.max_size IS NOT NULL FROM @extschema@.channel AS c
-                            WHERE c.id >= x.channel_id AND c.id <= x.channel_id
-                            ORDER BY c.id DESC LIMIT 1
-                        ))
-                    )) AS l (id)
-                    ORDER BY pg_catalog.hashint8(l.id)
-                    OFFSET 0
-                ) AS l
-            ) >= 0
+                SELECT pg_catalog.pg_sequence_last_value('@extschema@.channel_row_seq') = 0
+                    OR @extschema@._channel_rows_lock(p_ids)
+            )
         RETURNING
             m.id, m.channel_id, m.channel, m.key, m.is_admitted, m AS message,
             -- (Counted, lonnymq_messages_completed_total: a sequence, no row.)
@@ -586,14 +690,11 @@ BEGIN
         pg_catalog.array_agg(g.id),
         pg_catalog.array_agg(g.message) FILTER (
             WHERE g.key IS NOT NULL OR g.is_admitted
-            OR (
-                SELECT TRUE FROM @extschema@.channel AS c
-                WHERE c.id >= g.channel_id AND c.id <= g.channel_id
-                ORDER BY c.id DESC LIMIT 1
-            )
             -- (Once a pattern was ever set, every message: its pattern may
             -- keep its history.)
             OR pg_catalog.pg_sequence_last_value('@extschema@.channel_pattern_seq') > 0
+            OR pg_catalog.pg_sequence_last_value('@extschema@.channel_row_seq') > 0
+            AND @extschema@._channel_has_row(g.channel_id)
         )
     INTO v_gone_ids, v_followed
     FROM gone AS g;
@@ -934,7 +1035,9 @@ BEGIN
             k.now,
             p.place,
             p.is_early,
-            COALESCE(@extschema@._channel_admits(c), FALSE) OR v_is_serializable,
+            -- (_channel_admits(c) written out: c is not a whole row.)
+            COALESCE(c.max_concurrency IS NOT NULL OR c.release_interval_ms > 0 OR c.is_paused, FALSE)
+            OR v_is_serializable,
             c.max_size,
             CASE WHEN c.notify AND NOT c.is_paused THEN COALESCE(c.notify_payload, p_channel) END,
             c.id IS NULL
@@ -947,7 +1050,17 @@ BEGIN
                 @extschema@._clock_ms() AS now
             FROM (SELECT pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') AS epoch) AS e
         ) AS k
-        LEFT JOIN LATERAL @extschema@._channel_row(v_channel_id, p_channel) AS c ON TRUE
+        -- The channel's row, newest version first (_channel_row says why),
+        -- written out with the columns read: _channel_row's whole row
+        -- would have all 24 built at every call.  (The name, as there, a
+        -- condition no index serves: else channel_name_key and a sort.)
+        LEFT JOIN LATERAL (
+            SELECT r.id, r.max_size, r.max_concurrency, r.release_interval_ms, r.is_paused, r.notify, r.notify_payload
+            FROM @extschema@.channel AS r
+            WHERE r.id >= v_channel_id AND r.id <= v_channel_id AND (p_channel IS NULL OR r.name = p_channel)
+            ORDER BY r.id DESC
+            LIMIT 1
+        ) AS c ON TRUE
         -- (A SERIALIZABLE producer's bound is NULL: the probes' condition
         -- can never hold, so they read nothing.)
         CROSS JOIN LATERAL @extschema@._message_place(
@@ -1200,20 +1313,9 @@ BEGIN
             WHERE
                 m.id = ANY(u.ids) AND NOT u.is_passed
                 -- A delivery in a channel with a release interval starts
-                -- the interval again (step 4): its channel's row lock is
-                -- tried here, never waited for, or the message is left for
-                -- a later call, so that no call waits for a channel row
-                -- after its completion locked others (two such calls
-                -- deadlocked).
-                AND (
-                    NOT m.is_admitted
-                    OR NOT COALESCE((
-                        SELECT c.release_interval_ms > 0 FROM @extschema@.channel AS c
-                        WHERE c.id >= m.channel_id AND c.id <= m.channel_id
-                        ORDER BY c.id DESC LIMIT 1
-                    ), FALSE)
-                    OR @extschema@._channel_row_try_lock(m.channel_id)
-                )
+                -- the interval again (step 4), under the channel's row
+                -- lock, tried: else the message is left for a later call.
+                AND (NOT m.is_admitted OR @extschema@._channel_release_try_lock(m.channel_id))
             RETURNING
                 m.id, m.channel, m.content, m.state, m.num_attempts, m.channel_id, m.is_admitted,
                 pg_catalog.array_position(u.ids, m.id) AS k,
@@ -1511,6 +1613,9 @@ COMMENT ON SEQUENCE @extschema@.epoch_previous_bound_seq IS
 
 COMMENT ON SEQUENCE @extschema@.epoch_raiser_seq IS
 'Delivery, internal state maintained by the queue functions, not to be written by hand: the transaction id (xid8) whose raise of the marks started the current epoch; 0: none known.';
+
+COMMENT ON SEQUENCE @extschema@.channel_row_seq IS
+'Configuration, internal state maintained by channel_set and channel_pause, not to be written by hand: 1 once a channel''s row was made in this database, else 0.';
 
 COMMENT ON COLUMN @extschema@.schedule.set_at IS
 'When schedule_set last created or replaced the schedule, in epoch milliseconds (0.13.1; the upgrade wrote created_at, or its own clock for a schedule then due).';

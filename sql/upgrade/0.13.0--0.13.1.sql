@@ -50,3 +50,11 @@ CREATE INDEX schedule_due_ix ON @extschema@.schedule ((greatest(next_at, set_at)
 -- beginning at first: its next admission raises it.
 ALTER TABLE @extschema@.channel ADD COLUMN admit_from bigint NOT NULL DEFAULT -9223372036854775808;
 DROP FUNCTION @extschema@._channel_admit(bigint, integer, integer, boolean, bigint);
+
+-- Whether a channel's row was ever made (channel_row_seq's comment): 1
+-- when the channel table has any row, so that completions follow them.
+CREATE SEQUENCE @extschema@.channel_row_seq AS bigint MINVALUE 0 MAXVALUE 1 START 0;
+SELECT pg_catalog.setval(
+    '@extschema@.channel_row_seq', CASE WHEN EXISTS (SELECT 1 FROM @extschema@.channel) THEN 1 ELSE 0 END, TRUE
+);
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.channel_row_seq', '');

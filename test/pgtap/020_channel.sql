@@ -1,7 +1,9 @@
 \ir include/setup.psql
-SELECT plan(16);
+SELECT plan(18);
 
 SELECT lives_ok($$ SELECT lonnymq.channel_set('c1') $$, 'channel_set creates a channel with defaults');
+SELECT is(pg_sequence_last_value('lonnymq.channel_row_seq'), 1::bigint,
+    'the first channel row sets channel_row_seq: completions follow channel rows from then on');
 SELECT results_eq(
     $$ SELECT max_concurrency, max_size, release_interval_ms FROM lonnymq.channel WHERE name = 'c1' $$,
     $$ VALUES (NULL::integer, NULL::integer, 0::bigint) $$,
@@ -41,6 +43,8 @@ SELECT is(lonnymq.channel_drop('c2', TRUE), TRUE, 'p_purge drops a channel with 
 SELECT is((SELECT count(*) FROM lonnymq.message) + (SELECT count(*) FROM lonnymq.channel)
     + (SELECT count(*) FROM lonnymq.channel_quota) + (SELECT count(*) FROM lonnymq.message_key),
     0::bigint, 'purge leaves no messages, channel, quota or key rows behind');
+SELECT is(pg_sequence_last_value('lonnymq.channel_row_seq'), 1::bigint,
+    'channel_row_seq stays 1 when the rows are gone (it only tells when probes can be skipped)');
 
 SELECT * FROM finish();
 ROLLBACK;

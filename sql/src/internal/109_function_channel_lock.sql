@@ -7,7 +7,7 @@
 -- Parameters: p_channel (the name), p_now (creation time of a new row).
 -- Returns: the row as locked.
 -- Calls: _channel_row_lock.
--- Tables: channel (insert, lock).
+-- Tables: channel (insert, lock); sets channel_row_seq.
 CREATE FUNCTION @extschema@._channel_lock(p_channel text, p_now bigint)
 RETURNS @extschema@.channel
 LANGUAGE plpgsql VOLATILE
@@ -16,6 +16,10 @@ DECLARE
     v_channel @extschema@.channel%ROWTYPE;
 BEGIN
     PERFORM @extschema@._channel_row_lock(@extschema@._channel_id(p_channel));
+    -- (Before any row can be seen: channel_row_seq.)
+    IF pg_catalog.pg_sequence_last_value('@extschema@.channel_row_seq') = 0 THEN
+        PERFORM pg_catalog.setval('@extschema@.channel_row_seq', 1);
+    END IF;
     FOR v_try IN 1..3 LOOP
         v_channel := @extschema@._channel_config(@extschema@._channel_id(p_channel), p_channel);
         v_channel.created_at := p_now;

@@ -9,17 +9,19 @@
 -- setting would be lost under autocommit).
 --
 -- One statement for messages of channels without configuration: the
--- DELETE by primary key (one probe per pair), and for each deleted message
--- a probe of channel_pkey (which finds nothing for a channel without one);
--- once a pattern was ever set (channel_pattern_seq), every message is
--- followed, for its pattern's history setting.  What keyed messages, admitted ones and
+-- DELETE by primary key (one probe per pair); once a channel's row was
+-- ever made (channel_row_seq), the channel row locks (_channel_rows_lock)
+-- and for each deleted message a probe of channel_pkey (_channel_has_row),
+-- both out of line, so that a database without rows neither runs nor
+-- prepares them; once a pattern was ever set (channel_pattern_seq), every
+-- message is followed, for its pattern's history setting.  What keyed messages, admitted ones and
 -- configured channels need follows, only when there is any, from the rows
 -- the DELETE returned: channels that retain history get their copies;
 -- keys are released for their channel's dedup window; max_size channels
 -- count the removals (_channel_removed); admitted messages free their
 -- places (_channel_admit; their row locks were taken before the delete).
--- Calls: _check_pairs, _channel_row_lock, _message_key_release,
---   _channel_removed, _channel_admit.
+-- Calls: _check_pairs, _channel_rows_lock, _channel_has_row,
+--   _message_key_release, _channel_removed, _channel_admit.
 -- Tables: channel (read; lock), message (delete), message_history (insert),
 --   message_key (update, delete).
 CREATE FUNCTION @extschema@._message_complete_set(
@@ -57,7 +59,7 @@ BEGIN
     -- repeated id's later pairs are reported as not completed).
     -- Channel rows before message rows: the channels whose counts the
     -- completion changes (limits, max_size) have their row locks
-    -- (_channel_row_lock) taken, in key order, before any message is
+    -- (_channel_rows_lock) taken, in key order, before any message is
     -- deleted (an InitPlan, evaluated before the first delete).  A
     -- completion that deleted first and then waited for a channel row
     -- deadlocked with a dequeue that held that row (its own completion's)
@@ -70,27 +72,11 @@ BEGIN
             AND m.num_attempts = p_num_attempts[pg_catalog.array_position(p_ids, m.id)]
             AND m.is_locked
             AND COALESCE(m.locked_by = p_caller, TRUE)
+            -- (No channel row, no limit: nothing to lock.)
             AND (
-                SELECT pg_catalog.count(@extschema@._channel_row_lock(l.id))
-                FROM (
-                    -- (Sorted by the lock's key, an array's elements, not
-                    -- a scan's rows; OFFSET 0: locked in this order.)
-                    SELECT l.id
-                    -- (Admitted: its channel admits.  A channel twice takes
-                    -- its lock twice: harmless.  The row newest version
-                    -- first, _channel_row says why.)
-                    FROM pg_catalog.unnest(ARRAY(
-                        SELECT x.channel_id FROM @extschema@.message AS x
-                        WHERE x.id = ANY(p_ids) AND (x.is_admitted OR (
-                            SELECT c.max_size IS NOT NULL FROM @extschema@.channel AS c
-                            WHERE c.id >= x.channel_id AND c.id <= x.channel_id
-                            ORDER BY c.id DESC LIMIT 1
-                        ))
-                    )) AS l (id)
-                    ORDER BY pg_catalog.hashint8(l.id)
-                    OFFSET 0
-                ) AS l
-            ) >= 0
+                SELECT pg_catalog.pg_sequence_last_value('@extschema@.channel_row_seq') = 0
+                    OR @extschema@._channel_rows_lock(p_ids)
+            )
         RETURNING
             m.id, m.channel_id, m.channel, m.key, m.is_admitted, m AS message,
             -- (Counted, lonnymq_messages_completed_total: a sequence, no row.)
@@ -105,14 +91,11 @@ BEGIN
         pg_catalog.array_agg(g.id),
         pg_catalog.array_agg(g.message) FILTER (
             WHERE g.key IS NOT NULL OR g.is_admitted
-            OR (
-                SELECT TRUE FROM @extschema@.channel AS c
-                WHERE c.id >= g.channel_id AND c.id <= g.channel_id
-                ORDER BY c.id DESC LIMIT 1
-            )
             -- (Once a pattern was ever set, every message: its pattern may
             -- keep its history.)
             OR pg_catalog.pg_sequence_last_value('@extschema@.channel_pattern_seq') > 0
+            OR pg_catalog.pg_sequence_last_value('@extschema@.channel_row_seq') > 0
+            AND @extschema@._channel_has_row(g.channel_id)
         )
     INTO v_gone_ids, v_followed
     FROM gone AS g;
