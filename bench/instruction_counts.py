@@ -1,6 +1,7 @@
 """What one message of the worker loop costs the server, in instructions:
-exact and repeatable to 0.1%, where a time A/B on this shared machine moves
-by 3% from run to run.  valgrind (cachegrind, no cache simulation) counts
+exact and repeatable to 0.1% in one backend, where a time A/B on this
+shared machine moves by 3% from run to run (under clients the interleavings,
+and the work they make, vary: a few percent).  valgrind (cachegrind, no cache simulation) counts
 the instructions of the server's processes, in two runs of different
 lengths from the same copy of the data directory; their difference divided
 by the messages between them is the cost of a message, without start-up,
@@ -50,15 +51,19 @@ def _total_instructions(files: list[str]) -> int:
     return total
 
 
-def _as_service_user(cluster: Cluster, *args: str, **kw) -> subprocess.CompletedProcess:
-    prefix = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-    return subprocess.run([*prefix, *args], **kw)
+def _service_user() -> list[str]:
+    """The prefix that runs a command as the server's user (PostgreSQL refuses root)."""
+    return ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+
+
+def _as_service_user(*args: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([*_service_user(), *args], **kw)
 
 
 def _copy_data(cluster: Cluster) -> Path:
     run = cluster.base_dir / "run"
-    _as_service_user(cluster, "rm", "-rf", str(run), check=True)
-    _as_service_user(cluster, "cp", "-a", str(cluster.data_dir), str(run), check=True)
+    _as_service_user("rm", "-rf", str(run), check=True)
+    _as_service_user("cp", "-a", str(cluster.data_dir), str(run), check=True)
     return run
 
 
@@ -73,7 +78,7 @@ def single(cluster: Cluster, db: str, first_id: int, messages: int, out: Path) -
             lines += ["EXECUTE cr('bench', '\\x00')", f"EXECUTE cd({first_id + i - 1}, 1)"]
         run = _copy_data(cluster)
         file = out / f"single.{db}.{n}"
-        p = _as_service_user(cluster, "valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={file}",
+        p = _as_service_user("valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={file}",
                              str(cluster.bindir / "postgres"), "--single", "-D", str(run), "-c", "synchronous_commit=off", db,
                              input="\n".join(lines) + "\n", capture_output=True, text=True)
         if p.returncode != 0 or "ERROR" in p.stdout or f'id = "{first_id + n - 1}"' not in p.stdout:
@@ -93,11 +98,10 @@ def clients(cluster: Cluster, db: str, messages: int, out: Path) -> float:
         files.mkdir(mode=0o777)
         os.chmod(files, 0o777)
         server = subprocess.Popen(
-            (["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else [])
-            + ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--trace-children=yes",
-               f"--cachegrind-out-file={files}/cg.%p", str(cluster.bindir / "postgres"), "-D", str(run),
-               "-c", f"port={cluster.port}", "-c", f"unix_socket_directories={cluster.socket_dir}",
-               "-c", "listen_addresses="],
+            [*_service_user(), "valgrind", "--tool=cachegrind", "--cache-sim=no", "--trace-children=yes",
+             f"--cachegrind-out-file={files}/cg.%p", str(cluster.bindir / "postgres"), "-D", str(run),
+             "-c", f"port={cluster.port}", "-c", f"unix_socket_directories={cluster.socket_dir}",
+             "-c", "listen_addresses="],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for _ in range(1200):
             if subprocess.run(["pg_isready", "-q", "-h", str(cluster.socket_dir), "-p", str(cluster.port)]).returncode == 0:
@@ -107,7 +111,7 @@ def clients(cluster: Cluster, db: str, messages: int, out: Path) -> float:
                             "-D", "id=0", "-D", "num_attempts=0", "-f", str(script),
                             "-h", str(cluster.socket_dir), "-p", str(cluster.port), "-U", cluster.superuser, db],
                            capture_output=True, text=True, env={**os.environ, "PGOPTIONS": "-c synchronous_commit=off"})
-        _as_service_user(cluster, str(cluster.bindir / "pg_ctl"), "-D", str(run), "stop", "-m", "fast", "-w",
+        _as_service_user(str(cluster.bindir / "pg_ctl"), "-D", str(run), "stop", "-m", "fast", "-w",
                          capture_output=True)
         server.wait()
         if p.returncode != 0:
