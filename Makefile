@@ -5,7 +5,8 @@
 #   make deps          install the Debian packages (apt, as root or via sudo) and the .venv
 #   make lint          sqlfluff over sql/src/ (make lint-tests: relaxed rules over test/pgtap/)
 #   make test          deps + build + install (as root/sudo) + lint + pytest (pgTAP files and
-#                      Python integration tests on a throwaway cluster); PYTEST_ARGS is passed on
+#                      Python integration tests on a throwaway cluster); PYTEST_ARGS is passed on.
+#                      On Debian's PostgreSQL 15; `make test PG=18` on another major (14 to 18)
 #   make demo          deps + build + install + demo/demo.py
 #   make bench         deps + build + install + bench/run.py (benchmarks, bench/results/)
 #   make install       PGXS install into `$(PG_CONFIG) --sharedir`/extension (needs write access)
@@ -72,6 +73,17 @@ LINT_TEST_PATHS ?= test/pgtap
 LINT_TEST_RULES ?= CP01,CP02,CP03,CP04,CP05
 LINT_TESTS ?= 1
 
+# PG: the PostgreSQL major (14 to 18) to build, install and test against, e.g.
+# `make test PG=18`. Unset: Debian's server (postgresql-15), whose pg_config is on PATH.
+# Set: lonnymq_dev/pgservers.py gives that major's pg_config, Debian's for 15, else a
+# pinned build it fetches once into a cache outside the repository (an unsupported
+# major is refused here). Everything below follows PG_CONFIG: PGXS, install, the tests.
+ifdef PG
+PG_CONFIG := $(shell $(PY3) -m lonnymq_dev.pgservers pg-config '$(PG)' || echo FAILED)
+ifeq ($(PG_CONFIG),FAILED)
+$(error PG=$(PG): see the message above; the supported majors are: $(PY3) -m lonnymq_dev.pgservers list)
+endif
+endif
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 # pg_config's absolute path, for sudo (whose PATH may differ).
@@ -79,7 +91,14 @@ PG_CONFIG_PATH := $(shell command -v $(PG_CONFIG) 2>/dev/null)
 export PG_CONFIG
 
 # First rule = default goal. PGXS adds its own prerequisites to `all`.
-all: check-version $(BUILT_SQL) $(BUILT_UPGRADES)
+all: check-version $(BUILT_SQL) $(BUILT_UPGRADES) sql-only
+
+# The SQL-only scripts (no CREATE EXTENSION: managed services, a database owner
+# without superuser), made from the extension's scripts: sql/sql-only/lonnymq-X.sql
+# and an upgrade lonnymq-A--B.sql per extension upgrade (tools/build_sql_only.py).
+.PHONY: sql-only
+sql-only: $(BUILT_SQL) $(BUILT_UPGRADES)
+	@cd tools && $(PY3) build_sql_only.py ../sql/sql-only '$(EXTVERSION)'
 
 .PHONY: all check-version deps deps-system venv lint lint-tests test demo bench install-system installcheck dist remove-stale-scripts FORCE
 
@@ -118,10 +137,12 @@ remove-stale-scripts:
 	done
 
 # A PGXN distribution: the committed HEAD (git archive; .gitattributes leaves out
-# bench/results) and the built install script, which is not committed.
+# bench/results), the built install script and the SQL-only scripts, which are not
+# committed.
 dist: all
 	git archive --format=zip -o $(EXTENSION)-$(EXTVERSION).zip \
 	  --prefix=$(EXTENSION)-$(EXTVERSION)/sql/ --add-file=$(BUILT_SQL) \
+	  --prefix=$(EXTENSION)-$(EXTVERSION)/sql/sql-only/ $(addprefix --add-file=,$(sort $(wildcard sql/sql-only/*.sql))) \
 	  --prefix=$(EXTENSION)-$(EXTVERSION)/ HEAD
 	@echo "wrote $(EXTENSION)-$(EXTVERSION).zip"
 
@@ -149,8 +170,9 @@ $(VENV)/.stamp: pyproject.toml
 	@$(VENV_PY) -m pip install -q --disable-pip-version-check -e '.[dev]'
 	@touch $@
 
-# `make install` into the system PostgreSQL: directly when root or when the extension
-# directory is writable, else through sudo.
+# `make install` into PG_CONFIG's server (Debian's, or the build PG names): directly
+# when root or when the extension directory is writable, else through sudo. A fetched
+# build also gets Debian's pgTAP files (the tests' CREATE EXTENSION pgtap).
 install-system:
 	@extdir="$$($(PG_CONFIG) --sharedir)/extension"; \
 	if [ "$$(id -u)" -eq 0 ] || [ -w "$$extdir" ]; then \
@@ -160,6 +182,9 @@ install-system:
 	else \
 	  echo "error: cannot write $$extdir: run 'make install' as root" >&2; exit 1; \
 	fi
+ifdef PG
+	@$(PY3) -m lonnymq_dev.pgservers add-pgtap '$(PG)'
+endif
 
 # ---------------------------------------------------------------- checks
 
@@ -183,12 +208,36 @@ lint-tests: venv
 # The generated bad-input suite (test/python/test_bad_input_properties.py) tries a fixed
 # set of examples; LONNYMQ_HYPOTHESIS_EXAMPLES (per function) and LONNYMQ_HYPOTHESIS_SEED
 # (random, or an integer) run it longer or differently.
+#
+# `make test` runs the whole suite on Debian's 15, then the version matrix: on each
+# of MATRIX_MAJORS, the tests whose answer may change with the server (MATRIX_TESTS:
+# every pgTAP file, upgrades equal to fresh installs, concurrency, crashes and
+# restarts, the bounded-probe plans; planners and catalogs change between majors).
+# `make test PG=18` runs the whole suite on that one major instead.
+MATRIX_MAJORS ?= 14 16 17 18
+MATRIX_TESTS = test/python/test_pgtap.py test/python/test_upgrade.py test/python/test_upgrade_released.py \
+  test/python/test_concurrency.py test/python/test_races.py test/python/test_isolation_levels.py \
+  test/python/test_faults.py test/python/test_poison_messages.py test/python/test_plans.py \
+  test/python/test_plan_shapes.py
 test:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory install-system
 	@$(MAKE) --no-print-directory lint
 	$(VENV_PY) -m pytest test/python -q $(PYTEST_ARGS)
+ifndef PG
+	@for major in $(MATRIX_MAJORS); do \
+	  $(MAKE) --no-print-directory test-matrix PG=$$major || exit 1; \
+	done
+endif
+
+# One major of the matrix (PG required): install into its server, run MATRIX_TESTS.
+.PHONY: test-matrix
+test-matrix:
+	@if [ -z "$(PG)" ]; then echo "error: make test-matrix needs PG=<major>" >&2; exit 1; fi
+	@$(MAKE) --no-print-directory install-system
+	@echo "matrix: PostgreSQL $(PG) ($$($(PG_CONFIG) --version)): $(words $(MATRIX_TESTS)) test files"
+	$(VENV_PY) -m pytest $(MATRIX_TESTS) -q $(PYTEST_ARGS)
 
 # The long soak test (test/python/test_soak.py::test_soak_long, skipped by `make test`):
 # LONNYMQ_SOAK_MESSAGES messages (default 500000), or LONNYMQ_SOAK_SECONDS of production.

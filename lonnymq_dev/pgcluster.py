@@ -70,6 +70,15 @@ def pg_bindir(pg_config: str | None = None) -> Path:
     return Path(out)
 
 
+def _major_of(bindir: Path) -> int:
+    """The server's major version (postgres --version: "postgres (PostgreSQL) 17.11")."""
+    out = subprocess.run([str(bindir / "postgres"), "--version"], capture_output=True, text=True).stdout
+    m = re.search(r"\(PostgreSQL\) (\d+)", out)
+    if not m:
+        raise ClusterError(f"cannot read the version of {bindir / 'postgres'}: {out!r}")
+    return int(m.group(1))
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port that was free a moment ago (bind port 0, read it, close)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -194,6 +203,7 @@ class Cluster:
         for tool in ("initdb", "pg_ctl", "postgres", "psql"):
             if not (self.bindir / tool).exists():
                 raise ClusterError(f"{self.bindir / tool} not found")
+        self.major = _major_of(self.bindir)
         self.fsync = fsync
         self.settings = dict(settings or {})
         self.keep = keep
@@ -230,6 +240,12 @@ class Cluster:
 
     def _server_env(self) -> dict[str, str]:
         env = _client_env()
+        # A relocated build (lonnymq_dev/pgservers.py): its contrib modules (dblink)
+        # find the build's own libpq only through the library path, their RUNPATH
+        # naming the prefix the build was made in.
+        libdir = self.bindir.parent / "lib"
+        if (libdir / "libpq.so.5").exists():
+            env["LD_LIBRARY_PATH"] = str(libdir)
         if self._run_as:
             pw = pwd.getpwuid(self._run_as[0])
             env.update(HOME=pw.pw_dir or "/", USER=pw.pw_name, LOGNAME=pw.pw_name)

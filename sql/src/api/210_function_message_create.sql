@@ -55,7 +55,7 @@ DECLARE
     v_channel_id bigint := @extschema@._channel_id(p_channel);
     -- The default is the transaction's start, so that messages created in one
     -- transaction share a dequeue_at and keep their order by id.
-    v_dequeue_at bigint := COALESCE(p_dequeue_at, @extschema@.to_epoch(pg_catalog.now()));
+    v_dequeue_at bigint := COALESCE(p_dequeue_at, @extschema@._now_ms());
     v_epoch bigint;
     v_place bigint;
     v_is_early boolean;

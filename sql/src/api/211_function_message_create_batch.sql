@@ -55,7 +55,7 @@ BEGIN
     PERFORM @extschema@._channel_guard_shared(p_channel);
     v_bound := @extschema@._epoch_enter();
     v_now := @extschema@._clock_ms();
-    v_default := @extschema@.to_epoch(pg_catalog.now());
+    v_default := @extschema@._now_ms();
     v_channel := @extschema@._channel_config(@extschema@._channel_id(p_channel), p_channel);
     -- Waiting for a dequeue to admit or place them, as message_create's:
     -- a channel with limits, or a SERIALIZABLE producer.

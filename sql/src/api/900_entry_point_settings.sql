@@ -13,7 +13,8 @@
 -- sets one of these in its header (since 0.10.0 not even
 -- message_complete_batch its hash joins).  make appends this file to the
 -- upgrade script too: CREATE OR REPLACE FUNCTION clears a function's
--- settings.
+-- settings.  The functions are found by schema, not by extension
+-- membership, so that the SQL-only install (no extension) sets them too.
 DO $$
 DECLARE
     v_setting record;
@@ -21,11 +22,6 @@ BEGIN
     FOR v_setting IN
         SELECT p.oid::pg_catalog.regprocedure AS signature, s.name, s.value
         FROM pg_catalog.pg_proc AS p
-        INNER JOIN pg_catalog.pg_depend AS d
-            ON
-                d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND d.objid = p.oid
-                AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass AND d.deptype = 'e'
-        INNER JOIN pg_catalog.pg_extension AS e ON e.oid = d.refobjid AND e.extname = 'lonnymq'
         CROSS JOIN (
             VALUES
             ('plan_cache_mode', 'force_generic_plan'),
@@ -35,7 +31,7 @@ BEGIN
             ('enable_hashjoin', 'off'),
             ('jit', 'off')
         ) AS s (name, value)
-        WHERE p.prosecdef
+        WHERE p.pronamespace = '@extschema@'::pg_catalog.regnamespace AND p.prosecdef
         ORDER BY p.oid, s.name
     LOOP
         EXECUTE pg_catalog.format('ALTER FUNCTION %s SET %I = %L', v_setting.signature, v_setting.name, v_setting.value);

@@ -33,7 +33,7 @@ AS $$
     WITH RECURSIVE holding AS (
         SELECT (
             SELECT m.channel_id FROM @extschema@.message AS m
-            WHERE m.channel_id IS NOT NULL
+            WHERE m.channel_id >= '-9223372036854775808'::bigint
             ORDER BY m.channel_id
             LIMIT 1
         ) AS id

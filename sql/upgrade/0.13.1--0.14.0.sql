@@ -1,0 +1,11 @@
+-- Schema changes from 0.13.1 to 0.14.0 (hand-written).  make appends the
+-- functions of sql/src/ and the comments of sql/src/schema/ that 0.13.1
+-- does not already have, the entry points' settings, and the recorded
+-- access grants again, giving sql/lonnymq--0.13.1--0.14.0.sql
+-- (tools/build_upgrade.py).  Test: test/python/test_upgrade.py (the
+-- upgraded schema equals a fresh one).
+
+-- The view channel_stats finds the first channel with a range of
+-- message_channel_ix's leading column, which PostgreSQL 17 and 18 need.
+-- @after functions
+-- @include sql/src/api/261_view_channel_stats.sql
