@@ -8,6 +8,8 @@
 #                      Python integration tests on a throwaway cluster); PYTEST_ARGS is passed on.
 #                      On Debian's PostgreSQL 15; `make test PG=18` on another major (14 to 18)
 #   make demo          deps + build + install + demo/demo.py
+#   make server        deps + build + install + a throwaway server with a database shop, for the
+#                      README's tour (prints the PGHOST/PGPORT/... line to paste; Ctrl-C ends it)
 #   make bench         deps + build + install + bench/run.py (benchmarks, bench/results/)
 #   make install       PGXS install into `$(PG_CONFIG) --sharedir`/extension (needs write access)
 #   make installcheck  pg_prove test/pgtap/*.sql against an already running server (see below)
@@ -93,12 +95,14 @@ export PG_CONFIG
 # First rule = default goal. PGXS adds its own prerequisites to `all`.
 all: check-version $(BUILT_SQL) $(BUILT_UPGRADES) sql-only
 
-# The SQL-only scripts (no CREATE EXTENSION: managed services, a database owner
-# without superuser), made from the extension's scripts: sql/sql-only/lonnymq-X.sql
-# and an upgrade lonnymq-A--B.sql per extension upgrade (tools/build_sql_only.py).
+# The scripts for managed services, made from the extension's scripts: SQL-only
+# (no CREATE EXTENSION: sql/sql-only/lonnymq-X.sql and an upgrade lonnymq-A--B.sql
+# per extension upgrade, tools/build_sql_only.py), and pg_tle's registration of every
+# version (sql/pg_tle/lonnymq-pg_tle.sql, tools/build_pg_tle.py).
 .PHONY: sql-only
 sql-only: $(BUILT_SQL) $(BUILT_UPGRADES)
 	@cd tools && $(PY3) build_sql_only.py ../sql/sql-only '$(EXTVERSION)'
+	@cd tools && $(PY3) build_pg_tle.py ../sql/pg_tle/lonnymq-pg_tle.sql '$(EXTVERSION)'
 
 .PHONY: all check-version deps deps-system venv lint lint-tests test demo bench install-system installcheck dist remove-stale-scripts FORCE
 
@@ -143,6 +147,7 @@ dist: all
 	git archive --format=zip -o $(EXTENSION)-$(EXTVERSION).zip \
 	  --prefix=$(EXTENSION)-$(EXTVERSION)/sql/ --add-file=$(BUILT_SQL) \
 	  --prefix=$(EXTENSION)-$(EXTVERSION)/sql/sql-only/ $(addprefix --add-file=,$(sort $(wildcard sql/sql-only/*.sql))) \
+	  --prefix=$(EXTENSION)-$(EXTVERSION)/sql/pg_tle/ --add-file=sql/pg_tle/lonnymq-pg_tle.sql \
 	  --prefix=$(EXTENSION)-$(EXTVERSION)/ HEAD
 	@echo "wrote $(EXTENSION)-$(EXTVERSION).zip"
 
@@ -212,13 +217,14 @@ lint-tests: venv
 # `make test` runs the whole suite on Debian's 15, then the version matrix: on each
 # of MATRIX_MAJORS, the tests whose answer may change with the server (MATRIX_TESTS:
 # every pgTAP file, upgrades equal to fresh installs, concurrency, crashes and
-# restarts, the bounded-probe plans; planners and catalogs change between majors).
+# restarts, the bounded-probe plans, the install paths of a database owner without
+# superuser; planners, catalogs and privilege rules change between majors).
 # `make test PG=18` runs the whole suite on that one major instead.
 MATRIX_MAJORS ?= 14 16 17 18
 MATRIX_TESTS = test/python/test_pgtap.py test/python/test_upgrade.py test/python/test_upgrade_released.py \
   test/python/test_concurrency.py test/python/test_races.py test/python/test_isolation_levels.py \
   test/python/test_faults.py test/python/test_poison_messages.py test/python/test_plans.py \
-  test/python/test_plan_shapes.py
+  test/python/test_plan_shapes.py test/python/test_install_paths.py
 test:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory all
@@ -248,6 +254,16 @@ soak:
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory install-system
 	LONNYMQ_SOAK=1 $(VENV_PY) -m pytest test/python/test_soak.py -q -s $(PYTEST_ARGS)
+
+# A throwaway server for the README's tour (lonnymq_dev/server.py): lonnymq installed,
+# a database shop, the `export PGHOST=... PGDATABASE=shop` line to paste; Ctrl-C
+# stops and removes it. `make server PG=18` for another version.
+.PHONY: server
+server:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory install-system
+	$(VENV_PY) -m lonnymq_dev.server
 
 demo:
 	@$(MAKE) --no-print-directory deps

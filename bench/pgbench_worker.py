@@ -11,6 +11,12 @@ message.  Writes bench/results/<name>.md: msg/s per round, the medians and
 their ratios to the at-most-once median.
 
     .venv/bin/python -m bench.pgbench_worker [--rounds 3] [--seconds 20] [--name NAME]
+        [--majors 15,18] [--loops floor_worker,worker_1ch]
+
+--majors runs the loops on a private cluster of each PostgreSQL major
+(lonnymq_dev/pgservers.py: Debian's 15, the pinned builds of the others, each
+with lonnymq installed by `make install-system PG=N`), all in the same
+interleaved rounds, and reports each major's ratios.
 """
 
 from __future__ import annotations
@@ -69,8 +75,9 @@ def pgbench(target: Target, script: Path, seconds: float, *, dbname: str = "lonn
     (e.g. "-c synchronous_commit=off")."""
     c = target.cluster
     env = {**os.environ, "PGOPTIONS": options} if options else None
+    own = c.bindir / "pgbench" if c is not None else None  # the server's own build, else Debian's
     out = subprocess.run(
-        ["pgbench", "-n", "-M", "prepared", "-c", str(CLIENTS), "-j", "2", "-T", str(int(seconds)),
+        [str(own) if own and own.exists() else "pgbench", "-n", "-M", "prepared", "-c", str(CLIENTS), "-j", "2", "-T", str(int(seconds)),
          *(a for d in defines for a in ("-D", d)), "-f", str(script),
          "-h", str(c.socket_dir), "-p", str(c.port), "-U", c.superuser, dbname],
         capture_output=True, text=True, env=env,
@@ -83,47 +90,67 @@ def pgbench(target: Target, script: Path, seconds: float, *, dbname: str = "lonn
 
 
 def main() -> int:
+    from lonnymq_dev import pgservers
+
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--seconds", type=float, default=20)
+    p.add_argument("--majors", help="PostgreSQL majors, e.g. 15,18 (default: $PG_CONFIG's server)")
+    p.add_argument("--loops", default=",".join(SCRIPTS), help=f"loops to run (default {','.join(SCRIPTS)})")
     p.add_argument("--name", default=datetime.now().strftime("%Y-%m-%d") + "-pgbench-worker")
     args = p.parse_args()
-    target = Target()
-    rates: dict[str, list[float]] = {k: [] for k in SCRIPTS}
+    loops = args.loops.split(",")
+    majors = [int(m) for m in args.majors.split(",")] if args.majors else [None]
+    targets = {m: Target(pg_config=str(pgservers.pg_config(m)) if m else None) for m in majors}
+    rates: dict[tuple, list[float]] = {(m, k): [] for m in majors for k in loops}
+    versions: dict = {}
     with tempfile.TemporaryDirectory() as tmp:
         scripts = {}
-        for key, text in SCRIPTS.items():
+        for key in loops:
             scripts[key] = Path(tmp) / f"{key}.sql"
-            scripts[key].write_text(text)
+            scripts[key].write_text(SCRIPTS[key])
         try:
-            target.start()
+            for m, target in targets.items():
+                target.start()
+                with target.connect() as conn:
+                    versions[m] = conn.execute(
+                        "SELECT current_setting('synchronous_commit'), version()").fetchone()
             for r in range(args.rounds):
-                for key in SCRIPTS:
-                    with target.connect() as conn:
-                        fresh_backlog(conn, key, BACKLOG)
-                        conn.execute("CHECKPOINT")
-                    rates[key].append(pgbench(target, scripts[key], args.seconds))
-                    log(f"  [round {r + 1}/{args.rounds}] {key}: {rates[key][-1]:,.0f} msg/s")
-            with target.connect() as conn:
-                settings = conn.execute("SELECT current_setting('synchronous_commit'), version()").fetchone()
+                for m, target in targets.items():
+                    for key in loops:
+                        with target.connect() as conn:
+                            fresh_backlog(conn, key, BACKLOG)
+                            conn.execute("CHECKPOINT")
+                        rates[(m, key)].append(pgbench(target, scripts[key], args.seconds))
+                        log(f"  [round {r + 1}/{args.rounds}] {m or ''} {key}: {rates[(m, key)][-1]:,.0f} msg/s")
         finally:
-            target.stop()
+            for target in targets.values():
+                target.stop()
     med = {k: statistics.median(v) for k, v in rates.items()}
+    first = versions[majors[0]]
     lines = [
         f"# The worker loop with pgbench — {args.name}\n",
         f"`bench/pgbench_worker.py`: {CLIENTS} clients, `pgbench -M prepared`, {args.seconds:g} s per run, "
         f"{args.rounds} interleaved rounds, a standing backlog of {BACKLOG:,} ready messages, "
-        f"synchronous_commit {settings[0]}; {settings[1].split(',')[0]}. One pgbench transaction is one "
-        "message (its create and its consumption).\n",
-        "| loop | " + " | ".join(f"round {i + 1}" for i in range(args.rounds)) + " | median msg/s | × at-most-once |",
-        "|---|" + "---|" * args.rounds + "---|---|",
+        f"synchronous_commit {first[0]}; "
+        + "; ".join(v[1].split(",")[0] for v in versions.values())
+        + ". One pgbench transaction is one message (its create and its consumption).\n",
+        "| server | loop | " + " | ".join(f"round {i + 1}" for i in range(args.rounds))
+        + " | median msg/s | × floor |",
+        "|---|---|" + "---|" * args.rounds + "---|---|",
     ]
-    for key, vals in rates.items():
-        lines.append(f"| {TITLES[key]} | " + " | ".join(f"{v:,.0f}" for v in vals)
-                     + f" | {med[key]:,.0f} | {med[key] / med['amo']:.2f} |")
-    lines.append(f"\nlonnymq's worker loop against the floor worker loop: {med['worker_1ch'] / med['floor_worker']:.2f} ×.\n")
+    for (m, key), vals in rates.items():
+        floor = med.get((m, "floor_worker"))
+        ratio = f"{med[(m, key)] / floor:.2f}" if floor else ""
+        lines.append(f"| {versions[m][1].split(' on ')[0]} | {TITLES[key]} | " + " | ".join(f"{v:,.0f}" for v in vals)
+                     + f" | {med[(m, key)]:,.0f} | {ratio} |")
+    for m in majors:
+        if (m, "worker_1ch") in med and (m, "floor_worker") in med:
+            lines.append(f"\n{versions[m][1].split(' on ')[0]}: lonnymq's worker loop "
+                         f"{med[(m, 'worker_1ch')]:,.0f} msg/s, the floor's {med[(m, 'floor_worker')]:,.0f}: "
+                         f"{med[(m, 'worker_1ch')] / med[(m, 'floor_worker')]:.2f} × the floor.")
     out = ROOT / "bench" / "results" / f"{args.name}.md"
-    out.write_text("\n".join(lines))
+    out.write_text("\n".join(lines) + "\n")
     log(f"report: {out}")
     print("\n".join(lines))
     return 0

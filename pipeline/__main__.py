@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 from .common import PipelineError, Progress, check_connection, resolve_dsn
@@ -113,9 +114,14 @@ def _run(args: argparse.Namespace) -> int:
     if master is None:
         master = f"local[{args.producers + args.consumers}]" if args.command == "loadgen" else DEFAULT_MASTER
 
+    started: list[float] = []  # Spark's start-up, in seconds
+
     def start_spark():
+        t0 = time.monotonic()
         spark = get_spark(master, conf=conf)
-        progress(f"Spark {spark.version} ready, {spark.sparkContext.defaultParallelism} task slot(s)")
+        started.append(time.monotonic() - t0)
+        progress(f"Spark {spark.version} ready, {spark.sparkContext.defaultParallelism} task slot(s), "
+                 f"in {started[0]:.1f}s")
         return spark
 
     if args.command == "sample":
@@ -164,6 +170,7 @@ def _run(args: argparse.Namespace) -> int:
             df = read_input(spark, args.input, args.format)
             result = enqueue(spark, df, dsn, spec, skip_bad=args.skip_bad, partitions=args.partitions,
                              fail_after_commit=True if args.fail_after_commit else None, progress=progress)
+            result.spark_start_seconds = started[0]
             print(result.report())
             return result.exit_code
 

@@ -120,7 +120,11 @@ class Progress:
                 job = tracker.getJobInfo(job_id)
                 for stage_id in job.stageIds if job else ():
                     stage = tracker.getStageInfo(stage_id)
-                    if stage:
+                    # Only stages that started a task: a stage whose output an
+                    # earlier job left is skipped, and its tasks would never count
+                    # as done ("5/7 tasks done"); one still waiting counts once it
+                    # starts.
+                    if stage and (stage.numActiveTasks or stage.numCompletedTasks or stage.numFailedTasks):
                         total += stage.numTasks
                         done += stage.numCompletedTasks
                         active += stage.numActiveTasks

@@ -145,7 +145,8 @@ class EnqueueResult:
     partitions: int = 0
     retried_partitions: int = 0  # partitions whose successful attempt was not the first
     attempts: dict[int, int] = field(default_factory=dict)  # partition -> successful attempt number
-    seconds: float = 0.0
+    seconds: float = 0.0  # reading, checking and writing: after Spark started
+    spark_start_seconds: float | None = None  # Spark's start-up, when the caller timed it
 
     @property
     def exit_code(self) -> int:
@@ -166,7 +167,10 @@ class EnqueueResult:
             if self.dropped:
                 lines.append(f"dropped because a channel was at max_size: {self.dropped}")
             lines.append(f"partitions: {self.partitions}, retried after a failure: {self.retried_partitions}")
-        lines.append(f"time: {self.seconds:.1f}s")
+        if self.spark_start_seconds is None:
+            lines.append(f"time: {self.seconds:.1f}s")
+        else:
+            lines.append(f"time: {self.seconds:.1f}s, after {self.spark_start_seconds:.1f}s starting Spark")
         return "\n".join(lines)
 
 

@@ -2,6 +2,18 @@
 -- statements that change something. Do not edit: edit those and run make.
 \echo Use "ALTER EXTENSION lonnymq UPDATE TO '0.14.0'" to load this file. \quit
 
+DO $lonnymq_check$
+BEGIN
+    IF pg_catalog.current_setting('server_version_num')::integer / 10000 NOT BETWEEN 14 AND 18 THEN
+        RAISE EXCEPTION 'lonnymq supports PostgreSQL 14 to 18; this server is %',
+            pg_catalog.current_setting('server_version')
+        USING
+            ERRCODE = '0A000',
+            HINT = 'Install it on a supported PostgreSQL version; nothing was changed.';
+    END IF;
+END;
+$lonnymq_check$;
+
 CREATE OR REPLACE FUNCTION @extschema@.to_epoch(p_at timestamptz)
 RETURNS bigint
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -592,6 +604,28 @@ SELECT
     s.pattern
 FROM channels AS ch
 CROSS JOIN LATERAL @extschema@.channel_stats(ch.name) AS s;
+
+DO $lonnymq_not_null_names$
+DECLARE
+    v_constraint record;
+BEGIN
+    FOR v_constraint IN
+        SELECT c.conname, t.relname, t.relname || '_' || a.attname || '_not_null' AS fresh_name
+        FROM pg_catalog.pg_constraint AS c
+        INNER JOIN pg_catalog.pg_class AS t ON t.oid = c.conrelid
+        INNER JOIN pg_catalog.pg_attribute AS a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1]
+        WHERE
+            t.relnamespace = '@extschema@'::pg_catalog.regnamespace
+            AND c.contype = 'n'
+            AND c.conname <> t.relname || '_' || a.attname || '_not_null'
+    LOOP
+        EXECUTE pg_catalog.format(
+            'ALTER TABLE @extschema@.%I RENAME CONSTRAINT %I TO %I',
+            v_constraint.relname, v_constraint.conname, v_constraint.fresh_name
+        );
+    END LOOP;
+END;
+$lonnymq_not_null_names$;
 
 DO $$
 DECLARE

@@ -12,9 +12,10 @@ Each is made from the extension's own scripts (one source): the install from
 sql/lonnymq--X.sql, an upgrade from sql/lonnymq--A--B.sql.  What only an
 extension script may run is taken out (the \\echo guard, pg_extension_config_dump,
 ALTER EXTENSION, the catalog update of the extension's initial privileges),
-@extschema@ becomes lonnymq, and the whole runs in one transaction, after
-checks that refuse a wrong server or a wrong installed version with a message
-that says what to do.  The installed version is the schema's comment:
+@extschema@ becomes lonnymq, and the whole runs in one transaction, after a
+check that refuses a wrong installed version with a message that says what to
+do (the scripts' own first statement refuses an unsupported server:
+sql/src/schema/000_check_server.sql).  The installed version is the schema's comment:
 
     SELECT obj_description('lonnymq'::regnamespace, 'pg_namespace');   -- lonnymq 0.14.0 (SQL-only)
 
@@ -41,8 +42,6 @@ SQL = ROOT / "sql"
 EXTENSION = "lonnymq"
 SCHEMA = "lonnymq"
 BASE_VERSION = "0.1.0"
-# The majors the scripts are tested on (lonnymq_dev/pgservers.py SUPPORTED_MAJORS).
-MIN_MAJOR, MAX_MAJOR = 14, 18
 
 # Statements that only an extension script may run, or that only concern an extension.
 _EXTENSION_ONLY = [
@@ -53,20 +52,13 @@ _EXTENSION_ONLY = [
 
 _COMMENT = "lonnymq {version} (SQL-only)"
 
-# Refuses a server lonnymq does not support.  A DO block, so that a failure
-# leaves nothing: it runs inside the script's transaction.
-_CHECK_SERVER = f"""DO $lonnymq_check$
-BEGIN
-    IF pg_catalog.current_setting('server_version_num')::integer / 10000 NOT BETWEEN {MIN_MAJOR} AND {MAX_MAJOR} THEN
-        RAISE EXCEPTION 'lonnymq supports PostgreSQL {MIN_MAJOR} to {MAX_MAJOR}; this server is %',
-            pg_catalog.current_setting('server_version')
-            USING ERRCODE = '0A000',
-            HINT = 'Run it on a supported PostgreSQL version; nothing was installed.';
-    END IF;
-END;
-$lonnymq_check$;
+# What CREATE EXTENSION sets while its script runs: function bodies checked
+# only when called (a body may name a function defined further on), the
+# schema first on the search path, notices quiet.  SET LOCAL: until COMMIT.
+_SETTINGS = f"""SET LOCAL check_function_bodies = false;
+SET LOCAL search_path = {SCHEMA}, pg_temp;
+SET LOCAL client_min_messages = warning;
 """
-
 
 def _installed_check(expected: str | None, version: str) -> str:
     """A DO block that refuses to go on unless the installed lonnymq is
@@ -131,7 +123,7 @@ def install_script(version: str, body: str) -> str:
         f"--     psql -v ON_ERROR_STOP=1 -f lonnymq-{version}.sql\n"
         "-- One transaction: an error leaves nothing behind.\n"
         "BEGIN;\n\n"
-        + _CHECK_SERVER + "\n"
+        + _SETTINGS + "\n"
         + _installed_check(None, version) + "\n"
         + f"CREATE SCHEMA {SCHEMA};\n\n"
         + plain(body)
@@ -146,7 +138,7 @@ def upgrade_script(old: str, new: str, body: str) -> str:
         f"--     psql -v ON_ERROR_STOP=1 -f lonnymq-{old}--{new}.sql\n"
         "-- One transaction: an error leaves everything as it was.\n"
         "BEGIN;\n\n"
-        + _CHECK_SERVER + "\n"
+        + _SETTINGS + "\n"
         + _installed_check(old, new) + "\n"
         + plain(body)
         + f"\nCOMMENT ON SCHEMA {SCHEMA} IS '{_COMMENT.format(version=new)}';\n\nCOMMIT;\n"

@@ -51,31 +51,41 @@ INIT_PRIVS_FIX = """
 -- objects' initial privileges (pg_init_privs), and pg_dump dumps only the
 -- changes from those: the grants to roles made above (and kept by CREATE OR
 -- REPLACE) would be left out of every dump.  Keep only the owner's and
--- PUBLIC's entries, as a fresh install records them.
-UPDATE pg_catalog.pg_init_privs AS i
-SET initprivs = ARRAY(
-    SELECT a
-    FROM pg_catalog.unnest(i.initprivs) AS a
-    WHERE NOT EXISTS (
-        SELECT 1
-        FROM pg_catalog.aclexplode(ARRAY[a]) AS x
-        WHERE x.grantee NOT IN (0, e.extowner)
-    )
-)
-FROM pg_catalog.pg_extension AS e
-WHERE
-    e.extname = '{extension}'
-    AND i.privtype = 'e'
-    AND (
-        (i.classoid = 'pg_catalog.pg_namespace'::pg_catalog.regclass AND i.objoid = e.extnamespace)
-        OR EXISTS (
-            SELECT 1
-            FROM pg_catalog.pg_depend AS d
-            WHERE
-                d.classid = i.classoid AND d.objid = i.objoid AND d.deptype = 'e'
-                AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass AND d.refobjid = e.oid
+-- PUBLIC's entries, as a fresh install records them.  Only a superuser may
+-- change the catalog: an owner without superuser (superuser = false) updates
+-- without it, and pg_dump then leaves out the grants this script re-applied
+-- (doc/README.md, Privileges).
+DO $lonnymq_init_privs$
+BEGIN
+    IF (SELECT r.rolsuper FROM pg_catalog.pg_roles AS r WHERE r.rolname = current_user) THEN
+        UPDATE pg_catalog.pg_init_privs AS i
+        SET initprivs = ARRAY(
+            SELECT a
+            FROM pg_catalog.unnest(i.initprivs) AS a
+            WHERE NOT EXISTS (
+                SELECT 1
+                FROM pg_catalog.aclexplode(ARRAY[a]) AS x
+                WHERE x.grantee NOT IN (0, e.extowner)
+            )
         )
-    );
+        FROM pg_catalog.pg_extension AS e
+        WHERE
+            e.extname = '{extension}'
+            AND i.privtype = 'e'
+            AND (
+                (i.classoid = 'pg_catalog.pg_namespace'::pg_catalog.regclass AND i.objoid = e.extnamespace)
+                OR EXISTS (
+                    SELECT 1
+                    FROM pg_catalog.pg_depend AS d
+                    WHERE
+                        d.classid = i.classoid AND d.objid = i.objoid AND d.deptype = 'e'
+                        AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass
+                        AND d.refobjid = e.oid
+                )
+            );
+    END IF;
+END;
+$lonnymq_init_privs$;
 """
 
 

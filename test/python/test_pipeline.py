@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -189,6 +190,12 @@ def test_bad_rows_are_reported_and_nothing_is_half_written(spark, db, tmp_path):
     assert "'k3'" in out and "'k4'" in out and "'k5'" in out  # the sample shows the rows
     assert "nothing written" in out
     assert "validate" in proc.stderr  # progress lines on stderr
+    # Each job's last progress line counts every task it ran as done (not the
+    # tasks of stages Spark skipped), and the time says what it leaves out.
+    finals = {m.group(1): (int(m.group(2)), int(m.group(3)))
+              for m in re.finditer(r"enqueue: ([a-z ]+): (\d+)/(\d+) tasks done", proc.stderr)}
+    assert "validate" in finals and all(done == total for done, total in finals.values()), proc.stderr
+    assert re.search(r"^time: [0-9.]+s, after [0-9.]+s starting Spark$", out, re.M), out
     assert _messages(db) == []
 
     # --skip-bad (here through the function): the good rows, and the bad ones reported.

@@ -1,0 +1,111 @@
+"""README.md's five-minute tour, run as a user runs it from a fresh clone:
+`make server` in one shell; in another, the line it printed, then every SQL
+block of the tour in one psql session, the Python producer, and the Python
+worker until it has taken what the tour left ready (then Ctrl-C, as the
+README says).  The blocks are read from README.md itself, so the tour cannot
+drift from what is tested."""
+
+from __future__ import annotations
+
+import os
+import re
+import selectors
+import shlex
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import REPO_ROOT
+
+TOUR = REPO_ROOT.joinpath("README.md").read_text().split("## A five-minute tour", 1)[1].split("\n## ", 1)[0]
+BLOCKS = re.findall(r"^```(\w+)\n(.*?)^```", TOUR, re.M | re.S)
+
+
+def _blocks(lang: str) -> list[str]:
+    return [body for kind, body in BLOCKS if kind == lang]
+
+
+def _read_until(proc: subprocess.Popen, pattern: str, timeout: float) -> tuple[re.Match | None, str]:
+    """Lines of proc's stdout until one matches pattern (or timeout)."""
+    seen = ""
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not sel.select(timeout=1):
+            if proc.poll() is not None:
+                break
+            continue
+        line = proc.stdout.readline()
+        if not line:
+            break
+        seen += line
+        m = re.search(pattern, line)
+        if m:
+            return m, seen
+    return None, seen
+
+
+@pytest.fixture
+def server():
+    """`make server`, as the tour says; Ctrl-C (SIGINT to its process group) at the end."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PG") or k == "PG_CONFIG"}
+    proc = subprocess.Popen(["make", "--no-print-directory", "server"], cwd=REPO_ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        m, seen = _read_until(proc, r"^export (PGHOST=.*)$", timeout=600)
+        assert m, f"make server printed no export line:\n{seen}"
+        client_env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
+        client_env.update(dict(kv.split("=", 1) for kv in shlex.split(m.group(1))))
+        yield client_env
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGINT)
+        out, _ = proc.communicate(timeout=120)
+    assert "stopped and removed" in out, out
+
+
+def _psql(env: dict, sql: str) -> str:
+    return subprocess.run(["psql", "-X", "-q", "-A", "-t", "-c", sql], env=env, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def test_the_tour_runs_as_written(server):
+    env = server
+    sql = _blocks("sql")
+    assert len(sql) == 4, "the tour's SQL blocks changed: update this test"
+    proc = subprocess.run(["psql", "-X", "-v", "ON_ERROR_STOP=1", "-f", "-"], input="\n".join(sql), env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # What the SQL did: the order was worked and logged, the payment died and
+    # was redriven, the reminder waits an hour, the report waits for tomorrow.
+    assert _psql(env, "SELECT body FROM order_log") == '{"order": 1001}'
+    assert _psql(env, "SELECT count(*) FROM lonnymq.dead_letter") == "0"
+    assert _psql(env, "SELECT channel || ':' || (dequeue_at > lonnymq.to_epoch(now())) FROM lonnymq.message"
+                      " ORDER BY channel") == "emails:true\npayments:false"
+    assert _psql(env, "SELECT next_at > lonnymq.to_epoch(now()) FROM lonnymq.schedule") == "t"
+
+    producer, worker = _blocks("python")
+    subprocess.run([sys.executable, "-c", producer], env=env, check=True, timeout=60)
+    assert _psql(env, "SELECT item FROM shop_order ORDER BY id") == "teapot\nkettle"
+
+    proc = subprocess.Popen([sys.executable, "-u", "-c", worker], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        done = []
+        deadline = time.monotonic() + 60
+        while len(done) < 2 and time.monotonic() < deadline:
+            m, seen = _read_until(proc, r"^(done|not completed): (.*)$", timeout=deadline - time.monotonic())
+            assert m, f"the worker stopped printing:\n{seen}"
+            done.append(m.group(0))
+        # Nothing else is ready: a while more shows no other message.
+        m, seen = _read_until(proc, r"^(done|not completed): ", timeout=3)
+        assert m is None, f"the worker took what the tour did not leave ready: {seen}"
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C
+        proc.communicate(timeout=30)
+    assert sorted(done) == sorted(["done: b'charge order 1001'", "done: b'{\"order\": 1002}'"]), done
+    assert _psql(env, "SELECT channel FROM lonnymq.message ORDER BY channel") == "emails"
