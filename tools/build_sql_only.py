@@ -21,8 +21,9 @@ sql/src/schema/000_check_server.sql).  The installed version is the schema's com
 
 No psql meta-command: any driver can run a script as one simple query.
 
-    tools/build_sql_only.py OUTDIR VERSION           # OUTDIR/lonnymq-VERSION.sql and every
-                                                     # OUTDIR/lonnymq-A--B.sql of the extension
+    tools/build_sql_only.py OUTDIR VERSION           # OUTDIR/lonnymq-VERSION.sql and an
+                                                     # OUTDIR/lonnymq-A--B.sql per extension upgrade
+                                                     # to FIRST_SQL_ONLY (0.14.0) and on
     tools/build_sql_only.py --install VERSION FILE   # the install of any version, released
                                                      # ones from the base and the upgrades
 
@@ -42,6 +43,10 @@ SQL = ROOT / "sql"
 EXTENSION = "lonnymq"
 SCHEMA = "lonnymq"
 BASE_VERSION = "0.1.0"
+# The first release with SQL-only scripts: upgrades are made to it and on (the
+# one to it serves a test: test_install_paths.py installs the previous
+# release's SQL-only form with --install and upgrades it).
+FIRST_SQL_ONLY = "0.14.0"
 
 # Statements that only an extension script may run, or that only concern an extension.
 _EXTENSION_ONLY = [
@@ -195,7 +200,7 @@ def main(argv: list[str]) -> int:
     outdir.mkdir(parents=True, exist_ok=True)
     wanted = {f"lonnymq-{current}.sql": install_script(current, install_body(current, current))}
     for old, new in _upgrades().items():
-        if _version_key(new) <= _version_key(current):
+        if _version_key(FIRST_SQL_ONLY) <= _version_key(new) <= _version_key(current):
             body = (SQL / f"{EXTENSION}--{old}--{new}.sql").read_text()
             wanted[f"lonnymq-{old}--{new}.sql"] = upgrade_script(old, new, body)
     changed = [name for name, content in sorted(wanted.items()) if _write(outdir / name, content)]

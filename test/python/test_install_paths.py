@@ -179,6 +179,29 @@ def test_a_database_owner_installs_the_extension_without_superuser(owned):
     _privilege_matrix(owned, db)
 
 
+def test_a_dump_of_an_owner_installed_extension_restores_as_a_superuser(owned, tmp_path):
+    """pg_dump makes the schema and gives it to the owner before CREATE
+    EXTENSION: a restore by a superuser (pg_dumpall | psql, an RDS master
+    user) passes the install's schema check and keeps the queue and grants."""
+    db = owned.database()
+    with owned.connect(db) as conn:
+        conn.execute("CREATE EXTENSION lonnymq")
+    _grant_sets(owned, db)
+    with owned.connect(db, owned.roles["producer"]) as conn:
+        conn.execute("SELECT lonnymq.message_create('kept', 'across the dump')")
+    dump = tmp_path / "owner.dump"
+    cluster = owned.cluster
+    subprocess.run([str(cluster.bindir / "pg_dump"), "-Fc", "-f", str(dump), *cluster.client_args(db)],
+                   check=True, env=cluster.client_env(), capture_output=True)
+    restored = owned.database()
+    proc = subprocess.run([str(cluster.bindir / "pg_restore"), "--exit-on-error", *cluster.client_args(restored),
+                           str(dump)], env=cluster.client_env(), capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    with owned.connect(restored, owned.roles["consumer"]) as conn:
+        got = complete_dequeue(conn, None, channel="kept", columns="id, num_attempts, content")
+        assert [bytes(g[2]) for g in got] == [b"across the dump"]
+
+
 def test_the_sql_only_install_as_a_database_owner(owned):
     db = owned.database()
     proc = owned.psql_file(db, SQL_ONLY / f"lonnymq-{DEFAULT_VERSION}.sql")
@@ -326,7 +349,13 @@ def test_create_extension_refuses_a_schema_lonnymq_that_is_not_its_own(owned, cl
             conn.execute("CREATE EXTENSION lonnymq")
     cluster.psql("DROP SCHEMA lonnymq", dbname=other)
     with owned.connect(other) as conn:
-        conn.execute("CREATE SCHEMA lonnymq")  # empty and the installer's: taken
+        conn.execute("CREATE SCHEMA lonnymq")
+        conn.execute(f'GRANT CREATE ON SCHEMA lonnymq TO "{owned.roles["producer"]}"')
+        with pytest.raises(psycopg.errors.DuplicateSchema) as info:  # others may create in it
+            conn.execute("CREATE EXTENSION lonnymq")
+        assert "other roles may create in it" in str(info.value)
+        conn.execute(f'REVOKE CREATE ON SCHEMA lonnymq FROM "{owned.roles["producer"]}"')
+        # empty, the installer's and closed: taken
         conn.execute("CREATE EXTENSION lonnymq")
 
 

@@ -27,10 +27,12 @@ def test_make_dist_holds_every_script_and_no_benchmark_reports(tmp_path):
     for script in [*committed, f"sql/lonnymq--{version}.sql", "lonnymq.control", "Makefile"]:
         assert top + script in names, script
     assert top + meta["provides"]["lonnymq"]["file"] in names
-    # The SQL-only install of this version and an SQL-only upgrade per extension upgrade.
+    # The SQL-only install of this version and an SQL-only upgrade per extension
+    # upgrade to 0.14.0 (the first SQL-only release) and on; pg_tle's registration.
     sql_only = {n.removeprefix(top + "sql/sql-only/") for n in names if n.startswith(top + "sql/sql-only/lonnymq-")}
-    assert f"lonnymq-{version}.sql" in sql_only
-    upgrades = [s.removeprefix("sql/lonnymq--") for s in committed if s.count("--") == 2]
-    assert {f"lonnymq-{u}" for u in upgrades} <= sql_only, sorted(sql_only)
+    upgrades = {f"lonnymq-{s.removeprefix('sql/lonnymq--')}" for s in committed if s.count("--") == 2
+                if tuple(map(int, s.rsplit("--", 1)[1].removesuffix(".sql").split("."))) >= (0, 14, 0)}
+    assert upgrades and sql_only == {f"lonnymq-{version}.sql"} | upgrades, sorted(sql_only)
+    assert top + "sql/pg_tle/lonnymq-pg_tle.sql" in names
     assert meta["version"] == version
     assert not [n for n in names if n.startswith(top + "bench/results/") and not n.endswith("/")]

@@ -8,12 +8,13 @@ drift from what is tested."""
 from __future__ import annotations
 
 import os
+import queue
 import re
-import selectors
 import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -28,25 +29,37 @@ def _blocks(lang: str) -> list[str]:
     return [body for kind, body in BLOCKS if kind == lang]
 
 
-def _read_until(proc: subprocess.Popen, pattern: str, timeout: float) -> tuple[re.Match | None, str]:
-    """Lines of proc's stdout until one matches pattern (or timeout)."""
-    seen = ""
-    sel = selectors.DefaultSelector()
-    sel.register(proc.stdout, selectors.EVENT_READ)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not sel.select(timeout=1):
-            if proc.poll() is not None:
+class Lines:
+    """A process's stdout, line by line, read by a thread (a select() on the
+    pipe would miss lines already in the reader's buffer)."""
+
+    def __init__(self, proc: subprocess.Popen):
+        self.queue: queue.Queue = queue.Queue()
+        self.thread = threading.Thread(target=self._pump, args=(proc.stdout,), daemon=True)
+        self.thread.start()
+
+    def _pump(self, stream) -> None:
+        for line in stream:
+            self.queue.put(line)
+        self.queue.put(None)  # end of output
+
+    def until(self, pattern: str, timeout: float) -> tuple[re.Match | None, str]:
+        """Lines until one matches pattern (or timeout, or the end of output)."""
+        seen = ""
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                line = self.queue.get(timeout=left)
+            except queue.Empty:
                 break
-            continue
-        line = proc.stdout.readline()
-        if not line:
-            break
-        seen += line
-        m = re.search(pattern, line)
-        if m:
-            return m, seen
-    return None, seen
+            if line is None:
+                self.queue.put(None)
+                break
+            seen += line
+            m = re.search(pattern, line)
+            if m:
+                return m, seen
+        return None, seen
 
 
 @pytest.fixture
@@ -55,8 +68,9 @@ def server():
     env = {k: v for k, v in os.environ.items() if not k.startswith("PG") or k == "PG_CONFIG"}
     proc = subprocess.Popen(["make", "--no-print-directory", "server"], cwd=REPO_ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    lines = Lines(proc)
     try:
-        m, seen = _read_until(proc, r"^export (PGHOST=.*)$", timeout=600)
+        m, seen = lines.until(r"^export (PGHOST=.*)$", timeout=600)
         assert m, f"make server printed no export line:\n{seen}"
         client_env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
         client_env.update(dict(kv.split("=", 1) for kv in shlex.split(m.group(1))))
@@ -64,8 +78,9 @@ def server():
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGINT)
-        out, _ = proc.communicate(timeout=120)
-    assert "stopped and removed" in out, out
+        proc.wait(timeout=120)
+    m, seen = lines.until(r"stopped and removed", timeout=10)
+    assert m, seen
 
 
 def _psql(env: dict, sql: str) -> str:
@@ -94,18 +109,19 @@ def test_the_tour_runs_as_written(server):
 
     proc = subprocess.Popen([sys.executable, "-u", "-c", worker], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    lines = Lines(proc)
     try:
         done = []
         deadline = time.monotonic() + 60
         while len(done) < 2 and time.monotonic() < deadline:
-            m, seen = _read_until(proc, r"^(done|not completed): (.*)$", timeout=deadline - time.monotonic())
+            m, seen = lines.until(r"^(done|not completed): (.*)$", timeout=deadline - time.monotonic())
             assert m, f"the worker stopped printing:\n{seen}"
-            done.append(m.group(0))
+            done.append(m.group(0).rstrip("\n"))
         # Nothing else is ready: a while more shows no other message.
-        m, seen = _read_until(proc, r"^(done|not completed): ", timeout=3)
+        m, seen = lines.until(r"^(done|not completed): ", timeout=3)
         assert m is None, f"the worker took what the tour did not leave ready: {seen}"
     finally:
         os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C
-        proc.communicate(timeout=30)
+        proc.wait(timeout=30)
     assert sorted(done) == sorted(["done: b'charge order 1001'", "done: b'{\"order\": 1002}'"]), done
     assert _psql(env, "SELECT channel FROM lonnymq.message ORDER BY channel") == "emails"
