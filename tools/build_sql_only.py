@@ -37,12 +37,10 @@ import re
 import sys
 
 import sqlscript
+from build_upgrade import BASE_VERSION, SQL, upgrade_path
+from check_version import EXTENSION, control_version
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-SQL = ROOT / "sql"
-EXTENSION = "lonnymq"
 SCHEMA = "lonnymq"
-BASE_VERSION = "0.1.0"
 # The first release with SQL-only scripts: upgrades are made to it and on (the
 # one to it serves a test: test_install_paths.py installs the previous
 # release's SQL-only form with --install and upgrades it).
@@ -150,14 +148,14 @@ def upgrade_script(old: str, new: str, body: str) -> str:
     )
 
 
-def _upgrades() -> dict[str, str]:
-    """Every extension upgrade script: from-version -> to-version."""
-    out = {}
-    for path in SQL.glob(f"{EXTENSION}--*--*.sql"):
-        m = re.fullmatch(rf"{EXTENSION}--(.+)--(.+)\.sql", path.name)
-        if m:
-            out[m.group(1)] = m.group(2)
-    return out
+def upgrade_steps(current: str) -> list[tuple[str, str, pathlib.Path]]:
+    """The extension's upgrade scripts from the base to `current`, in order:
+    (from-version, to-version, script)."""
+    steps = []
+    for path in upgrade_path(EXTENSION, BASE_VERSION, current):
+        old, new = re.fullmatch(rf"{EXTENSION}--(.+)--(.+)\.sql", path.name).groups()
+        steps.append((old, new, path))
+    return steps
 
 
 def _version_key(v: str) -> tuple[int, ...]:
@@ -170,17 +168,12 @@ def install_body(version: str, current: str) -> str:
     EXTENSION VERSION runs them."""
     if version == current:
         return (SQL / f"{EXTENSION}--{version}.sql").read_text()
-    nxt = _upgrades()
-    chain, v = [SQL / f"{EXTENSION}--{BASE_VERSION}.sql"], BASE_VERSION
-    while v != version:
-        if v not in nxt:
-            raise SystemExit(f"error: no upgrade path from {BASE_VERSION} to {version}")
-        chain.append(SQL / f"{EXTENSION}--{v}--{nxt[v]}.sql")
-        v = nxt[v]
+    chain = [SQL / f"{EXTENSION}--{BASE_VERSION}.sql", *upgrade_path(EXTENSION, BASE_VERSION, version)]
     return "\n".join(p.read_text() for p in chain)
 
 
-def _write(path: pathlib.Path, content: str) -> bool:
+def write_if_changed(path: pathlib.Path, content: str) -> bool:
+    """Write content unless the file holds it already (its mtime then stays)."""
     if path.exists() and path.read_text() == content:
         return False
     path.write_text(content)
@@ -190,7 +183,7 @@ def _write(path: pathlib.Path, content: str) -> bool:
 def main(argv: list[str]) -> int:
     if len(argv) == 4 and argv[1] == "--install":
         version, out = argv[2], pathlib.Path(argv[3])
-        current = _current_version()
+        current = control_version()
         out.write_text(install_script(version, install_body(version, current)))
         return 0
     if len(argv) != 3:
@@ -199,25 +192,16 @@ def main(argv: list[str]) -> int:
     outdir, current = pathlib.Path(argv[1]), argv[2]
     outdir.mkdir(parents=True, exist_ok=True)
     wanted = {f"lonnymq-{current}.sql": install_script(current, install_body(current, current))}
-    for old, new in _upgrades().items():
-        if _version_key(FIRST_SQL_ONLY) <= _version_key(new) <= _version_key(current):
-            body = (SQL / f"{EXTENSION}--{old}--{new}.sql").read_text()
-            wanted[f"lonnymq-{old}--{new}.sql"] = upgrade_script(old, new, body)
-    changed = [name for name, content in sorted(wanted.items()) if _write(outdir / name, content)]
+    for old, new, path in upgrade_steps(current):
+        if _version_key(new) >= _version_key(FIRST_SQL_ONLY):
+            wanted[f"lonnymq-{old}--{new}.sql"] = upgrade_script(old, new, path.read_text())
+    changed = [name for name, content in sorted(wanted.items()) if write_if_changed(outdir / name, content)]
     for stale in outdir.glob("lonnymq-*.sql"):
         if stale.name not in wanted:
             stale.unlink()
     if changed:
         print(f"built {len(changed)} SQL-only script(s) in {outdir}/")
     return 0
-
-
-def _current_version() -> str:
-    text = (ROOT / f"{EXTENSION}.control").read_text()
-    m = re.search(r"^\s*default_version\s*=\s*'([^']+)'", text, re.M)
-    if not m:
-        raise SystemExit("error: no default_version in lonnymq.control")
-    return m.group(1)
 
 
 if __name__ == "__main__":

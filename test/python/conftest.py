@@ -40,6 +40,16 @@ def control_default_version() -> str:
 
 DEFAULT_VERSION = control_default_version()
 
+# Every released version and the fingerprint of its schema as its release
+# installed it (upgrade/released_schemas.txt, test_upgrade_released.py), in
+# release order; and the release before the version being built.
+RELEASED = dict(
+    line.split()
+    for line in (REPO_ROOT / "test" / "python" / "upgrade" / "released_schemas.txt").read_text().splitlines()
+    if line.strip() and not line.startswith("#")
+)
+PREVIOUS_RELEASE = [v for v in RELEASED if v != DEFAULT_VERSION][-1]
+
 # Functions documented on another function's page.
 DOC_PAGES = {"channel_resume": "channel_pause", "schedule_drop": "schedule_set",
              "revoke_access": "grant_access", "topic_unbind": "topic_bind", "topic_routes": "topic_bind",

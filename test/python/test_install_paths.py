@@ -27,23 +27,17 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from conftest import DEFAULT_VERSION, REPO_ROOT
+from conftest import DEFAULT_VERSION, PREVIOUS_RELEASE, REPO_ROOT
 from lonnymq_dev import pgservers
 from lonnymq_dev.calls import complete_dequeue
 from lonnymq_dev.invariants import assert_nothing_below_the_marks
 from lonnymq_dev.pgcluster import Cluster
-from test_security import _documented_sets
+from test_security import assert_privilege_matrix
 from upgrade import schema
 
 SQL_ONLY = REPO_ROOT / "sql" / "sql-only"
 WORKERS = 3
 MESSAGES = 240
-
-
-def _previous_release() -> str:
-    text = (REPO_ROOT / "test" / "python" / "upgrade" / "released_schemas.txt").read_text()
-    released = [line.split()[0] for line in text.splitlines() if line.strip() and not line.startswith("#")]
-    return [v for v in released if v != DEFAULT_VERSION][-1]
 
 
 class OwnedDatabase:
@@ -72,11 +66,9 @@ class OwnedDatabase:
 
     def psql_file(self, dbname: str, path: Path) -> subprocess.CompletedProcess:
         """psql -f as the owner, stopping at the first error, SQLSTATEs shown."""
-        args = self.cluster.client_args(dbname)
-        args[args.index("-U") + 1] = self.owner
         return subprocess.run(
             [str(self.cluster.bindir / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-v", "VERBOSITY=verbose",
-             *args, "-f", str(path)],
+             *self.cluster.client_args(dbname, self.owner), "-f", str(path)],
             env=self.cluster.client_env(), capture_output=True, text=True, timeout=300)
 
     def close(self) -> None:
@@ -147,18 +139,8 @@ def _deliver_exactly_once(owned: OwnedDatabase, dbname: str) -> None:
 
 def _privilege_matrix(owned: OwnedDatabase, dbname: str) -> None:
     """Each set's role may execute exactly the documented functions; PUBLIC none."""
-    documented = _documented_sets()
     with owned.connect(dbname) as conn:
-        functions = {n for (n,) in conn.execute(
-            "SELECT DISTINCT proname FROM pg_proc WHERE pronamespace = 'lonnymq'::regnamespace")}
-        for access, role in owned.roles.items():
-            may = {n for (n,) in conn.execute(
-                "SELECT DISTINCT p.proname FROM pg_proc AS p WHERE p.pronamespace = 'lonnymq'::regnamespace"
-                " AND has_function_privilege(%s, p.oid, 'EXECUTE')", (role,))}
-            assert may == documented[access] & functions, (access, sorted(may ^ (documented[access] & functions)))
-        assert conn.execute(
-            "SELECT count(*) FROM pg_proc AS p WHERE p.pronamespace = 'lonnymq'::regnamespace"
-            " AND has_function_privilege('public', p.oid, 'EXECUTE')").fetchone()[0] == 0
+        assert_privilege_matrix(conn, owned.roles, ["public"])
 
 
 def test_the_control_file_asks_no_superuser():
@@ -221,7 +203,7 @@ def test_the_sql_only_install_as_a_database_owner(owned):
 
 
 def test_the_sql_only_upgrade_from_the_previous_release_equals_a_fresh_install(owned, tmp_path):
-    previous = _previous_release()
+    previous = PREVIOUS_RELEASE
     old = tmp_path / f"lonnymq-{previous}.sql"
     subprocess.run([sys.executable, str(REPO_ROOT / "tools" / "build_sql_only.py"), "--install", previous, str(old)],
                    check=True, cwd=REPO_ROOT / "tools")
@@ -269,15 +251,12 @@ def test_pg_dump_and_restore_of_a_sql_only_install_keep_messages_keys_and_schedu
         before = state(conn)
     assert before["message_key"] and before["schedule"]
     dump = tmp_path / "sql-only.dump"
-    args = owned.cluster.client_args(db)
-    args[args.index("-U") + 1] = owned.owner
-    subprocess.run([str(owned.cluster.bindir / "pg_dump"), "-Fc", "-f", str(dump), *args],
+    subprocess.run([str(owned.cluster.bindir / "pg_dump"), "-Fc", "-f", str(dump),
+                    *owned.cluster.client_args(db, owned.owner)],
                    check=True, env=owned.cluster.client_env(), capture_output=True)
     restored = owned.database()
-    rargs = owned.cluster.client_args(restored)
-    rargs[rargs.index("-U") + 1] = owned.owner
-    proc = subprocess.run([str(owned.cluster.bindir / "pg_restore"), "--exit-on-error", "--no-owner", *rargs,
-                           str(dump)], env=owned.cluster.client_env(), capture_output=True, text=True)
+    proc = subprocess.run([str(owned.cluster.bindir / "pg_restore"), "--exit-on-error", "--no-owner",
+                           *owned.cluster.client_args(restored, owned.owner), str(dump)], env=owned.cluster.client_env(), capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     with owned.connect(restored) as conn:
         assert state(conn) == before
@@ -360,7 +339,7 @@ def test_create_extension_refuses_a_schema_lonnymq_that_is_not_its_own(owned, cl
 
 
 def test_a_sql_only_upgrade_refuses_the_wrong_installed_version(owned):
-    previous = _previous_release()
+    previous = PREVIOUS_RELEASE
     upgrade = SQL_ONLY / f"lonnymq-{previous}--{DEFAULT_VERSION}.sql"
     current = owned.database()
     assert owned.psql_file(current, SQL_ONLY / f"lonnymq-{DEFAULT_VERSION}.sql").returncode == 0

@@ -25,7 +25,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from conftest import DEFAULT_VERSION, REPO_ROOT
+from conftest import DEFAULT_VERSION, PREVIOUS_RELEASE, REPO_ROOT
 from lonnymq_dev.calls import complete_dequeue
 from lonnymq_dev.pgcluster import Cluster
 from lonnymq_dev.pgservers import SYSTEM_MAJOR
@@ -96,11 +96,9 @@ class TleDatabase:
         return psycopg.connect(self.cluster.dsn(self.name, user=self.role), autocommit=True)
 
     def register(self) -> subprocess.CompletedProcess:
-        args = self.cluster.client_args(self.name)
-        args[args.index("-U") + 1] = self.role
         return subprocess.run(
             [str(self.cluster.bindir / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-v", "VERBOSITY=verbose",
-             *args, "-f", str(REGISTER)], env=self.cluster.client_env(), capture_output=True, text=True,
+             *self.cluster.client_args(self.name, self.role), "-f", str(REGISTER)], env=self.cluster.client_env(), capture_output=True, text=True,
             timeout=300)
 
 
@@ -129,7 +127,7 @@ def test_a_pgtle_admin_registers_lonnymq_and_creates_it(tle):
 
 
 def test_alter_extension_update_through_pg_tle_equals_a_fresh_install(tle):
-    previous = [v for v in _released() if v != DEFAULT_VERSION][-1]
+    previous = PREVIOUS_RELEASE
     upgraded, fresh = TleDatabase(tle), TleDatabase(tle)
     for db in (upgraded, fresh):
         assert db.register().returncode == 0
@@ -161,8 +159,3 @@ def test_registering_without_pgtle_admin_or_pg_tle_is_refused(tle):
     proc = bare.register()
     assert proc.returncode != 0 and "ERROR:  55000:" in proc.stderr, proc.stderr
     assert "CREATE EXTENSION pg_tle" in proc.stderr
-
-
-def _released() -> list[str]:
-    text = (REPO_ROOT / "test" / "python" / "upgrade" / "released_schemas.txt").read_text()
-    return [line.split()[0] for line in text.splitlines() if line.strip() and not line.startswith("#")]

@@ -230,12 +230,33 @@ def _documented_sets() -> dict[str, set[str]]:
     return sets
 
 
+def assert_privilege_matrix(conn, holders: dict[str, str], nobodies: list[str]) -> None:
+    """holders: access set -> a role given only that set; each may execute
+    exactly the functions doc/README.md lists for its set, and each of
+    nobodies (roles without a set, "public") none at all."""
+    documented = _documented_sets()
+    functions = {name for (name,) in conn.execute(
+        "SELECT DISTINCT p.proname FROM pg_proc AS p WHERE p.pronamespace = 'lonnymq'::regnamespace")}
+    for access, role in holders.items():
+        may = {name for (name,) in conn.execute(
+            "SELECT DISTINCT p.proname FROM pg_proc AS p"
+            " WHERE p.pronamespace = 'lonnymq'::regnamespace AND has_function_privilege(%s, p.oid, 'EXECUTE')",
+            (role,))}
+        assert may == documented[access] & functions, (
+            f"{access}: may execute but undocumented {sorted(may - documented[access])}, "
+            f"documented but not executable {sorted((documented[access] & functions) - may)}")
+    for role in nobodies:
+        none = conn.execute(
+            "SELECT array_agg(p.proname) FROM pg_proc AS p WHERE p.pronamespace = 'lonnymq'::regnamespace"
+            " AND has_function_privilege(%s, p.oid, 'EXECUTE')", (role,)).fetchone()[0]
+        assert none is None, f"{role} may execute {none}"
+
+
 def test_each_set_may_execute_exactly_what_the_privileges_page_says(db, roles):
     """The privilege matrix, from the catalog: a role given one set may
     execute exactly the functions doc/README.md lists for it (internal ones
     included: the monitor set's _metrics is there because the view reads
     it), and a role with no set, like PUBLIC, none at all."""
-    documented = _documented_sets()
     suffix = uuid.uuid4().hex[:8]
     monitor = f"lmq_monitor_{suffix}"
     with db.connect() as conn:
@@ -243,22 +264,8 @@ def test_each_set_may_execute_exactly_what_the_privileges_page_says(db, roles):
         conn.execute("SELECT lonnymq.grant_access(%s, 'monitor')", (monitor,))
         holders = {"producer": roles["producer"], "consumer": roles["consumer"], "admin": roles["admin"],
                    "monitor": monitor}
-        functions = {name for (name,) in conn.execute(
-            "SELECT DISTINCT p.proname FROM pg_proc AS p WHERE p.pronamespace = 'lonnymq'::regnamespace")}
         try:
-            for access, role in holders.items():
-                may = {name for (name,) in conn.execute(
-                    "SELECT DISTINCT p.proname FROM pg_proc AS p"
-                    " WHERE p.pronamespace = 'lonnymq'::regnamespace AND has_function_privilege(%s, p.oid, 'EXECUTE')",
-                    (role,))}
-                assert may == documented[access] & functions, (
-                    f"{access}: may execute but undocumented {sorted(may - documented[access])}, "
-                    f"documented but not executable {sorted((documented[access] & functions) - may)}")
-            for role in (roles["nobody"], "public"):
-                none = conn.execute(
-                    "SELECT array_agg(p.proname) FROM pg_proc AS p WHERE p.pronamespace = 'lonnymq'::regnamespace"
-                    " AND has_function_privilege(%s, p.oid, 'EXECUTE')", (role,)).fetchone()[0]
-                assert none is None, f"{role} may execute {none}"
+            assert_privilege_matrix(conn, holders, [roles["nobody"], "public"])
         finally:
             conn.execute("SELECT lonnymq.revoke_access(%s, 'monitor')", (monitor,))
             conn.execute(f'DROP OWNED BY "{monitor}" CASCADE')

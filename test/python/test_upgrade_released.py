@@ -24,16 +24,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DEFAULT_VERSION
+from conftest import DEFAULT_VERSION, RELEASED
 from lonnymq_dev.pgservers import SYSTEM_MAJOR
 from upgrade import schema, scenario
 
 HERE = Path(__file__).resolve().parent
-RELEASED = dict(
-    line.split()
-    for line in (HERE / "upgrade" / "released_schemas.txt").read_text().splitlines()
-    if line.strip() and not line.startswith("#")
-)
 # Every released version after 0.1.0, but the current one.
 FROM = tuple(v for v in RELEASED if v not in ("0.1.0", DEFAULT_VERSION))
 
