@@ -381,7 +381,7 @@ def summarise(v: Variant, n: int, raw: dict, duration: float, version: str | Non
 def fingerprint(conn) -> str:
     """md5 of every lonnymq function's signature, result, language, security and
     body, as installed in this database; not of the planner settings that
-    sql/src/api/900_entry_point_settings.sql gives the entry points, which only
+    sql/src/access/entry_point_settings.sql gives the entry points, which only
     an extension's members get (head_fingerprint installs the sources as a plain
     schema: with them, every build read as "not HEAD's")."""
     return conn.execute(

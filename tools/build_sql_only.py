@@ -15,7 +15,7 @@ ALTER EXTENSION, the catalog update of the extension's initial privileges),
 @extschema@ becomes lonnymq, and the whole runs in one transaction, after a
 check that refuses a wrong installed version with a message that says what to
 do (the scripts' own first statement refuses an unsupported server:
-sql/src/schema/000_check_server.sql).  The installed version is the schema's comment:
+sql/src/install/check_server.sql).  The installed version is the schema's comment:
 
     SELECT obj_description('lonnymq'::regnamespace, 'pg_namespace');   -- lonnymq 0.14.0 (SQL-only)
 

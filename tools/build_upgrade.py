@@ -2,10 +2,11 @@
 """Build sql/lonnymq--A--B.sql, the upgrade script to the CURRENT version B.
 
 Input: sql/upgrade/A--B.sql, the hand-written schema changes. Each line
-"-- @include sql/src/schema/NNN_x.sql" is replaced by that file's text (new tables,
+"-- @include sql/src/schema/x.sql" is replaced by that file's text (new tables,
 indexes, views: created exactly as a fresh install creates them; a view with
 CREATE OR REPLACE VIEW, so that a changed one keeps its grants). Then every
-function of sql/src/ follows as CREATE OR REPLACE FUNCTION (so every function
+function of sql/src/ follows as CREATE OR REPLACE FUNCTION, in the load order of
+sql/src/MANIFEST.md (so every function
 body equals the fresh install's), then the head's lines after a line
 "-- @after functions" (views over new functions), every COMMENT ON of
 sql/src/schema/, the
@@ -36,6 +37,7 @@ import pathlib
 import re
 import sys
 
+import manifest
 import sqlscript
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -159,8 +161,7 @@ def main(head_path: str, out_path: str, extension: str) -> int:
             target.append(text.rstrip("\n") + "\n")
         else:
             target.append(line)
-    functions = sorted((ROOT / "sql" / "src").glob("*/*_function_*.sql"), key=lambda p: p.name.encode())
-    for path in functions:
+    for path in manifest.functions():
         text = path.read_text()
         replaced, count = re.subn(r"^CREATE FUNCTION ", "CREATE OR REPLACE FUNCTION ", text, flags=re.M)
         if count == 0:
@@ -170,14 +171,14 @@ def main(head_path: str, out_path: str, extension: str) -> int:
     parts.extend(after_functions)
     # The comments on the data model, so that an edited comment reaches
     # upgraded installs (those that A already has are left out below).
-    for path in sorted((ROOT / "sql" / "src" / "schema").glob("*.sql"), key=lambda p: p.name.encode()):
+    for path in (p for p in manifest.sources() if p.parent.name == "schema"):
         for statement in sqlscript.split(path.read_text()):
             if statement.head.upper().startswith("COMMENT ON "):
                 parts.append(statement.text + "\n")
     # CREATE OR REPLACE FUNCTION clears the settings set apart from the
     # headers: set them again, as a fresh install does.  (Comments between
     # statements are dropped by minimal(): the sources hold them.)
-    settings = ROOT / "sql" / "src" / "api" / "900_entry_point_settings.sql"
+    settings = manifest.SRC / "access" / "entry_point_settings.sql"
     parts.append(settings.read_text().rstrip("\n") + "\n")
     state = replay_to(extension, old)
     # The grants recorded by grant_access, applied to new signatures and sets:
@@ -186,7 +187,7 @@ def main(head_path: str, out_path: str, extension: str) -> int:
     # Else the script grants nothing, and so needs no catalog update, which only
     # a superuser may make: the owner of a database can run ALTER EXTENSION
     # UPDATE itself (issue 39).
-    access_functions = ROOT / "sql" / "src" / "internal" / "120_function_access_functions.sql"
+    access_functions = manifest.SRC / "access" / "_access_functions.sql"
     sets_changed = any(
         not state.is_noop(statement)
         for statement in sqlscript.split(access_functions.read_text())

@@ -32,6 +32,8 @@ import pathlib
 import re
 import sys
 
+import manifest
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SRC = ROOT / "sql" / "src"
 
@@ -39,7 +41,7 @@ SRC = ROOT / "sql" / "src"
 def functions() -> dict[str, str]:
     """Each function's body, by name."""
     found: dict[str, str] = {}
-    for path in sorted(SRC.glob("*/*_function_*.sql")):
+    for path in manifest.functions():
         text = path.read_text()
         for match in re.finditer(r"CREATE FUNCTION @extschema@\.(\w+)\((.*?)AS \$\$(.*?)\$\$;", text, re.S):
             name, header, body = match.groups()

@@ -3,7 +3,7 @@ part 5): test_extremes.py tries fixed boundary values; this file lets
 Hypothesis generate the arguments.
 
 Which functions and parameters: every public function has a file
-sql/src/api/NNN_function_<name>.sql (one test per name, so a new function
+sql/src/<group>/<name>.sql (one test per name, so a new function
 is tested without an edit here), and its parameters' names, types and
 defaults come from pg_proc. Each type has a strategy (a type without one
 fails the test: give it one); a few parameter names add the values that
@@ -95,11 +95,13 @@ MAX_DURATION_MS = 365 * DAY_MS                       # p_lock_ms, *_interval_ms,
 MIN_EPOCH_MS, MAX_EPOCH_MS = -62135596800000, 253402300799999  # years 1 to 9999
 MAX_ERROR_BYTES = MIB                                # p_error
 
-# Every public function: one file sql/src/api/NNN_function_<name>.sql each.
+# Every public function: one file sql/src/<group>/<name>.sql each, which
+# creates it (a name without a leading underscore).
 FUNCTIONS = sorted(
-    m.group(1)
-    for f in (REPO_ROOT / "sql" / "src" / "api").glob("*.sql")
-    if (m := re.fullmatch(r"\d+_function_(\w+)\.sql", f.name))
+    f.stem
+    for f in (REPO_ROOT / "sql" / "src").glob("*/*.sql")
+    if not f.stem.startswith("_")
+    and re.search(rf"^CREATE FUNCTION @extschema@\.{f.stem}\(", f.read_text(), re.M)
 )
 
 SETUP = """

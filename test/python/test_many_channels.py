@@ -2,7 +2,7 @@
 
 Every call that decides a message's state from its channel's configuration
 holds that channel's guard, an advisory lock, until it commits
-(sql/src/internal/107_function_channel_guard.sql).  Each advisory lock takes
+(sql/src/channels/_channel_guard.sql).  Each advisory lock takes
 an entry of the server's shared lock table, sized for
 max_locks_per_transaction (64 by default) per connection: 0.13.0's producer
 of 40,000 new channels in one transaction failed with 53200.  Now a

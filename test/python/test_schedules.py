@@ -120,7 +120,7 @@ def test_tick_skips_a_busy_channel_and_advances_every_other_schedule(db):
     holder = db.connect(autocommit=False)
     holder.execute("SELECT lonnymq.channel_set('busy', p_max_size => 5)")
     # Past its 32nd channel guard, tick() holds bucket guards (1/32 of the
-    # channels each: sql/src/internal/107_function_channel_guard.sql), and
+    # channels each: sql/src/channels/_channel_guard.sql), and
     # the configuration change in flight holds the busy channel's bucket:
     # the free channels of that bucket are left for the next call too, and
     # only they.
@@ -137,7 +137,7 @@ def test_a_start_below_the_due_mark_is_materialised_by_the_next_dequeue(db):
     """A schedule set with a start in the past is due at once, whatever the
     marks: the delivery's probes of schedule_due_ix start at the due mark,
     and its key is greatest(next_at, set_at), set_at being schedule_set's
-    clock (sql/src/schema/066_table_schedule.sql)."""
+    clock (sql/src/schema/schedule.sql)."""
     conn = db.connect()
     conn.execute("SELECT count(*) FROM lonnymq.message_create_batch('filler', array_fill('m'::bytea, ARRAY[200]))")
     start = now_ms(conn) - 3_600_000
