@@ -9,9 +9,7 @@ Uprobes on the server's binaries (`perf probe`), read with `perf stat`:
 needs root and perf.  The loops: `worker` (message_create;
 message_complete_dequeue, one channel), `lifecycle` (create; dequeue;
 complete), `floor_worker` (the floor worker loop of bench/clients.py) and
-`amo` (the at-most-once table), each on a backlog of 10,000 messages, and
-the worker loops of issue 27's prototypes (`proto_A`, `proto_A0`, `proto_B`:
-bench/prototype_delivery.py), which are not in the default set.
+`amo` (the at-most-once table), each on a backlog of 10,000 messages.
 
     .venv/bin/python -m bench.plan_counts [--messages 2000] [--version 0.11.2] [worker lifecycle floor_worker amo]
 """
@@ -55,14 +53,6 @@ LOOPS = {
         (f"SELECT d.id, d.num_attempts FROM {FLOOR_SCHEMA}.complete_dequeue(%s::bigint[], %s::integer[], 60000) AS d",
          "held"),
     ],
-    **{
-        f"proto_{kind}": [
-            (f"SELECT proto_{kind.lower()}.create('c1', '\\x00'::bytea)", None),
-            (f"SELECT d.id, d.num_attempts FROM proto_{kind.lower()}.complete_dequeue(%s::bigint[], %s::integer[], "
-             "60000) AS d", "held"),
-        ]
-        for kind in ("A", "A0", "B")
-    },
     "amo": [
         (f"INSERT INTO {BASELINE_TABLE} (created_us, payload) VALUES (0, '\\x00')", None),
         (f"DELETE FROM {BASELINE_TABLE} WHERE id = (SELECT id FROM {BASELINE_TABLE} "
@@ -85,12 +75,7 @@ def probes() -> list[str]:
 
 def count(target: Target, loop: str, messages: int, events: list[str], version: str | None = None) -> dict:
     with target.connect() as conn:
-        if loop.startswith("proto_"):
-            from bench.prototype_delivery import reset
-
-            reset(conn, loop.removeprefix("proto_"), 1, BACKLOG)
-        else:
-            fresh_backlog(conn, loop, BACKLOG, version)
+        fresh_backlog(conn, loop, BACKLOG, version)
     with psycopg.connect(target.dsn, autocommit=True, prepare_threshold=0) as conn:
         conn.execute("SET synchronous_commit = off")
         conn.add_notice_handler(lambda d: None)
@@ -132,7 +117,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--messages", type=int, default=2000)
     p.add_argument("--version", help="an older installed version of lonnymq to count instead of the default")
-    p.add_argument("loops", nargs="*", default=[k for k in LOOPS if not k.startswith("proto_")])
+    p.add_argument("loops", nargs="*", default=list(LOOPS))
     args = p.parse_args()
     events = probes()
     target = Target()

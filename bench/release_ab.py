@@ -56,13 +56,15 @@ from pathlib import Path
 
 import psycopg
 
-from bench.clients import BASELINE_TABLE
+from bench.clients import BASELINE_TABLE, FLOOR_DDL, FLOOR_SCHEMA
 from bench.pgbench_worker import SCRIPTS, pgbench
-from bench.prototype_delivery import SHAPES, rate_script, reset
 from bench.run import ROOT, Target, log
+from bench.scenarios import BASELINE_DDL
 
 CLIENTS = 8
 BACKLOG = 10_000
+# Item 1's shapes: one channel, 64, and one message in each of 10,000.
+SHAPES = {"1ch": 1, "64ch": 64, "10kch": 10_000}
 DRAIN_MESSAGES = 4_000
 BATCH = 100
 SYNC_OFF = "-c synchronous_commit=off"
@@ -110,6 +112,51 @@ BATCH_SCRIPTS = {
 BATCH_DEFINES = ("ids={}", "toks={}")
 
 
+def rate_script(kind: str, channels: int) -> str:
+    """Item 1's pgbench script: one transaction = one message (create; the
+    complete-and-take call, completing the previous transaction's delivery),
+    producers picking one of `channels` channels at random.  kind: amo (the
+    plain table's own script), floor, or lonnymq[@OLD]."""
+    if kind == "amo":
+        return SCRIPTS["amo"]
+    if kind == "floor":
+        create = f"SELECT {FLOOR_SCHEMA}.create('\\x00')"
+        take = f"{FLOOR_SCHEMA}.complete_dequeue"
+    else:
+        create = "SELECT lonnymq.message_create('c' || :c, '\\x00')"
+        take = "lonnymq.message_complete_dequeue"
+    return (f"\\set c random(1, {channels})\n{create};\n"
+            f"SELECT id, num_attempts FROM {take}(ARRAY[:id]::bigint[], ARRAY[:num_attempts]::integer[], 60000) "
+            "\\gset\n")
+
+
+def reset(conn, kind: str, channels: int, backlog: int) -> None:
+    """An empty queue of this kind (amo, floor, lonnymq[@OLD]), then its
+    backlog spread over `channels`."""
+    if kind == "amo":
+        conn.execute(f"DROP TABLE IF EXISTS {BASELINE_TABLE}")
+        for stmt in BASELINE_DDL.strip().split(";"):
+            if stmt.strip():
+                conn.execute(stmt)
+        conn.execute(f"INSERT INTO {BASELINE_TABLE} (created_us, payload) "
+                     "SELECT 0, '\\x00' FROM generate_series(1, %s)", (backlog,))
+    elif kind == "floor":
+        conn.execute(FLOOR_DDL)
+        conn.execute(f"SELECT count({FLOOR_SCHEMA}.create('\\x00')) FROM generate_series(1, %s)", (backlog,))
+    elif kind.startswith("lonnymq"):
+        # lonnymq@X.Y.Z: that installed version (reached through the
+        # installed upgrade scripts), for an A/B on one server.
+        version = kind.partition("@")[2]
+        conn.execute("DROP EXTENSION IF EXISTS lonnymq CASCADE")
+        conn.execute("CREATE EXTENSION lonnymq" + (f" VERSION '{version}'" if version else ""))
+        conn.execute("SELECT count(lonnymq.message_create('c' || (g %% %s + 1), '\\x00')) "
+                     "FROM generate_series(1, %s) AS g", (channels, backlog))
+    else:
+        raise ValueError(f"no queue of kind {kind!r}")
+    conn.execute("VACUUM ANALYZE")
+    conn.execute("CHECKPOINT")
+
+
 def install_pgmq(args) -> str:
     """The pgmq extension, SQL only; returns where its script came from."""
     ext_dir = Path(subprocess.run(["pg_config", "--sharedir"], capture_output=True, text=True,
@@ -134,7 +181,7 @@ def install_pgmq(args) -> str:
 
 
 def reset_any(conn, kind: str, channels: int, backlog: int) -> None:
-    """prototype_delivery.reset, plus PGMQ: a fresh extension, one queue, its backlog."""
+    """reset, plus PGMQ: a fresh extension, one queue, its backlog."""
     if kind != "pgmq":
         return reset(conn, kind, channels, backlog)
     conn.execute("DROP EXTENSION IF EXISTS pgmq CASCADE")

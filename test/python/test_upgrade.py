@@ -380,12 +380,13 @@ def test_delivery_order_is_the_one_0_1_0_would_have_given(upgrade, clone):
     same order.
 
     Across channels the order is no longer 0.1.0's, by design (0.11.0,
-    doc/dequeue-design.md, "Where the new order differs"): 0.1.0 served its
-    rotation of channel rows, which 0.11.0 retires; a ready message now has a
-    place in the round order, at its channel's slot (a fixed place in every
-    round, from the hash of its name), so a round serves its channels in slot
-    order, and the upgrade gives each ready message of a channel without
-    limits the channel's place in successive rounds.  What both orders
+    doc/dequeue-design.md, "Where the round order is looser than a
+    rotation"): 0.1.0 served its rotation of channel rows, which 0.11.0
+    retires; a ready message now has a position in the round order, at its
+    channel's slot (a fixed place in every round, from the hash of its
+    name), so a round serves its channels in slot order, and the upgrade
+    gives each ready message of a channel without limits the channel's
+    position in successive rounds.  What both orders
     promise, and what is checked across channels instead, is the round
     property: no channel gets a second delivery before every other ready
     channel got one (a batch of N counts as N deliveries).  Precisely: at
