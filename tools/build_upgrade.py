@@ -161,7 +161,8 @@ def main(head_path: str, out_path: str, extension: str) -> int:
             target.append(text.rstrip("\n") + "\n")
         else:
             target.append(line)
-    for path in manifest.functions():
+    functions = manifest.functions()
+    for path in functions:
         text = path.read_text()
         replaced, count = re.subn(r"^CREATE FUNCTION ", "CREATE OR REPLACE FUNCTION ", text, flags=re.M)
         if count == 0:
