@@ -3,7 +3,9 @@
 # Main targets (each does its own setup, so they work on a fresh Debian machine):
 #   make               build sql/lonnymq--$(EXTVERSION).sql from sql/src/ (sql/src/MANIFEST.md), after check-version
 #   make deps          install the Debian packages (apt, as root or via sudo) and the .venv
-#   make lint          sqlfluff over sql/src/ (make lint-tests: relaxed rules over test/pgtap/)
+#   make lint          sqlfluff over sql/src/, the manifest (tools/manifest.py), every function's
+#                      header against its body (tools/headers.py), the dequeue's size
+#                      (tools/dequeue_size.py); make lint-tests: relaxed rules over test/pgtap/
 #   make test          deps + build + install (as root/sudo) + lint + pytest (pgTAP files and
 #                      Python integration tests on a throwaway cluster); PYTEST_ARGS is passed on.
 #                      On Debian's PostgreSQL 15; `make test PG=18` on another major (14 to 18)
@@ -199,6 +201,8 @@ lint: venv
 	if [ -z "$$src" ]; then echo "error: nothing to lint in $(LINT_SRC_PATHS)" >&2; exit 1; fi
 	@echo "lint: $(LINT_SRC_PATHS)"
 	@$(SQLFLUFF) lint $(LINT_SRC_PATHS)
+	@$(PY3) tools/manifest.py check
+	@$(PY3) tools/headers.py
 	@$(PY3) tools/dequeue_size.py --max 855
 ifeq ($(LINT_TESTS),1)
 	@$(MAKE) --no-print-directory lint-tests

@@ -17,7 +17,8 @@ Text in parentheses is commentary and is not read: "reads message
 (message_ready_ix, from the mark)" names the table message.  What the body
 does is read from its text, comments left out:
 
-  Calls   every @extschema@.f( of a function f of sql/src/;
+  Calls   every @extschema@.f( of a function f of sql/src/, outside string
+          literals;
   Tables  every @extschema@.t of a table or sequence t of sql/src/schema/:
           written when it follows INSERT INTO, UPDATE, DELETE FROM or
           MERGE INTO, or is the sequence of a nextval or setval; read
@@ -111,7 +112,9 @@ def without_parentheses(text: str) -> str:
 
 def body_uses(f: Function, names: set[str], tables: set[str], sequences: set[str]):
     code = strip_comments(f.body)
-    calls = {n for n in re.findall(r"@extschema@\.(\w+)\s*\(", code) if n in names}
+    # (A signature in a string, '@extschema@.f(text)'::regprocedure, is not a call.)
+    unquoted = re.sub(r"'(?:[^']|'')*'", "''", code)
+    calls = {n for n in re.findall(r"@extschema@\.(\w+)\s*\(", unquoted) if n in names}
     reads, writes = set(), set()
     for m in re.finditer(r"@extschema@\.(\w+)", code):
         name = m.group(1)
@@ -119,7 +122,8 @@ def body_uses(f: Function, names: set[str], tables: set[str], sequences: set[str
             continue
         before = code[max(0, m.start() - 40):m.start()]
         after = code[m.end():m.end() + 10]
-        declared = re.search(r"(^|;|\bDECLARE)\s*\w+\s+$", before)  # v_row @extschema@.t;
+        # v_row @extschema@.t; (a declaration, not a statement's UPDATE t)
+        declared = re.search(r"(^|;|\bDECLARE)\s*(?!(?:UPDATE|ONLY)\s)\w+\s+$", before, re.I)
         if before.rstrip().endswith("::") or after.startswith(("%ROWTYPE", "[]")) or declared:
             continue
         if name in sequences:
@@ -142,7 +146,7 @@ def listed(text: str, known: set[str]) -> set[str]:
 
 def table_lists(text: str, known: set[str]) -> tuple[set[str], set[str]] | None:
     text = without_parentheses(text)
-    if re.fullmatch(r"\s*none\.?\s*", text, re.I):
+    if re.fullmatch(r"\s*none\s*\.?\s*", text, re.I):
         return set(), set()
     reads, writes = set(), set()
     parts = re.split(r"\b(reads|writes)\b", text)
@@ -164,63 +168,51 @@ def locks_file() -> dict[str, str]:
     return rows
 
 
-def main() -> int:
-    suggest = "--suggest" in sys.argv[1:]
-    funcs = functions()
-    names = {f.name for f in funcs}
-    tables, sequences = schema_objects()
-    relations = tables | sequences
-    lock_rows = locks_file()
-    problems: list[str] = []
-    used_keys: dict[str, set[str]] = {}
-    for f in funcs:
-        where = f"{f.path.relative_to(manifest.ROOT)}: {f.name}"
-        calls, reads, writes, keys, strengths = body_uses(f, names - {f.name}, tables, sequences)
-        for key in keys:
-            used_keys.setdefault(key, set()).add(f.name)
-        if suggest:
-            tables_text = "; ".join(f"{verb} {', '.join(sorted(names_))}" for verb, names_ in
-                                    (("reads", reads), ("writes", writes)) if names_) or "none"
-            print(f"{where}\n  Calls: {', '.join(sorted(calls)) or 'none'}.\n  Tables: {tables_text}."
-                  + (f"\n  Locks: advisory {', '.join(sorted(keys))}; rows {', '.join(sorted(strengths))}"
-                     if keys or strengths else ""))
-        s = sections(f.header)
-        first = " ".join(f.header).split(":")[0] if f.header else ""
-        if not f.header or not first.strip():
-            problems.append(f"{where}: no header (what it does, then {', '.join(LABELS)})")
-            continue
-        for label in LABELS:
-            if label not in s:
-                problems.append(f"{where}: the header has no '{label}:'")
-        if "Parameters" in s:
-            text = s["Parameters"]
-            missing = [p for p in f.params if not re.search(r"\b" + p + r"\b", text)]
-            if missing:
-                problems.append(f"{where}: Parameters: does not name {', '.join(missing)}")
-            if not f.params and not re.match(r"none\b", text, re.I):
-                problems.append(f"{where}: Parameters: the function has none: say 'none'")
-        if "Calls" in s:
-            said = listed(s["Calls"], names)
-            if said != calls:
-                problems.append(f"{where}: Calls: {fmt(said, calls)}")
-        if "Tables" in s:
-            lists = table_lists(s["Tables"], relations)
-            if lists is None:
-                problems.append(f"{where}: Tables: say 'none', or 'reads ...' and/or 'writes ...'")
-            else:
-                said_reads, said_writes = lists
-                if said_reads != reads:
-                    problems.append(f"{where}: Tables reads: {fmt(said_reads, reads)}")
-                if said_writes != writes:
-                    problems.append(f"{where}: Tables writes: {fmt(said_writes, writes)}")
-        if "Locks" in s:
-            text = s["Locks"]
-            for key in sorted(keys):
-                if key not in text:
-                    problems.append(f"{where}: Locks: does not name advisory key {key}, which the body takes")
-            for strength in sorted(strengths):
-                if strength not in text:
-                    problems.append(f"{where}: Locks: does not name the row locks {strength} the body takes")
+def check_function(f: Function, names: set[str], tables: set[str], sequences: set[str]) -> list[str]:
+    """The problems of one function's header, given every function's name and
+    the schema's tables and sequences."""
+    where = f"{f.path.relative_to(manifest.ROOT) if f.path.is_absolute() else f.path}: {f.name}"
+    calls, reads, writes, keys, strengths = body_uses(f, names - {f.name}, tables, sequences)
+    s = sections(f.header)
+    first = " ".join(f.header).split(":")[0] if f.header else ""
+    if not f.header or not first.strip():
+        return [f"{where}: no header (what it does, then {', '.join(LABELS)})"]
+    problems = [f"{where}: the header has no '{label}:'" for label in LABELS if label not in s]
+    if "Parameters" in s:
+        text = s["Parameters"]
+        missing = [p for p in f.params if not re.search(r"\b" + p + r"\b", text)]
+        if missing:
+            problems.append(f"{where}: Parameters: does not name {', '.join(missing)}")
+        if not f.params and not re.match(r"none\b", text, re.I):
+            problems.append(f"{where}: Parameters: the function has none: say 'none'")
+    if "Calls" in s:
+        said = listed(s["Calls"], names)
+        if said != calls:
+            problems.append(f"{where}: Calls: {fmt(said, calls)}")
+    if "Tables" in s:
+        lists = table_lists(s["Tables"], tables | sequences)
+        if lists is None:
+            problems.append(f"{where}: Tables: say 'none', or 'reads ...' and/or 'writes ...'")
+        else:
+            said_reads, said_writes = lists
+            if said_reads != reads:
+                problems.append(f"{where}: Tables reads: {fmt(said_reads, reads)}")
+            if said_writes != writes:
+                problems.append(f"{where}: Tables writes: {fmt(said_writes, writes)}")
+    if "Locks" in s:
+        text = s["Locks"]
+        for key in sorted(keys):
+            if key not in text:
+                problems.append(f"{where}: Locks: does not name advisory key {key}, which the body takes")
+        for strength in sorted(strengths):
+            if strength not in text:
+                problems.append(f"{where}: Locks: does not name the row locks {strength} the body takes")
+    return problems
+
+
+def check_locks(used_keys: dict[str, set[str]], lock_rows: dict[str, str]) -> list[str]:
+    """The problems of sql/src/LOCKS.md, given which functions take each key."""
+    problems = []
     for key, takers in sorted(used_keys.items()):
         row = lock_rows.get(key)
         if row is None:
@@ -231,6 +223,29 @@ def main() -> int:
                 problems.append(f"sql/src/LOCKS.md: the row of key {key} does not name {name}, which takes it")
     for key in sorted(set(lock_rows) - set(used_keys)):
         problems.append(f"sql/src/LOCKS.md: advisory key {key} is listed but no function takes it")
+    return problems
+
+
+def main() -> int:
+    suggest = "--suggest" in sys.argv[1:]
+    funcs = functions()
+    names = {f.name for f in funcs}
+    tables, sequences = schema_objects()
+    problems: list[str] = []
+    used_keys: dict[str, set[str]] = {}
+    for f in funcs:
+        calls, reads, writes, keys, strengths = body_uses(f, names - {f.name}, tables, sequences)
+        for key in keys:
+            used_keys.setdefault(key, set()).add(f.name)
+        if suggest:
+            tables_text = "; ".join(f"{verb} {', '.join(sorted(names_))}" for verb, names_ in
+                                    (("reads", reads), ("writes", writes)) if names_) or "none"
+            print(f"{f.path.relative_to(manifest.ROOT)}: {f.name}\n  Calls: {', '.join(sorted(calls)) or 'none'}.\n"
+                  f"  Tables: {tables_text}."
+                  + (f"\n  Locks: advisory {', '.join(sorted(keys))}; rows {', '.join(sorted(strengths))}"
+                     if keys or strengths else ""))
+        problems += check_function(f, names, tables, sequences)
+    problems += check_locks(used_keys, locks_file())
     for problem in problems:
         print(f"error: {problem}", file=sys.stderr)
     if problems:

@@ -1,6 +1,17 @@
 -- Internal: (re)apply the grants of one role and access set, or of every
 -- recorded grant when both are NULL (upgrade scripts call this after adding
--- functions to a set).  Identifiers are quoted with format('%I').
+-- functions to a set); one of them alone applies that role's or that set's
+-- recorded grants (revoke_access re-applies the role's others).  Roles that no
+-- longer exist are skipped.  Each grant: USAGE on the schema, EXECUTE on the
+-- set's functions (_access_functions), SELECT on the view metrics for monitor,
+-- SELECT on every table and view of the schema for admin.  Runs with its
+-- caller's rights.  Identifiers are quoted with format('%I').
+-- Parameters: p_role, the role (NULL: every role); p_access, the set (NULL:
+--   every set).
+-- Returns: nothing.
+-- Calls: _access_functions.
+-- Tables: reads access_grant (access_grant_pkey).
+-- Locks: none of lonnymq's (GRANT takes PostgreSQL's own).
 CREATE FUNCTION @extschema@._access_apply(
     p_role name DEFAULT NULL,
     p_access text DEFAULT NULL

@@ -5,11 +5,19 @@
 --   monitor:  the metrics (metrics_text(), and SELECT on the view metrics,
 --             which calls _metrics: PostgreSQL checks a view's functions
 --             against the view's reader, so the set grants it too);
---   admin:    everything above, plus topic bindings, channel settings, pause, resume and
---             drops, cancel, dead-letter redrive and delete, history pruning, schedules,
---             tick, and SELECT on lonnymq's tables and views (to inspect the
---             queue, its dead letters and history, channel_stats).
--- to_epoch is in every set.
+--   admin:    everything above, plus topic bindings, channel settings,
+--             pause, resume and drops, cancel, dead-letter redrive and
+--             delete, history pruning, schedules, tick, channel_stats, and
+--             SELECT on lonnymq's tables and views (to inspect the queue,
+--             its dead letters and history, channel_stats).
+-- to_epoch is in every set.  The SELECT grants are _access_apply's.  The
+-- functions are named by their signatures as text, cast to regprocedure: none
+-- is called.
+-- Parameters: p_access, the set: producer, consumer, monitor or admin.
+-- Returns: the set's functions (none for another name).
+-- Calls: none (the sets' functions are named, not called).
+-- Tables: none.
+-- Locks: none.
 CREATE FUNCTION @extschema@._access_functions(p_access text)
 RETURNS SETOF regprocedure
 LANGUAGE sql IMMUTABLE

@@ -5,16 +5,14 @@
 -- plans are made once per session and must be right at any size of the
 -- tables (doc/README.md, Indexes): generic plans, and no sequential scan,
 -- bitmap scan, merge join or hash join, which a plan made while a table
--- looked empty could choose and keep (found on a vacuumed channel_floor of
--- zero pages: dead_letter_redrive walked it sequentially).  No JIT: a plan
--- that keeps a disabled node is costed above jit_above_cost, and compiling
--- it cost each call 100 ms (0.11.0's sequence reads, before they became
--- pg_sequence_last_value).  No function
--- sets one of these in its header (since 0.10.0 not even
--- message_complete_batch its hash joins).  make appends this file to the
--- upgrade script too: CREATE OR REPLACE FUNCTION clears a function's
--- settings.  The functions are found by schema, not by extension
--- membership, so that the SQL-only install (no extension) sets them too.
+-- looked empty could choose and keep (a table vacuumed to zero pages was
+-- walked sequentially by dead_letter_redrive's plan).  No JIT: a plan that
+-- keeps a disabled node is costed above jit_above_cost, and compiling it
+-- cost a call 100 ms.  No function sets one of these in its header.  make
+-- appends this file to the upgrade script too: CREATE OR REPLACE FUNCTION
+-- clears a function's settings.  The functions are found by schema, not by
+-- extension membership, so that the SQL-only install (no extension) sets
+-- them too.
 DO $$
 DECLARE
     v_setting record;

@@ -1,6 +1,15 @@
 -- The privilege model in one statement: give a role one of the access sets
--- (producer, consumer, admin).  Runs with the caller's rights: only a role
--- that may grant on lonnymq's objects (their owner, a superuser) can use it.
+-- (producer, consumer, monitor, admin; _access_functions lists them), recorded
+-- in access_grant so that upgrades extend it (_access_apply).  Runs with the
+-- caller's rights: only a role that may grant on lonnymq's objects (their
+-- owner, a superuser) can use it.
+-- Parameters: p_role, an existing role; p_access, producer, consumer, monitor
+--   or admin.
+-- Returns: nothing.  Errors: _check_access's.
+-- Calls: _check_access, _access_apply.
+-- Tables: writes access_grant (inserts; a grant recorded already is left as it
+--   is).  (access_grant read through _access_apply.)
+-- Locks: the access_grant row it inserts.
 CREATE FUNCTION @extschema@.grant_access(p_role name, p_access text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

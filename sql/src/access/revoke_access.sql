@@ -1,5 +1,15 @@
--- Take an access set back from a role.  Privileges the role still needs for
--- another set it holds are granted again.
+-- Take an access set back from a role: its record, EXECUTE on the set's
+-- functions, and the set's SELECT grants; USAGE on the schema when the role
+-- holds no other set.  Privileges the role still needs for another set it
+-- holds are granted again (_access_apply).  Runs with the caller's rights, as
+-- grant_access.
+-- Parameters: p_role, the role; p_access, producer, consumer, monitor or
+--   admin.
+-- Returns: nothing.  Errors: _check_access's.
+-- Calls: _check_access, _access_functions, _access_apply.
+-- Tables: reads access_grant (whether the role holds another set); writes
+--   access_grant (deletes the set's row).
+-- Locks: the access_grant row it deletes.
 CREATE FUNCTION @extschema@.revoke_access(p_role name, p_access text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE

@@ -14,15 +14,16 @@
 -- UPDATE): admissions of one channel are serial, which keeps the counts
 -- exact.  A channel without a row (no limits) is left alone; a pattern's
 -- follower whose counts are back to nothing loses its row.
--- The walk of the held messages starts at the channel's admit_from (0.13.1):
--- each admission leaves a dead entry of message_held_ix at the front, which
--- a long-held snapshot keeps, and the walk read them all.  No held message
--- of the channel has a dequeue_at below admit_from: a caller that has just
--- held one passes its dequeue_at (p_held_at), and admit_from is lowered to
--- it; after the walk, at READ COMMITTED, it is raised to the first held
--- message left (read without SKIP LOCKED: one another call has locked
--- counts), or past the last admitted when none is left.  Every writer of a
--- held message holds the channel's row lock, as this does, so none is in
+-- The walk of the held messages starts at the channel's admit_from: each
+-- admission leaves a dead entry of message_held_ix at the front, which a
+-- long-held snapshot keeps, and a walk from the channel's first entry
+-- would read them all.  No held message of the channel has a dequeue_at
+-- below admit_from: a caller that has just held one passes its dequeue_at
+-- (p_held_at), and admit_from is lowered to it; after the walk, at READ
+-- COMMITTED, it is raised to the first held message left (read without
+-- SKIP LOCKED: one another call has locked counts), or to the last
+-- admitted one's dequeue_at when none is left.  Every writer of a held
+-- message holds the channel's row lock, as this does, so none is in
 -- flight; a transaction snapshot, which may miss one that committed since,
 -- never raises it (_channel_readmit, which holds messages of any
 -- dequeue_at, sets it to the beginning).
@@ -33,9 +34,19 @@
 --   were taken (the release interval starts again); p_now, the clock;
 --   p_held_at, the dequeue_at of the message the caller has just held
 --   (NULL: none).
--- Returns: how many messages were admitted.
--- Calls: _channel_row_lock, _epoch_enter, _message_place.
--- Tables: channel (update, delete), message (update of held messages).
+-- Returns: how many messages were admitted (0 when the channel has no row,
+--   or its follower row was deleted).
+-- Calls: _channel_row_lock, _epoch_enter, _message_place (inlined).
+-- Tables: reads channel (channel_pkey, backwards: newest version first),
+--   message (message_held_ix, from admit_from);
+--   writes message (the admitted ones, by message_pkey), channel (its counts,
+--   release_at and admit_from, by the ctid it was locked at; or delete).
+-- Locks: advisory (1819111683, hashint8(p_channel_id)) exclusive until the
+--   transaction ends (_channel_row_lock: waits for its holder), then the
+--   channel row FOR NO KEY UPDATE, which it updates or deletes; then the
+--   epoch's parity (1819111690) shared until the transaction ends
+--   (_epoch_enter), and the held messages it admits FOR UPDATE SKIP LOCKED
+--   (one another call has locked is left held), which it updates.
 CREATE FUNCTION @extschema@._channel_admit(
     p_channel_id bigint,
     p_ended integer,

@@ -7,11 +7,23 @@
 -- due index at its expiry, where the next promotion recovers an expired
 -- one); then a channel with limits admits its held messages while it
 -- has room (_channel_admit), and one without places them all, in
--- (dequeue_at, id) order (_message_place).  Costs the channel's messages,
+-- (dequeue_at, id) order (_message_place).  The channel's counts are
+-- recounted (num_admitted: its locks, when it has limits; num_pending: 0)
+-- and its admit_from set to the beginning.  Costs the channel's messages,
 -- once: an administrative call.
--- Parameters: p_channel; p_bound (the caller entered the epoch); p_now.
--- Calls: _channel_admit, _message_place.
--- Tables: message (update), channel (update).
+-- Parameters: p_channel, the channel's new row; p_bound, the epoch's bound
+--   (the caller entered the epoch); p_now, the caller's clock.
+-- Returns: nothing (void).
+-- Calls: _channel_admits, _channel_admit, _message_place (inlined).
+-- Tables: reads message (message_channel_ix: the channel's messages;
+--   message_held_ix: its held ones); writes message (the channel's ready,
+--   admitted and locked messages; the held ones it places), channel (its
+--   counts and admit_from).
+-- Locks: the channel's messages it updates (waits for a take or completion
+--   in flight).  The caller holds the channel guard exclusively and the
+--   channel row lock (1819111683) with its row FOR UPDATE; _channel_admit's
+--   are then its own again: the row lock is held already, the channel row
+--   FOR NO KEY UPDATE, the held messages FOR UPDATE SKIP LOCKED.
 CREATE FUNCTION @extschema@._channel_readmit(
     p_channel @extschema@.channel,
     p_bound bigint,

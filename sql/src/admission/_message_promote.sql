@@ -1,22 +1,50 @@
 -- Internal: promote up to p_limit messages of message_due_ix whose time has
--- come (from the due mark, oldest first, SKIP LOCKED), for a dequeue; the
--- one path of schedules, retries, defers and lock recovery:
+-- come (from the due mark, oldest first, SKIP LOCKED), for a dequeue or
+-- tick(); the one path of scheduled messages, retries, defers, a limited
+-- channel's new messages and lock recovery:
 --   * an expired lock that is its message's max_attempts-th failure: a dead
---     letter ("lock expired");
+--     letter ("lock expired", _message_bury);
 --   * a message of a paused channel, or of a channel with limits that is
---     not admitted: held, and its channel's admission runs;
+--     not admitted (a producer's new message among them): held, and its
+--     channel's admission runs (_channel_admit); a channel that follows a
+--     pattern with limits gets its row (its admission counts) here;
+--   * an expired lock of an admitted message in a channel with a release
+--     interval, while the channel's release is ahead or another delivery
+--     is pending: due again when the interval ends;
 --   * any other: ready, at its channel's next place (_message_place).  An
 --     expired lock stays locked while ready: its holder may still complete
 --     it until it is delivered again (is_recovered then); in a channel with
 --     limits it stays admitted, so max_concurrency counts it until then;
 --     with a release interval its new delivery waits for the channel's
 --     release, as the channel's one pending delivery.
--- The caller has entered the epoch (p_bound).
--- Parameters: p_now; p_due_mark; p_bound; p_limit.
--- A message whose channel's row another call holds is left due.
--- Calls: _channel_config, _channel_row_try_lock, _message_place,
---   _message_bury, _channel_admit.
--- Tables: message (update, delete), dead_letter (insert: _message_bury).
+-- A message whose channel's configuration is changing right now (its
+-- channel guard is held exclusively), or whose channel row another call
+-- holds when its promotion writes that row, is left due for a later call:
+-- a promotion never waits.  Every expired lock found is counted
+-- (lonnymq_messages_lock_expired_total).
+-- Parameters: p_now, the caller's clock; p_due_mark, where the walk of
+--   message_due_ix starts (the due mark; tick() passes the beginning);
+--   p_bound, the epoch's bound (the caller entered the epoch); p_limit, at
+--   most how many due messages it takes.
+-- Returns: nothing (void).
+-- Calls: _channel_guard_try_shared, _channel_config,
+--   _channel_admits, _channel_row_try_lock, _message_bury, _message_place
+--   (inlined), _channel_admit.
+-- Tables: reads message (message_due_ix, from p_due_mark to p_now), channel
+--   (channel_pkey, backwards: a release's pending count);
+--   writes message (held, rescheduled or placed, by message_pkey), channel
+--   (a follower's new row; num_pending), messages_lock_expired_seq
+--   (nextval) (the channel's configuration read by _channel_config;
+--   message, dead_letter, message_key and channel written by _message_bury
+--   and _channel_admit).
+-- Locks: the due messages FOR UPDATE SKIP LOCKED, which it updates (or
+--   _message_bury deletes); the channel guard (1819111681, or from a
+--   transaction's 33rd guard its bucket guard 1819111682) tried shared
+--   (_channel_guard_try_shared), and, when its promotion writes the
+--   channel row, the channel row lock (1819111683) tried
+--   (_channel_row_try_lock), both until the transaction ends; then
+--   _channel_admit's, whose row lock is held already: the channel row FOR
+--   NO KEY UPDATE, held messages FOR UPDATE SKIP LOCKED.
 CREATE FUNCTION @extschema@._message_promote(
     p_now bigint,
     p_due_mark bigint,

@@ -1,8 +1,18 @@
--- Delete dead letters for good: those of p_channel, or with an id in p_ids,
--- or both filters; deleting every dead letter needs p_all => true (so that
--- a call with a NULL argument by mistake deletes nothing).  Returns how many
--- were deleted.  Dead letters a concurrent redrive or delete holds are
--- skipped.  Their keys' claims are left to expire.
+-- Delete dead letters for good: those of p_channel, or with an id in p_ids, or
+-- both filters; deleting every dead letter needs p_all => true (so that a call
+-- with a NULL argument by mistake deletes nothing).  Returns how many were
+-- deleted.  Dead letters a concurrent redrive or delete holds are skipped.
+-- Their keys' claims are left to expire.
+-- Parameters: p_channel, only this channel's dead letters (NULL: any channel);
+--   p_ids, only these ids (NULL: any); p_all, needed (true) when both are
+--   NULL.
+-- Returns: how many were deleted.  Errors: 22004 when nothing is chosen;
+--   _check_channel_name's for a bad p_channel.
+-- Calls: _check_channel_name.
+-- Tables: reads dead_letter (dead_letter_pkey for p_ids,
+--   dead_letter_channel_ix for a channel); writes dead_letter (deletes).
+-- Locks: the chosen dead letters FOR UPDATE SKIP LOCKED (never waits), then
+--   deleted.
 CREATE FUNCTION @extschema@.dead_letter_delete(
     p_channel text DEFAULT NULL,
     p_ids bigint[] DEFAULT NULL,

@@ -1,13 +1,38 @@
--- Put dead letters back into their channels as new messages, deliverable
--- now: those of p_channel, or those with an id in p_ids, or both filters,
--- or every dead letter when both are NULL.  Returns how many were put back.
--- A redriven message gets a new id (old fencing tokens can never match it)
--- and starts again at num_attempts 0 with its content, state, key,
--- created_at and attempt log.  Its key is claimed again unless another
--- message holds it now (the redriven message then has no key).  max_size is
--- not applied (nothing is dropped) but the messages count towards it.  The
--- channel is created if it was dropped.  Dead letters locked by a
--- concurrent redrive are skipped.
+-- Put dead letters back into their channels as new messages, deliverable now:
+-- those of p_channel, or those with an id in p_ids, or both filters, or every
+-- dead letter when both are NULL.  Returns how many were put back, each
+-- counted in lonnymq_messages_created_total.  A redriven message gets a new id
+-- (old fencing tokens can never match it) and starts again at num_attempts 0
+-- with its content, state, key, created_at and attempt log.  Its key is
+-- claimed again unless another message holds it now (the redriven message then
+-- has no key).  max_size is not applied (nothing is dropped) but the messages
+-- count towards it.  A channel needs no creation: the dead letters of a
+-- dropped channel go back to it too, with its pattern's configuration or the
+-- defaults.  Each message is ready at its channel's next place or, in a
+-- channel that admits (limits, a pause), due at once in message_due_ix for
+-- admission, as message_create's; with the channel's notify on and not paused,
+-- NOTIFY lonnymq.  Dead letters locked by a concurrent redrive or delete are
+-- skipped.
+-- Parameters: p_channel, only this channel's dead letters (NULL: any channel);
+--   p_ids, only these ids (NULL: any).
+-- Returns: how many were put back.
+-- Calls: _check_channel_name, _epoch_enter, _clock_ms, _channel_guard_shared,
+--   _channel_id, _channel_config, _channel_admits (inlined), _message_place
+--   (inlined).
+-- Tables: reads dead_letter (dead_letter_pkey for p_ids, else
+--   dead_letter_channel_ix, in order); writes dead_letter (deletes each one
+--   put back), message (inserts), message_key (the claim taken again),
+--   channel_quota (num_created of a max_size channel), message_id_seq,
+--   messages_created_seq.  (channel through _channel_config; message's round
+--   order through _message_place.)
+-- Locks: the epoch's parity (1819111690) shared until the transaction ends
+--   (_epoch_enter); the dead letters FOR UPDATE SKIP LOCKED, each deleted once
+--   put back; per channel, the channel guard (1819111681, or its bucket guard
+--   1819111682) shared until the transaction ends (_channel_guard_shared); the
+--   claim rows it updates or inserts (an INSERT waits for a concurrent
+--   producer's uncommitted claim of the key); a max_size channel's
+--   channel_quota row, updated (the channel's producers wait for this
+--   transaction).
 CREATE FUNCTION @extschema@.dead_letter_redrive(
     p_channel text DEFAULT NULL,
     p_ids bigint[] DEFAULT NULL

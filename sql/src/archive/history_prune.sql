@@ -1,6 +1,15 @@
--- Delete the history of messages completed more than p_older_than_ms ago
--- (0: all of it).  Returns how many rows were deleted.  Walks
--- message_history_completed_ix from its oldest entry.
+-- Delete the history of messages completed more than p_older_than_ms ago (0:
+-- all of it).  Returns how many rows were deleted.  Walks
+-- message_history_completed_ix from its oldest entry (the entry points'
+-- settings forbid a sequential scan): the cost is in proportion to the rows
+-- deleted, however large the history.
+-- Parameters: p_older_than_ms, the least age in ms of the history to delete (0
+--   or more).
+-- Returns: how many rows were deleted.  Errors: 22004 (NULL), 22023
+--   (negative).
+-- Calls: _clock_ms.
+-- Tables: writes message_history (deletes, by message_history_completed_ix).
+-- Locks: the history rows it deletes.
 CREATE FUNCTION @extschema@.history_prune(p_older_than_ms bigint)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER

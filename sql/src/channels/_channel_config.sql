@@ -5,9 +5,14 @@
 -- is): a call is an executor start of its own; the hot paths
 -- (message_create, completions) read the row and the pattern in their
 -- own statements instead.
--- Parameters: p_channel_id (the hash), p_channel (the name).
--- Returns: a channel row (id NULL never: the defaults carry the hash).
--- Tables: reads channel.
+-- Parameters: p_channel_id, the channel's id (_channel_id); p_channel,
+--   its name.
+-- Returns: a channel row (id NULL never: the defaults carry the hash; their
+--   created_at is 0).
+-- Calls: _channel_row, _channel_pattern_config, _channel_defaults.
+-- Tables: reads nothing directly (channel, through _channel_row and
+--   _channel_pattern_config).
+-- Locks: none.
 CREATE FUNCTION @extschema@._channel_config(p_channel_id bigint, p_channel text)
 RETURNS @extschema@.channel
 LANGUAGE sql STABLE

@@ -1,10 +1,16 @@
 -- Internal: the configuration of a channel that has none of its own: no
--- limits, the default retry policy, no dedup window, no history, no
--- notifications.  The one place the defaults are written: channel_set's
+-- limits (max_concurrency, max_size, max_attempts NULL, no release
+-- interval), the default retry policy (1000 ms, doubling, at most one hour,
+-- jitter 0.1), no dedup window, no history, no notifications, not ordered,
+-- no pattern.  The one place the defaults are written: channel_set's
 -- parameters default to the same values (its page says so), and a channel
--- created by channel_pause starts from this row.
--- Parameters: p_channel, the name; p_now, its creation time.
+-- given a row by channel_pause starts from this row when no pattern
+-- applies to it.
+-- Parameters: p_channel, the name; p_now, its creation time (epoch ms).
 -- Returns: a channel row, not stored.
+-- Calls: _channel_id.
+-- Tables: none.
+-- Locks: none.
 CREATE FUNCTION @extschema@._channel_defaults(p_channel text, p_now bigint)
 RETURNS @extschema@.channel
 LANGUAGE sql IMMUTABLE

@@ -3,7 +3,13 @@
 -- pattern's settings, the channel's id and name, no admission counts, and
 -- pattern = the pattern's name.  A notify payload of 'id' is the channel's
 -- id, not the pattern's.  SQL and IMMUTABLE: inlined into its callers.
--- Returns: a channel row, stored only when admission needs counts for it.
+-- Parameters: p_pattern, the pattern's row; p_channel, the channel's name.
+-- Returns: a channel row, stored only when admission needs counts for it
+--   (its first admission, _message_promote) or the channel is paused
+--   (channel_pause, through _channel_lock).
+-- Calls: _channel_id.
+-- Tables: none.
+-- Locks: none.
 CREATE FUNCTION @extschema@._channel_follower(p_pattern @extschema@.channel, p_channel text)
 RETURNS @extschema@.channel
 LANGUAGE sql IMMUTABLE

@@ -1,11 +1,12 @@
 -- Internal: the channel guard, a transaction-scoped advisory lock keyed by
 -- the channel's name (1819111681, hashtext(name)).  Every call that decides
 -- a message's state from its channel's configuration (a create, a batch, a
--- redrive, a retry, a defer, a promotion) holds it shared until it commits;
--- a call that changes what that decision reads (channel_set, channel_pause,
--- channel_resume, channel_drop, a pattern's application) takes it
--- exclusively, waiting for those in flight, so that no message put under
--- the old configuration commits after the new one (a paused channel
+-- redrive, a retry, a defer: waiting; a promotion, a schedule's run:
+-- trying, and skipping the channel when it is held) holds it shared until
+-- it commits; a call that changes what that decision reads (channel_set,
+-- channel_pause, channel_resume, channel_drop, a pattern's application)
+-- takes it exclusively, waiting for those in flight, so that no message put
+-- under the old configuration commits after the new one (a paused channel
 -- delivers nothing from the pause on; a new limit counts every message).
 -- Producers of different channels, and consumers, never wait for each
 -- other on it.  An advisory lock, not a row lock: a channel without
@@ -16,21 +17,24 @@
 -- The bucket guards (1819111682, hashtext(name) & 31).  Every advisory
 -- lock a transaction holds takes an entry of the server's shared lock
 -- table, sized for max_locks_per_transaction (64 by default) per
--- connection: one guard per channel made a producer of 40,000 new channels
--- in one transaction fail with 53200 (out of shared memory, 0.13.0).  So a
--- transaction holds at most 32 channel guards (counted in the
+-- connection: one guard per channel would make a producer of 40,000 new
+-- channels in one transaction fail with 53200 (out of shared memory).  So
+-- a transaction holds at most 32 shared channel guards (counted in the
 -- transaction-local setting lonnymq.channel_guards: calls, not distinct
 -- channels); from its 33rd guard on (its 32nd, when it had written before
 -- its first) it holds the channel's bucket guard instead, which stands for
 -- the 1/32 of all channels whose names hash there: at most 64 guards in
--- all, whatever the number of channels.  A
--- configuration change takes its channel's bucket guard exclusively after
--- its channel guard, so it waits for such transactions in flight that
--- reached a channel of its bucket (and, while it waits or runs, they wait
--- for it or, trying, skip those channels).
--- Locks: advisory (1819111681, hashtext(name)) or (1819111682,
---   hashtext(name) & 31); shared by the deciding calls, both exclusive by
---   the configuration changes, in that order, until the transaction ends.
+-- all, whatever the number of channels.  A configuration change takes its
+-- channel's bucket guard exclusively after its channel guard, so it waits
+-- for such transactions in flight that reached a channel of its bucket
+-- (and, while it waits or runs, they wait for it or, trying, skip those
+-- channels).  The exclusive guards are not counted: a pattern's
+-- application takes one channel guard per channel it visits.
+--
+-- The guards' modes: advisory (1819111681, hashtext(name)) or (1819111682,
+-- hashtext(name) & 31) shared by the deciding calls; both exclusive by the
+-- configuration changes, in that order; all until the transaction ends.
+--
 -- _channel_guard_later: a transaction's guard after its first, counted.
 -- A transaction without an xid has taken no guard yet (its first takes it
 -- one, inline in the guards below): that guard is its own, and not
@@ -40,13 +44,15 @@
 -- line (PL/pgSQL is never inlined), so that the common producer, one
 -- message per transaction, neither runs nor prepares it: a setting
 -- written in a transaction, and the expression that writes it, cost about
--- 1% of a worker loop's CPU.
+-- 1% of a worker loop's CPU.  Writes the setting lonnymq.channel_guards.
 -- Parameters: p_channel, the channel's name; p_try, whether to try the
 --   guard rather than wait for it.
 -- Returns: whether the guard is held (always TRUE when p_try is FALSE).
--- Calls: none.  Tables: none.
--- Locks: advisory (1819111681, hashtext(p_channel)) or (1819111682,
---   hashtext(p_channel) & 31), shared, until the transaction ends.
+-- Calls: none.
+-- Tables: none.
+-- Locks: advisory (1819111681, hashtext(p_channel)) up to the 32nd guard,
+--   else (1819111682, hashtext(p_channel) & 31), shared, waited for or
+--   tried (p_try), until the transaction ends.
 CREATE FUNCTION @extschema@._channel_guard_later(p_channel text, p_try boolean)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE
@@ -75,6 +81,19 @@ REVOKE ALL ON FUNCTION @extschema@._channel_guard_later(text, boolean) FROM PUBL
 -- caller's statement: a transaction's first guard takes its xid and the
 -- channel's own guard; later ones are _channel_guard_later's.  CASE and
 -- AND evaluate in the order written.)
+--
+-- _channel_guard_shared: hold the channel's guard shared, waiting for a
+-- configuration change in flight.  Called by the calls that decide a
+-- message's state and may wait: message_create, message_create_batch,
+-- dead_letter_redrive, and _message_channel (retries and defers).
+-- Parameters: p_channel, the channel's name.
+-- Returns: nothing.
+-- Calls: _channel_guard_later (past the transaction's first guard).
+-- Tables: none.
+-- Locks: advisory (1819111681, hashtext(p_channel)) shared until the
+--   transaction ends, waited for; from the 33rd guard on (1819111682,
+--   hashtext(p_channel) & 31) instead (_channel_guard_later).  A
+--   transaction without an xid is given one here.
 CREATE FUNCTION @extschema@._channel_guard_shared(p_channel text)
 RETURNS void
 LANGUAGE sql VOLATILE
@@ -91,6 +110,18 @@ COMMENT ON FUNCTION @extschema@._channel_guard_shared(text) IS
 
 REVOKE ALL ON FUNCTION @extschema@._channel_guard_shared(text) FROM PUBLIC;
 
+-- Internal: try the channel's guard shared; never waits.  A false answer
+-- means a configuration change of the channel (or, past the transaction's
+-- 32nd guard, of a channel of its bucket) is in flight: the caller
+-- (_message_promote, _schedule_run) skips the channel and comes back later.
+-- Parameters: p_channel, the channel's name.
+-- Returns: whether the guard is now held.
+-- Calls: _channel_guard_later (past the transaction's first guard).
+-- Tables: none.
+-- Locks: advisory (1819111681, hashtext(p_channel)) shared until the
+--   transaction ends, tried; from the 33rd guard on (1819111682,
+--   hashtext(p_channel) & 31) instead (_channel_guard_later).  A
+--   transaction without an xid is given one here.
 CREATE FUNCTION @extschema@._channel_guard_try_shared(p_channel text)
 RETURNS boolean
 LANGUAGE sql VOLATILE
@@ -107,6 +138,19 @@ COMMENT ON FUNCTION @extschema@._channel_guard_try_shared(text) IS
 
 REVOKE ALL ON FUNCTION @extschema@._channel_guard_try_shared(text) FROM PUBLIC;
 
+-- Internal: hold the channel's guard and then its bucket guard exclusively,
+-- waiting for the calls in flight that hold either shared: the first step
+-- of every configuration change (channel_set, channel_pause,
+-- channel_resume, channel_drop, _channel_pattern_apply for each channel it
+-- changes).  Two statements: not inlined, and not counted in
+-- lonnymq.channel_guards.
+-- Parameters: p_channel, the channel's name.
+-- Returns: nothing.
+-- Calls: none.
+-- Tables: none.
+-- Locks: advisory (1819111681, hashtext(p_channel)), then (1819111682,
+--   hashtext(p_channel) & 31), both exclusive, waited for, until the
+--   transaction ends.
 CREATE FUNCTION @extschema@._channel_guard_exclusive(p_channel text)
 RETURNS void
 LANGUAGE sql VOLATILE

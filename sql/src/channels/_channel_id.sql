@@ -4,6 +4,11 @@
 -- chance in 10^12 among a million channels) share their places in the
 -- round order and nothing else: every probe by name checks the name too.
 -- SQL and IMMUTABLE: inlined into its callers' plans.
+-- Parameters: p_channel, the channel's name.
+-- Returns: hashtextextended(p_channel, 0), a bigint.
+-- Calls: none.
+-- Tables: none.
+-- Locks: none.
 CREATE FUNCTION @extschema@._channel_id(p_channel text)
 RETURNS bigint
 LANGUAGE sql IMMUTABLE PARALLEL SAFE

@@ -1,13 +1,21 @@
 -- Internal: the channel's row, created with its configuration
--- (_channel_config: its pattern's, or the defaults) if it has none, locked
--- FOR UPDATE until the end of the
--- transaction: channel_set and channel_pause, which change what admission
--- and producers read.  Raises 40001 when the channel keeps being dropped
--- under it.
--- Parameters: p_channel (the name), p_now (creation time of a new row).
+-- (_channel_config: its pattern's, or the defaults; created_at p_now) if it
+-- has none, locked FOR UPDATE until the end of the transaction: channel_set,
+-- channel_pause and _channel_pattern_apply, which change what admission and
+-- producers read.  The channel row lock comes first, so the row lock finds
+-- the row free.  channel_row_seq is set before any row can be seen, so
+-- that completions know from then on to look for channel rows.  Raises
+-- 40001 when, in three tries, no row of the name can be locked (dropped
+-- under it).
+-- Parameters: p_channel, the channel's name; p_now, the creation time of a
+--   new row (epoch ms).
 -- Returns: the row as locked.
--- Calls: _channel_row_lock.
--- Tables: channel (insert, lock); sets channel_row_seq.
+-- Calls: _channel_row_lock, _channel_id, _channel_config.
+-- Tables: reads channel (channel_pkey), channel_row_seq; writes channel
+--   (insert, ON CONFLICT DO NOTHING), channel_row_seq (setval, once).
+-- Locks: advisory (1819111683, hashint8(id)) exclusive until the
+--   transaction ends (_channel_row_lock); then the channel's row FOR UPDATE
+--   until the transaction ends.
 CREATE FUNCTION @extschema@._channel_lock(p_channel text, p_now bigint)
 RETURNS @extschema@.channel
 LANGUAGE plpgsql VOLATILE

@@ -3,23 +3,39 @@
 -- have no configuration of their own follow what now applies to them
 -- (_channel_pattern_config: this pattern, a longer one, a shorter one, or
 -- the defaults).
---   * Followers' rows (channels with admission counts, channel_pattern_ix):
---     each, under its guard and row lock in key order (as completions take
---     them), takes the new configuration; new limits admit its messages
---     again (_channel_readmit); a row that no longer admits goes.
+--   * Followers' rows (channels with admission counts or a pause,
+--     channel_pattern_ix): each, under its guard and row lock, in the row
+--     locks' key order (as completions take them), takes the new
+--     configuration when it differs; changed limits admit its messages
+--     again (_channel_readmit); a row that no longer admits (no limits, not
+--     paused) goes.
 --   * Channels without a row whose messages took places without admission
 --     (no limits) when limits now apply (p_was_limited false): their
---     messages are admitted again, under a row made for them.  Found by
---     reading the ready messages once: a configuration call, done once;
---     set a pattern's limits before its channels' first messages and no
---     such channel exists.
+--     messages are admitted again, under a row made for them
+--     (_channel_lock).  Found by reading the ready messages once: a
+--     configuration call, done once; set a pattern's limits before its
+--     channels' first messages and no such channel exists.
 -- A message created by a transaction in flight under the old configuration
 -- keeps it (doc/channel_set.md).
--- Parameters: p_prefix; p_was_limited (the configuration that applied to
---   p_prefix before admitted); p_bound (the caller entered the epoch); p_now.
--- Calls: _channel_guard_exclusive, _channel_row_lock, _channel_pattern_config,
---   _channel_readmit, _channel_lock.
--- Tables: channel (update, delete), message (update: _channel_readmit).
+-- Parameters: p_prefix, the pattern's prefix; p_was_limited, whether the
+--   configuration that applied to p_prefix before the change admitted
+--   (_channel_admits); p_bound, the bound of the epoch the caller entered
+--   (_epoch_enter); p_now, the caller's clock (epoch ms).
+-- Returns: nothing.
+-- Calls: _channel_guard_exclusive, _channel_row_lock, _channel_id,
+--   _channel_pattern_config, _channel_defaults, _channel_readmit,
+--   _channel_admits, _channel_config, _channel_lock.
+-- Tables: reads channel (the followers' rows by channel_pattern_ix; each
+--   one again by channel_pkey), message (every ready message, once, for
+--   the channels without a row); writes channel (update, delete; message
+--   updated through _channel_readmit).
+-- Locks: for each channel it visits, the channel guard and bucket guard
+--   (1819111681, 1819111682) exclusive until the transaction ends
+--   (_channel_guard_exclusive); for a follower's row, then advisory
+--   (1819111683, hashint8(id)) exclusive until the transaction ends
+--   (_channel_row_lock) and the row FOR UPDATE, updated or deleted; for a
+--   channel given a row, the same through _channel_lock; the messages
+--   _channel_readmit updates.
 CREATE FUNCTION @extschema@._channel_pattern_apply(
     p_prefix text,
     p_was_limited boolean,

@@ -8,7 +8,11 @@
 -- and a table function: inlined into the FROM of the statement that calls
 -- it (a Limit and an index scan; a scalar SQL function with a subquery is
 -- not inlined, and each call of one is an executor start of its own).
--- Tables: reads channel (channel_prefix_key).
+-- Parameters: p_channel, the channel's name.
+-- Returns: the follower's configuration as one channel row, or no row.
+-- Calls: _channel_follower, _channel_pattern_longest.
+-- Tables: reads channel (channel_prefix_key, backwards from the name).
+-- Locks: none.
 CREATE FUNCTION @extschema@._channel_pattern_config(p_channel text)
 RETURNS SETOF @extschema@.channel
 LANGUAGE sql STABLE

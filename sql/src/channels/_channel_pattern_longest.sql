@@ -5,8 +5,12 @@
 -- not after the name): each of those lengths is probed once, at most 255.
 -- A function of its own, not inlined: its plan is made and run only when
 -- the first probe missed, never on the hot path.
+-- Parameters: p_channel, the channel's name; p_missed, the prefix the first
+--   probe found.
 -- Returns: the follower's configuration (_channel_follower), or NULL.
--- Tables: reads channel (channel_prefix_key).
+-- Calls: _channel_follower.
+-- Tables: reads channel (channel_prefix_key, one probe per length).
+-- Locks: none.
 CREATE FUNCTION @extschema@._channel_pattern_longest(p_channel text, p_missed text)
 RETURNS @extschema@.channel
 LANGUAGE sql STABLE

@@ -8,9 +8,18 @@
 -- updated by a transaction that just ended (PostgreSQL then locks the newer
 -- versions, waiting for their holder, SKIP LOCKED or not), and two such
 -- calls deadlocked (soak test).  An advisory try never waits.
--- Calls that take several hold them in key order (_message_complete_set),
--- so that they do not deadlock each other.  A key collision only makes two
+-- Calls that take several hold them in key order (_channel_rows_lock for a
+-- completion, _channel_pattern_apply for a pattern's followers), so that
+-- they do not deadlock each other.  A key collision only makes two
 -- channels' admissions wait for each other.
+--
+-- _channel_row_lock: take it, waiting for its holder.
+-- Parameters: p_channel_id, the channel's id (_channel_id).
+-- Returns: nothing.
+-- Calls: none.
+-- Tables: none.
+-- Locks: advisory (1819111683, hashint8(p_channel_id)) exclusive, waited
+--   for, until the transaction ends.
 CREATE FUNCTION @extschema@._channel_row_lock(p_channel_id bigint)
 RETURNS void
 LANGUAGE sql VOLATILE
@@ -23,6 +32,16 @@ COMMENT ON FUNCTION @extschema@._channel_row_lock(bigint) IS
 
 REVOKE ALL ON FUNCTION @extschema@._channel_row_lock(bigint) FROM PUBLIC;
 
+-- Internal: try the lock of a channel's row (_channel_row_lock); never
+-- waits.  Takes (_channel_release_try_lock), promotions (_message_promote)
+-- and tick's removal of drained followers' rows skip a channel whose row
+-- lock is held.
+-- Parameters: p_channel_id, the channel's id (_channel_id).
+-- Returns: whether the lock is now held.
+-- Calls: none.
+-- Tables: none.
+-- Locks: advisory (1819111683, hashint8(p_channel_id)) exclusive, tried,
+--   until the transaction ends when taken.
 CREATE FUNCTION @extschema@._channel_row_try_lock(p_channel_id bigint)
 RETURNS boolean
 LANGUAGE sql VOLATILE

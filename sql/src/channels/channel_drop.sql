@@ -3,10 +3,28 @@
 -- stale), and its deduplication keys.  Its dead letters and history are
 -- kept (they are filed by channel name), and so are schedules producing into
 -- it: the next period creates the channel again.  Waits for producers and
--- consumers in flight on the channel.  A pattern (a name ending in '*';
+-- consumers in flight on the channel (its guard, its row lock, the locks
+-- of the rows it deletes).  A pattern (a name ending in '*';
 -- p_purge does nothing there) goes with its row: the channels that
 -- followed it follow what applies to them without it
 -- (_channel_pattern_apply).
+-- Parameters: p_channel, the channel's or pattern's name; p_purge, whether
+--   to delete the channel's messages with it.
+-- Returns: TRUE when dropped; FALSE when there was nothing to drop (no row
+--   and no messages; for a pattern, no row).
+-- Calls: _check_channel_name, _channel_id, _channel_guard_exclusive,
+--   _channel_row_lock, _channel_pattern_apply, _channel_admits,
+--   _epoch_enter, _clock_ms.
+-- Tables: reads channel (channel_pkey), message (message_channel_ix: does
+--   it hold any); writes message, message_key, channel_quota, channel (all
+--   delete).
+-- Locks: advisory (1819111681, hashtext(name)) then (1819111682,
+--   hashtext(name) & 31) exclusive until the transaction ends
+--   (_channel_guard_exclusive); advisory (1819111683, hashint8(id))
+--   exclusive until the transaction ends (_channel_row_lock); the channel's
+--   row FOR UPDATE; the rows it deletes.  A pattern: the epoch's parity
+--   (1819111690) shared (_epoch_enter) and the followers' locks
+--   (_channel_pattern_apply).
 CREATE FUNCTION @extschema@.channel_drop(
     p_channel text,
     p_purge boolean DEFAULT FALSE

@@ -5,8 +5,21 @@
 -- and what comes to it meanwhile is held too.  Like channel_set, it takes
 -- the channel guard exclusively (waiting for producers in flight) and then
 -- the channel's row.  An unknown channel gets a row, paused (a copy of its
--- pattern's configuration when it follows one).  Returns false when the
--- channel was already paused.  A pattern cannot be paused (0A000).
+-- pattern's configuration when it follows one, and it goes on following
+-- it).  Returns false when the channel was already paused.  A pattern
+-- cannot be paused (0A000).
+-- Parameters: p_channel, the channel's name.
+-- Returns: TRUE when paused now; FALSE when it was already paused.
+-- Calls: _check_channel_name, _epoch_enter, _clock_ms,
+--   _channel_guard_exclusive, _channel_lock, _channel_readmit.
+-- Tables: writes channel (is_paused; _channel_lock reads it, and inserts
+--   it for an unknown channel).
+-- Locks: the epoch's parity (1819111690) shared until the transaction ends
+--   (_epoch_enter); advisory (1819111681, hashtext(name)) then (1819111682,
+--   hashtext(name) & 31) exclusive until the transaction ends
+--   (_channel_guard_exclusive); advisory (1819111683, hashint8(id))
+--   exclusive and the channel's row FOR UPDATE until the transaction ends
+--   (_channel_lock), then updated; the messages _channel_readmit updates.
 CREATE FUNCTION @extschema@.channel_pause(p_channel text)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER

@@ -3,6 +3,19 @@
 -- one without takes them into the round order at its next turns.  Returns
 -- false when the channel does not exist or is not paused.  With notify on,
 -- a notification is sent.
+-- Parameters: p_channel, the channel's name.
+-- Returns: TRUE when resumed now; FALSE when it has no row or is not
+--   paused.
+-- Calls: _check_channel_name, _epoch_enter, _clock_ms,
+--   _channel_guard_exclusive, _channel_row_lock, _channel_id,
+--   _channel_readmit.
+-- Tables: reads channel (channel_pkey); writes channel (is_paused).
+-- Locks: the epoch's parity (1819111690) shared until the transaction ends
+--   (_epoch_enter); advisory (1819111681, hashtext(name)) then (1819111682,
+--   hashtext(name) & 31) exclusive until the transaction ends
+--   (_channel_guard_exclusive); advisory (1819111683, hashint8(id))
+--   exclusive until the transaction ends (_channel_row_lock); the channel's
+--   row FOR UPDATE, then updated; the messages _channel_readmit updates.
 CREATE FUNCTION @extschema@.channel_resume(p_channel text)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER

@@ -3,17 +3,50 @@
 -- paused channel stays paused: see channel_pause).  Lock order: the channel
 -- guard, taken exclusively (it waits for the calls in flight that decided a
 -- message's state under the old configuration: producers, fails, defers,
--- promotions), then the channel row (created with the defaults when the
--- channel had none), then the channel's locked messages FOR SHARE (waits
--- for completes and fails in flight), so that the counts are taken after
--- every change in flight.  A new max_size recounts the channel's messages
--- (channel_quota); new limits (max_concurrency, release_interval_ms) admit
--- the channel's messages again (_channel_readmit), which reads the
--- channel's messages once.  Other changes write the row only.
+-- promotions), then the channel row (created with its pattern's
+-- configuration or the defaults when the channel had none: _channel_lock),
+-- then the channel's locked messages FOR SHARE (waits for completes and
+-- fails in flight), so that the counts are taken after every change in
+-- flight.  With max_size the channel's messages are counted again into
+-- channel_quota (without it, its quota row goes); new limits
+-- (max_concurrency, release_interval_ms, ordered) admit the channel's
+-- messages again (_channel_readmit), which reads the channel's messages
+-- once.  Other changes write the row only.
 -- A name ending in '*' is a pattern: it configures every channel whose
 -- name starts with what precedes the '*' and that has no configuration of
 -- its own, the longest prefix winning (_channel_pattern_config); its
--- followers take the change at once (_channel_pattern_apply).
+-- followers take the change at once (_channel_pattern_apply), and
+-- channel_pattern_seq tells producers and completions from then on to look
+-- for patterns.  A pattern takes no max_size (0A000).
+-- Parameters: p_channel, the channel's or pattern's name; p_max_concurrency,
+--   messages locked at once (NULL: no limit; 1 when p_ordered); p_max_size,
+--   messages held (NULL: no limit); p_release_interval_ms, the least time
+--   between two deliveries (0: none); p_max_attempts, failed deliveries
+--   before the dead letters (NULL: no limit); p_backoff_base_ms,
+--   p_backoff_factor, p_backoff_max_ms, p_backoff_jitter, the retry delay
+--   (_backoff_ms); p_dedup_window_ms, how long a key stays claimed after
+--   its message ends; p_retain_history, whether completions are copied to
+--   message_history; p_notify, whether deliverable messages send NOTIFY
+--   lonnymq; p_notify_payload, name, id or none; p_ordered, one message at
+--   a time, a failed or deferred one keeping its place.  NULL takes the
+--   default for the settings that have one.
+-- Returns: nothing.
+-- Calls: _check_channel_name, _max_duration_ms, _epoch_enter, _clock_ms,
+--   _channel_guard_exclusive, _channel_admits, _channel_pattern_config,
+--   _channel_defaults, _channel_lock, _channel_pattern_apply,
+--   _channel_readmit.
+-- Tables: reads message (message_channel_ix: its locked messages, and its
+--   count with max_size); writes channel (update; insert by _channel_lock),
+--   channel_quota (upsert or delete), channel_pattern_seq (setval, for a
+--   pattern).
+-- Locks: the epoch's parity (1819111690) shared until the transaction ends
+--   (_epoch_enter); advisory (1819111681, hashtext(name)) then (1819111682,
+--   hashtext(name) & 31) exclusive until the transaction ends
+--   (_channel_guard_exclusive); advisory (1819111683, hashint8(id))
+--   exclusive and the channel's row FOR UPDATE until the transaction ends
+--   (_channel_lock); its locked messages FOR SHARE; the channel row and
+--   its channel_quota row it writes; the messages _channel_readmit updates
+--   and the followers _channel_pattern_apply changes.
 CREATE FUNCTION @extschema@.channel_set(
     p_channel text,
     p_max_concurrency integer DEFAULT NULL,

@@ -1,4 +1,11 @@
--- Internal: validates the arguments of grant_access and revoke_access.
+-- Internal: validates the arguments of grant_access and revoke_access: both
+-- given (22004), an access set lonnymq knows (producer, consumer, monitor,
+-- admin; 22023), a role that exists (42704).  STABLE: it reads pg_roles.
+-- Parameters: p_role, the role's name; p_access, the access set's name.
+-- Returns: nothing; raises on invalid arguments.
+-- Calls: none.
+-- Tables: reads nothing of the extension's (pg_catalog.pg_roles only).
+-- Locks: none.
 CREATE FUNCTION @extschema@._check_access(p_role name, p_access text)
 RETURNS void
 LANGUAGE plpgsql STABLE

@@ -2,7 +2,19 @@
 -- message_publish_batch) and returns how many messages it holds: contents
 -- not NULL, one-dimensional arrays of one length, at most 10000 messages,
 -- no NULL content, every content within the size limit, every key 1 to
--- 1024 characters.
+-- 1024 characters.  p_dequeue_at and p_keys may be NULL (no times, no
+-- keys: the tests on them pass), and so may an element of either (that
+-- message's default time, no key).  An empty batch returns 0 before the
+-- limits are tested.  The keys are tested as one query: octet_length
+-- first, which reads only the header, then length() for the keys whose
+-- bytes are out of range; the smallest bad key, if any, goes to _check_key
+-- for its error.
+-- Parameters: p_contents, the contents; p_dequeue_at, the epoch-ms times
+--   or NULL; p_keys, the deduplication keys or NULL.
+-- Returns: the number of messages (cardinality of p_contents).
+-- Calls: _check_size, _max_content_bytes, _check_key.
+-- Tables: none.
+-- Locks: none.
 CREATE FUNCTION @extschema@._check_batch(p_contents bytea[], p_dequeue_at bigint[], p_keys text[])
 RETURNS integer
 LANGUAGE plpgsql IMMUTABLE

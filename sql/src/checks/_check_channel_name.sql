@@ -1,4 +1,10 @@
--- Internal: validates a channel name argument.
+-- Internal: validates a channel or pattern name argument: not NULL
+-- (22004), 1 to 255 characters (22023).
+-- Parameters: p_channel, the name.
+-- Returns: nothing; raises on an invalid name.
+-- Calls: none.
+-- Tables: none.
+-- Locks: none.
 CREATE FUNCTION @extschema@._check_channel_name(p_channel text)
 RETURNS void
 LANGUAGE plpgsql IMMUTABLE

@@ -1,4 +1,10 @@
--- Internal: validates a deduplication key (NULL means no key).
+-- Internal: validates a deduplication key (NULL means no key): 1 to 1024
+-- characters, else 22023.
+-- Parameters: p_key, the key, or NULL.
+-- Returns: nothing; raises on an empty or over-long key.
+-- Calls: none.
+-- Tables: none.
+-- Locks: none.
 CREATE FUNCTION @extschema@._check_key(p_key text)
 RETURNS void
 LANGUAGE plpgsql IMMUTABLE

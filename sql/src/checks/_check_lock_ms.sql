@@ -1,4 +1,11 @@
--- Internal: validates a lock duration argument.
+-- Internal: validates a lock duration argument (message_heartbeat, and
+-- message_complete_dequeue when its own inline test fails): not NULL
+-- (22004), 1 to _max_duration_ms() (22023).
+-- Parameters: p_lock_ms, the lock duration in milliseconds.
+-- Returns: nothing; raises on an invalid duration.
+-- Calls: _max_duration_ms.
+-- Tables: none.
+-- Locks: none.
 CREATE FUNCTION @extschema@._check_lock_ms(p_lock_ms bigint)
 RETURNS void
 LANGUAGE plpgsql IMMUTABLE

@@ -1,6 +1,11 @@
 -- Internal: validates one message's content and key (message_create,
 -- message_publish): a content not NULL and within the size limit, a key
 -- NULL or 1 to 1024 characters.
+-- Parameters: p_content, the content; p_key, the deduplication key or NULL.
+-- Returns: nothing; raises 22004, 54000 or 22023 on invalid input.
+-- Calls: _check_size, _max_content_bytes, _check_key.
+-- Tables: none.
+-- Locks: none.
 CREATE FUNCTION @extschema@._check_message(p_content bytea, p_key text)
 RETURNS void
 LANGUAGE plpgsql IMMUTABLE

@@ -1,6 +1,11 @@
 -- Internal: validates the channel a message goes to: a channel name
 -- (_check_channel_name) that does not end in '*', which names a pattern
 -- (channel_set), never a channel.
+-- Parameters: p_channel, the channel's name.
+-- Returns: nothing; raises 22004 or 22023 on an invalid name or a pattern.
+-- Calls: _check_channel_name.
+-- Tables: none.
+-- Locks: none.
 CREATE FUNCTION @extschema@._check_message_channel(p_channel text)
 RETURNS void
 LANGUAGE plpgsql IMMUTABLE

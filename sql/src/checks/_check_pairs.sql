@@ -2,8 +2,13 @@
 -- not valid input of the settle-by-batch calls: 22004 for a NULL array or
 -- element, 22023 for arrays of different lengths, of more than one
 -- dimension, or of more than 10000 elements; nothing for valid ones.
--- Called only when a cheap test of the caller's has found something wrong
--- (or nothing to do: empty arrays).
+-- Called only when a cheap test of the caller's (_message_complete_set)
+-- has found something wrong (or nothing to do: empty arrays).
+-- Parameters: p_ids, the message ids; p_num_attempts, their fencing tokens.
+-- Returns: nothing; raises on invalid arrays.
+-- Calls: none.
+-- Tables: none.
+-- Locks: none.
 CREATE FUNCTION @extschema@._check_pairs(p_ids bigint[], p_num_attempts integer[])
 RETURNS void
 LANGUAGE plpgsql IMMUTABLE

@@ -1,4 +1,12 @@
--- Internal: validates the (id, fencing token) pair every worker call takes.
+-- Internal: validates the (id, fencing token) pair of the calls that settle
+-- one delivery (message_complete, message_defer, message_fail,
+-- message_heartbeat; message_complete calls it only when one is NULL):
+-- neither may be NULL (22004).
+-- Parameters: p_id, the message id; p_num_attempts, its fencing token.
+-- Returns: nothing; raises 22004 when either is NULL.
+-- Calls: none.
+-- Tables: none.
+-- Locks: none.
 CREATE FUNCTION @extschema@._check_token(p_id bigint, p_num_attempts integer)
 RETURNS void
 LANGUAGE plpgsql IMMUTABLE

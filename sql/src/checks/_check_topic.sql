@@ -1,5 +1,11 @@
 -- Internal: validates a routing key or a topic pattern (p_name names the
--- parameter in the message): 1 to 255 characters.
+-- parameter in the message): not NULL (22004), 1 to 255 characters (22023).
+-- Parameters: p_topic, the routing key or pattern; p_name, the parameter's
+--   name for the error message.
+-- Returns: nothing; raises on an invalid value.
+-- Calls: none.
+-- Tables: none.
+-- Locks: none.
 CREATE FUNCTION @extschema@._check_topic(p_topic text, p_name text)
 RETURNS void
 LANGUAGE plpgsql IMMUTABLE

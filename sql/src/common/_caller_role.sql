@@ -3,6 +3,11 @@
 -- function current_user is the extension's owner; the role setting and
 -- session_user are not changed by it.  A SQL function without sub-selects,
 -- so that the planner inlines it into the statement that uses it.
+-- Parameters: none.
+-- Returns: the role as a regrole.
+-- Calls: none.
+-- Tables: none.
+-- Locks: none.
 CREATE FUNCTION @extschema@._caller_role()
 RETURNS pg_catalog.regrole
 LANGUAGE sql STABLE

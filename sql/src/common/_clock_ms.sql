@@ -6,6 +6,11 @@
 -- infinity test), so with a volatile argument it would not be inlined.  A
 -- VOLATILE function may take the epoch of the timestamptz itself (STABLE,
 -- exact numeric since PostgreSQL 14); the clock is never infinite.
+-- Parameters: none.
+-- Returns: floor(clock_timestamp() in epoch seconds * 1000), a bigint.
+-- Calls: none.
+-- Tables: none.
+-- Locks: none.
 CREATE FUNCTION @extschema@._clock_ms()
 RETURNS bigint
 LANGUAGE sql VOLATILE

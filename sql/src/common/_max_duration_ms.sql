@@ -5,6 +5,11 @@
 -- (The CHECK constraints of channel and schedule repeat the number: a
 -- function there would be inlined again by every statement that writes
 -- those rows.)
+-- Parameters: none.
+-- Returns: 31536000000 (365 days in ms), a bigint.
+-- Calls: none.
+-- Tables: none.
+-- Locks: none.
 CREATE FUNCTION @extschema@._max_duration_ms()
 RETURNS bigint
 LANGUAGE sql IMMUTABLE PARALLEL SAFE

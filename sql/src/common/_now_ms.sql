@@ -2,6 +2,11 @@
 -- dequeue_at.  Internal: as _clock_ms, the epoch of the timestamptz itself
 -- (exact numeric since PostgreSQL 14; now() is never infinite), not
 -- to_epoch(now()), whose infinity test the worker's path does not need.
+-- Parameters: none.
+-- Returns: floor(now() in epoch seconds * 1000), a bigint.
+-- Calls: none.
+-- Tables: none.
+-- Locks: none.
 CREATE FUNCTION @extschema@._now_ms()
 RETURNS bigint
 LANGUAGE sql STABLE

@@ -9,7 +9,9 @@
 -- does not inline a volatile argument used twice).
 -- Parameters: p_xid, a transaction id (xid8) as bigint, or 0.
 -- Returns: true when it is 0 or visible in pg_current_snapshot().
--- Calls: none.  Tables: none.  Locks: none.
+-- Calls: none.
+-- Tables: none.
+-- Locks: none.
 CREATE FUNCTION @extschema@._xact_seen(p_xid bigint)
 RETURNS boolean
 LANGUAGE sql STABLE

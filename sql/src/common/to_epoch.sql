@@ -18,10 +18,13 @@
 -- (a column, a constant, now()); a volatile one (clock_timestamp()) is
 -- evaluated once and the function called.  Not STRICT: PostgreSQL inlines a
 -- strict function only if its body is strict, and CASE is not; NULL takes
--- the ELSE branch and gives NULL.  _clock_ms, on the worker's path, has its
--- own copy of the formula for that reason.
+-- the ELSE branch and gives NULL.  _clock_ms, on the worker's path, takes
+-- the epoch of clock_timestamp() itself for that reason.
 -- Parameters: p_at, a finite timestamp, or NULL.
--- Returns: epoch milliseconds; NULL for NULL.
+-- Returns: epoch milliseconds; NULL for NULL; raises 22008 for ±infinity.
+-- Calls: none.
+-- Tables: none.
+-- Locks: none.
 CREATE FUNCTION @extschema@.to_epoch(p_at timestamptz)
 RETURNS bigint
 LANGUAGE sql IMMUTABLE PARALLEL SAFE

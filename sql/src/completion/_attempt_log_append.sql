@@ -1,8 +1,16 @@
 -- Internal: an attempt log with one more failed attempt appended: the
 -- attempt's number, when it ended (epoch ms) and why.  Used by every writer of
--- message.attempt_log and dead_letter.attempt_log (message_fail, a lock that
--- expired, the dead letters).  A plain SQL expression, so that the planner
--- inlines it into the calling statement.
+-- message.attempt_log and dead_letter.attempt_log (a failure's retry,
+-- _message_requeue; a lock that expired, message_complete_dequeue; a dead
+-- letter, _message_bury).  A plain SQL expression, so that the planner inlines
+-- it into the calling statement.
+-- Parameters: p_log, the log so far (NULL: empty); p_attempt, the attempt's
+--   number (the message's num_attempts); p_at, when it ended, epoch ms;
+--   p_error, why (NULL allowed).
+-- Returns: the log, a jsonb array, with {attempt, at, error} appended.
+-- Calls: none.
+-- Tables: none.
+-- Locks: none.
 CREATE FUNCTION @extschema@._attempt_log_append(
     p_log jsonb,
     p_attempt integer,

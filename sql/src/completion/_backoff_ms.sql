@@ -1,8 +1,17 @@
--- Internal: the retry delay after the message's p_attempt-th failure (1 =
--- its first failed delivery; defers do not count): min(backoff_max_ms, backoff_base_ms *
--- backoff_factor ^ (p_attempt - 1)), less a random part of up to
--- backoff_jitter of it, so retries of one burst spread out and never exceed
--- the cap.  Computed in logarithms so that no attempt count overflows.
+-- Internal: the retry delay after the message's p_attempt-th failure (1 = its
+-- first failed delivery: fail calls and expired locks count, defers do not):
+-- min(backoff_max_ms, backoff_base_ms * backoff_factor ^ (p_attempt - 1)),
+-- less a random part of up to backoff_jitter of it, so retries of one burst
+-- spread out and never exceed the cap; 0 when backoff_base_ms or
+-- backoff_max_ms is 0.  The comparison with the cap is made in logarithms, so
+-- that no attempt count overflows.  VOLATILE: random().
+-- Parameters: p_channel, the message's channel configuration
+--   (_message_channel); p_attempt, its failures including this one
+--   (message.num_failures + 1).
+-- Returns: the delay in ms, 0 to backoff_max_ms.
+-- Calls: none.
+-- Tables: none.
+-- Locks: none.
 CREATE FUNCTION @extschema@._backoff_ms(
     p_channel @extschema@.channel,
     p_attempt integer

@@ -1,11 +1,21 @@
--- Internal: messages left their channels (completed, cancelled, dead), one
--- in channel p_channel_ids[k] for each k: a channel with max_size counts
--- them (held = channel_quota.num_created - num_removed).  Other channels'
--- rows are not touched: the UPDATE matches none of them.  Consumers write
--- num_removed, producers channel_quota, so a complete never waits for a
--- producer.
--- Parameters: p_channel_ids.
--- Tables: channel (update).
+-- Internal: messages left their channels (completed, cancelled, dead), one in
+-- channel p_channel_ids[k] for each k: a channel with max_size counts them in
+-- num_removed (its messages = channel_quota.num_created - num_removed).  Other
+-- channels' rows are not touched: the UPDATE matches none of them.  Consumers
+-- write num_removed, producers channel_quota, so a completion never waits for
+-- a producer.  Each row is read newest version first and written by the ctid
+-- found (_channel_row says why).  Callers: _message_complete_set,
+-- _message_bury, message_cancel.
+-- Parameters: p_channel_ids, the channel of each message that left, one
+--   element per message (a channel repeated counts that many).
+-- Returns: nothing.
+-- Calls: none.
+-- Tables: reads channel (channel_pkey, backwards: each row's newest version
+--   and its max_size); writes channel (num_removed of max_size channels).
+-- Locks: the max_size channels' rows it updates, whose channel row lock,
+--   advisory (1819111683, hashint8(channel id)), the caller holds
+--   (_channel_rows_lock, _message_channel, _message_promote); no advisory lock
+--   of its own.
 CREATE FUNCTION @extschema@._channel_removed(p_channel_ids bigint[])
 RETURNS void
 LANGUAGE plpgsql VOLATILE

@@ -1,18 +1,21 @@
 -- Internal: take the row locks (_channel_row_lock) of the channels whose
--- counts a completion of these messages changes, before it deletes any of
--- them (_message_complete_set says why): the channels of admitted messages
--- and those with max_size, in the locks' key order (a sort of an array's
--- elements, not of a scan's rows; OFFSET 0: locked in that order).  A
--- channel twice takes its lock twice: harmless.  Each row is read newest
--- version first (_channel_row says why).  PL/pgSQL, never inlined: called
--- only once a channel's row was ever made (channel_row_seq), so that a
--- database without rows neither runs nor prepares these probes.
+-- counts a completion of these messages changes, before it deletes any of them
+-- (_message_complete_set says why): the channels of admitted messages and
+-- those with max_size, in the locks' key order (a sort of an array's elements,
+-- not of a scan's rows; OFFSET 0: locked in that order).  A channel twice
+-- takes its lock twice: harmless.  Each row is read newest version first
+-- (_channel_row says why).  The messages are read, not locked: one with a
+-- stale token costs its channel's lock, nothing more.  PL/pgSQL, never
+-- inlined: called only once a channel's row was ever made (channel_row_seq),
+-- so that a database without rows neither runs nor prepares these probes.
 -- Parameters: p_ids, the ids to complete.
 -- Returns: TRUE (a condition of the completion's DELETE).
 -- Calls: _channel_row_lock.
--- Tables: reads message (message_pkey), channel (channel_pkey, backwards).
+-- Tables: reads message (message_pkey: each message's channel and
+--   is_admitted), channel (channel_pkey, backwards: whether it has max_size).
 -- Locks: advisory (1819111683, hashint8(channel id)) of each such channel,
---   waited for, until the transaction ends.
+--   exclusive, waited for, until the transaction ends (_channel_row_lock), in
+--   key order.
 CREATE FUNCTION @extschema@._channel_rows_lock(p_ids bigint[])
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE

@@ -1,7 +1,23 @@
 -- Internal: move a message, locked by the caller, to the dead letters with
--- p_error as the last entry of its attempt log, count it out of a max_size
--- channel (_channel_removed), and release its key for the channel's dedup
--- window.  Admission is the caller's job (_channel_admit).
+-- p_error as the last entry of its attempt log (counted in
+-- lonnymq_messages_dead_lettered_total), count it out of a max_size channel
+-- (_channel_removed), and release its key for the channel's dedup window
+-- (_message_key_release).  Admission is the caller's job (_channel_admit).
+-- Callers: message_fail (its last failure) and _message_promote (a lock that
+-- expired on its last attempt).
+-- Parameters: p_id, the message; p_channel_id, p_channel, its channel's id and
+--   name (the dead letter's channel); p_error, the last error (NULL allowed);
+--   p_now, the caller's clock (dead_at, the log entry's time, the start of the
+--   key's window); p_window_ms, the channel's dedup_window_ms.
+-- Returns: nothing.
+-- Calls: _attempt_log_append (inlined), _message_key_release,
+--   _channel_removed.
+-- Tables: writes message (deletes it, by message_pkey), dead_letter (inserts
+--   it), messages_dead_lettered_seq (the counter).  (message_key through
+--   _message_key_release; channel through _channel_removed.)
+-- Locks: the message row it deletes (the caller has locked it); through its
+--   callees, the message_key row they update or delete and a max_size
+--   channel's row (under the channel row lock, 1819111683, the caller holds).
 CREATE FUNCTION @extschema@._message_bury(
     p_id bigint,
     p_channel_id bigint,

@@ -1,29 +1,53 @@
 -- Internal: complete locked messages, p_ids[k] with fencing token
 -- p_num_attempts[k], on behalf of p_caller; the one completion of
 -- message_complete, message_complete_batch and message_complete_dequeue.
--- Returns the ids completed; a pair with a stale token, a message that is
--- not locked or is locked by another role is skipped (changes nothing),
--- and with p_report each id not completed is a NOTICE with SQLSTATE 01LQ1
--- and the id and token in its detail (message_complete_dequeue: a worker
--- can log it; its result has no room for it, and a transaction-local
--- setting would be lost under autocommit).
+-- Returns the ids completed; a pair with a stale token, a message that is not
+-- locked or is locked by another role is skipped (changes nothing), and with
+-- p_report each id not completed is a NOTICE with SQLSTATE 01LQ1 and the id
+-- and token in its detail (message_complete_dequeue: a worker can log it; its
+-- result has no room for it, and a transaction-local setting would be lost
+-- under autocommit).  Each completion is counted in
+-- lonnymq_messages_completed_total.
 --
--- One statement for messages of channels without configuration: the
--- DELETE by primary key (one probe per pair); once a channel's row was
--- ever made (channel_row_seq), the channel row locks (_channel_rows_lock)
--- and for each deleted message a probe of channel_pkey (_channel_has_row),
--- both out of line, so that a database without rows neither runs nor
--- prepares them; once a pattern was ever set (channel_pattern_seq), every
--- message is followed, for its pattern's history setting.  What keyed messages, admitted ones and
--- configured channels need follows, only when there is any, from the rows
--- the DELETE returned: channels that retain history get their copies;
--- keys are released for their channel's dedup window; max_size channels
--- count the removals (_channel_removed); admitted messages free their
--- places (_channel_admit; their row locks were taken before the delete).
--- Calls: _check_pairs, _channel_rows_lock, _channel_has_row,
+-- One statement for messages of channels without configuration: the DELETE by
+-- primary key (one probe per pair); once a channel's row was ever made
+-- (channel_row_seq), the channel row locks (_channel_rows_lock) and for each
+-- deleted message a probe of channel_pkey (_channel_has_row), both out of
+-- line, so that a database without rows neither runs nor prepares them; once a
+-- pattern was ever set (channel_pattern_seq), every message is followed, for
+-- its pattern's history setting.  What keyed messages, admitted ones and
+-- configured channels need follows, only when there is any, from the rows the
+-- DELETE returned: channels that retain history (their row's setting, else
+-- their pattern's) get their copies; keys are released for their channel's
+-- dedup window; max_size channels count the removals (_channel_removed);
+-- admitted messages free their places (_channel_admit, per channel in id
+-- order; their row locks were taken before the delete).
+-- Parameters: p_ids, the message ids; p_num_attempts, their fencing tokens
+--   (p_num_attempts[k] for p_ids[k]); p_caller, the role completing
+--   (_caller_role): a message locked by another role is skipped; p_report, a
+--   NOTICE for each id not completed.
+-- Returns: the ids completed ('{}' when none).  Invalid arrays raise
+--   _check_pairs's errors.
+-- Calls: _check_pairs, _clock_ms, _channel_rows_lock, _channel_has_row,
+--   _channel_row (inlined), _channel_pattern_config (inlined),
 --   _message_key_release, _channel_removed, _channel_admit.
--- Tables: channel (read; lock), message (delete), message_history (insert),
---   message_key (update, delete).
+-- Tables: reads channel_row_seq, channel_pattern_seq (whether a channel row or
+--   a pattern was ever made); writes message (deletes, by message_pkey),
+--   message_history (a copy, for channels that retain history),
+--   messages_completed_seq (the counter).  (channel through
+--   _channel_rows_lock, _channel_has_row, _channel_row and
+--   _channel_pattern_config; message_key through _message_key_release; channel
+--   through _channel_removed; channel and held messages through
+--   _channel_admit.)
+-- Locks: advisory (1819111683, hashint8(channel id)) exclusive until the
+--   transaction ends, of the channels of admitted messages and of max_size
+--   channels, in key order, before any message is deleted (_channel_rows_lock;
+--   none while no channel row was ever made); the message rows it deletes;
+--   then, through its callees, the message_key rows they update or delete
+--   (_message_key_release), max_size channels' rows (_channel_removed) and,
+--   per channel with admitted messages, its row FOR NO KEY UPDATE, held
+--   messages FOR UPDATE SKIP LOCKED and the epoch's parity (1819111690) shared
+--   (_channel_admit).
 CREATE FUNCTION @extschema@._message_complete_set(
     p_ids bigint[],
     p_num_attempts integer[],

@@ -1,22 +1,38 @@
 -- Internal: a locked message goes back to its channel for a later attempt:
--- message_fail's retry (p_is_failure: its failure counted and logged with
--- p_error) and message_defer (p_state saved unless NULL).  It is unlocked
--- and, by its new time p_dequeue_at and its channel:
+-- message_fail's retry (p_is_failure: its failure counted in num_failures and
+-- logged with p_error) and message_defer (p_state saved unless NULL).  It is
+-- unlocked and, by its new time p_dequeue_at and its channel:
 --   scheduled  p_dequeue_at ahead of p_now: message_due_ix promotes it;
 --   held       its channel has a limit or is paused: admission;
 --   ready      otherwise: its channel's next place (_message_place).
 -- An admitted message leaves its admission (a lock counts towards
 -- max_concurrency until it is completed, failed or deferred): the channel
--- admits its next held message, which may be this one.  Except in an
--- ordered channel: there it keeps its admission, scheduled at its new time
--- (promotion places an admitted message), so nothing else of the channel
--- is admitted before it is completed, dead-lettered or cancelled.
--- The caller has locked the message, entered the epoch (p_bound) and read
--- its clock after.
--- Parameters: p_id; p_channel (_channel_config); p_is_admitted; p_dequeue_at;
---   p_state; p_is_failure, p_error; p_bound; p_now.
--- Calls: _message_place, _attempt_log_append, _channel_admit.
--- Tables: message (update).
+-- admits its next held message, which may be this one.  Except in an ordered
+-- channel: there it keeps its admission, placed at once when its new time (not
+-- before the channel's release_at) has come and the channel is not paused,
+-- else left due (promotion places an admitted message, or holds it in a paused
+-- channel), so nothing else of the channel is admitted before it is completed,
+-- dead-lettered or cancelled.  A message ready now in a channel with notify
+-- sends NOTIFY lonnymq.  The caller has locked the message, entered the epoch
+-- (p_bound) and read its clock after.
+-- Parameters: p_id, the message; p_channel, its channel's configuration
+--   (_message_channel); p_is_admitted, whether it holds an admission;
+--   p_dequeue_at, its new time; p_state, the state to save (NULL: keep);
+--   p_is_failure, a failure rather than a defer; p_error, the failure's error;
+--   p_bound, the caller's epoch bound (_epoch_enter); p_now, the caller's
+--   clock, read after it entered the epoch.
+-- Returns: nothing.
+-- Calls: _channel_admits (inlined), _message_place (inlined),
+--   _attempt_log_append (inlined), _channel_admit.
+-- Tables: reads message (message_pkey: whether an admitted message was made
+--   ready again, its channel's pending delivery; _message_place's probes of
+--   message_ready_ix and message_channel_ix); writes message (the message, by
+--   message_pkey).
+-- Locks: the message row it updates (the caller holds it FOR UPDATE); when the
+--   message leaves its admission or is held, _channel_admit's: the channel row
+--   lock (1819111683, already held through _message_channel), the channel's
+--   row FOR NO KEY UPDATE, held messages FOR UPDATE SKIP LOCKED, the epoch's
+--   parity (1819111690) shared.
 CREATE FUNCTION @extschema@._message_requeue(
     p_id bigint,
     p_channel @extschema@.channel,

@@ -1,13 +1,32 @@
 -- Report a failed attempt of a locked message and apply its channel's retry
--- policy: 'retry' (unlocked and scheduled again after the backoff,
+-- policy: 'retry' (unlocked and delivered again after the backoff,
 -- _backoff_ms) while this is not its max_attempts-th failure (failed
 -- deliveries: fail calls and expired locks, not defers: message.num_failures),
--- else 'dead' (moved to dead_letter with p_error and its attempt log).  Returns
--- NULL, changing nothing, for a stale token or a message that is not
--- locked.  Every failure is logged in the message's attempt_log.  Lock
--- order, as everywhere: the channel row (of a configured channel,
--- _message_channel), then the message row.  The retry goes back to its
--- channel through _message_requeue (a backoff of 0: ready now).
+-- else 'dead' (moved to dead_letter with p_error and its attempt log,
+-- _message_bury; an admitted message's channel then admits its next).  Returns
+-- NULL, changing nothing, for a stale token, a message that is not locked, is
+-- locked by another role or does not exist.  Every failure is logged in the
+-- message's attempt_log and counted in lonnymq_messages_failed_total.  Lock
+-- order, as everywhere: the channel row (of a channel that admits or has
+-- max_size, _message_channel), then the message row.  The retry goes back to
+-- its channel through _message_requeue (a backoff of 0: ready now).
+-- Parameters: p_id, the message; p_num_attempts, its fencing token; p_error,
+--   the error to log (at most 1 MiB; NULL allowed).
+-- Returns: 'retry', 'dead', or NULL (nothing changed).
+-- Calls: _check_token, _check_size, _message_channel, _epoch_enter, _clock_ms,
+--   _caller_role (inlined), _message_bury, _channel_admit, _backoff_ms,
+--   _message_requeue.
+-- Tables: reads message (message_pkey, locked FOR UPDATE); writes
+--   messages_failed_seq (the counter).  (channel through _message_channel;
+--   message, dead_letter, message_key and channel written through
+--   _message_bury, _channel_admit and _message_requeue.)
+-- Locks: the channel guard (1819111681, or its bucket guard 1819111682) shared
+--   and, for a channel that admits or has max_size, the channel row lock
+--   (1819111683) exclusive, both until the transaction ends
+--   (_message_channel); the epoch's parity (1819111690) shared until the
+--   transaction ends (_epoch_enter); the message's row FOR UPDATE (waits for a
+--   concurrent complete or defer of it), then updated or deleted;
+--   _message_bury's, _channel_admit's and _message_requeue's.
 CREATE FUNCTION @extschema@.message_fail(
     p_id bigint,
     p_num_attempts integer,

@@ -1,5 +1,29 @@
--- Extend a locked message's lock to at least now + p_lock_ms.  Never
--- shortens a lock.
+-- Extend a locked message's lock to at least now + p_lock_ms.  Never shortens
+-- a lock.  Returns false, changing nothing, for a stale token, a message that
+-- is not locked or is locked by another role.  A writer of message_due_ix (the
+-- lock's expiry): it enters the epoch first, then reads the clock.  A lock
+-- that had expired and was promoted (ready again, still locked: its holder may
+-- complete it until it is delivered again) is taken back out of the round
+-- order (position NULL; is_early is left as it was, which readers of
+-- message_early_ix ignore without a position): its holder keeps it.  When that
+-- message was admitted, it was its channel's pending delivery: the channel's
+-- row lock is taken before the message row, as completions take them, and its
+-- admission runs (_channel_admit), which may admit another.
+-- Parameters: p_id, the message; p_num_attempts, its fencing token; p_lock_ms,
+--   the lock's new least length from now (1 ms to _max_duration_ms,
+--   _check_lock_ms).
+-- Returns: whether the lock was extended.
+-- Calls: _check_token, _check_lock_ms, _epoch_enter, _channel_row_lock,
+--   _caller_role (inlined), _clock_ms, _channel_admit.
+-- Tables: reads channel (channel_pkey: the channel of an admitted lock made
+--   ready again), message (message_pkey); writes message (dequeue_at,
+--   position).
+-- Locks: the epoch's parity (1819111690) shared until the transaction ends
+--   (_epoch_enter); for an admitted lock made ready again, advisory
+--   (1819111683, hashint8(channel id)) exclusive until the transaction ends
+--   (_channel_row_lock), before the message row; the message's row FOR UPDATE,
+--   then updated; for that admitted one, _channel_admit's (its channel's row
+--   FOR NO KEY UPDATE, held messages FOR UPDATE SKIP LOCKED).
 CREATE FUNCTION @extschema@.message_heartbeat(
     p_id bigint,
     p_num_attempts integer,

@@ -1,7 +1,17 @@
 -- Internal: message p_message_id, holding (channel, key), was completed or
--- dead-lettered (p_window_ms: the channel's dedup window, the claim then
--- lasts that long) or cancelled (p_window_ms 0: the claim goes at once).
--- Only the message's own claim is touched.
+-- dead-lettered (p_window_ms: the channel's dedup window, the claim then lasts
+-- that long) or cancelled, or not stored after all (message_create refused by
+-- max_size) (p_window_ms 0: the claim goes at once).  Only the message's own
+-- claim is touched: a claim another message has taken over since is left
+-- alone.
+-- Parameters: p_channel_id, p_key, the claim; p_message_id, the message that
+--   held it; p_window_ms, how long the claim lasts (0 or less: deleted now);
+--   p_now, the clock the window starts from.
+-- Returns: nothing.
+-- Calls: none.
+-- Tables: writes message_key (by message_key_pkey: expires_at set, or the row
+--   deleted).
+-- Locks: the claim row it updates or deletes.
 CREATE FUNCTION @extschema@._message_key_release(
     p_channel_id bigint,
     p_key text,

@@ -8,8 +8,14 @@
 -- holding both parities is harmless: it only delays a raise).
 -- Parameters: none.
 -- Returns: the bound: every position the caller writes must be at least it;
---   the caller's clock, read after this, is at least epoch_at_seq.
--- Tables: none (position_bound_seq).
+--   the caller's clock, read after this, is at least the epoch's start
+--   (epoch_at_seq).
+-- Calls: _epoch_hold.
+-- Tables: reads position_bound_seq (its last value: the epoch, bound * 2 +
+--   parity).
+-- Locks: advisory (1819111690, the epoch's parity) shared until the
+--   transaction ends (_epoch_hold); both parities when a raise came between
+--   the read and the lock.
 CREATE FUNCTION @extschema@._epoch_enter()
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE

@@ -26,23 +26,27 @@
 --     epoch_previous_at_seq): the marks lag one epoch behind.  Else the
 --     raise does nothing; a later one will.
 -- So, with the limits (bound, start) of whichever case:
---   position mark <- least(bound, the first ready position), read without
---     SKIP LOCKED: a take in flight, which may still roll back, counts;
---   due mark <- least(start - 100 ms, the first scheduled or locked
---     dequeue_at below it, the first schedule's greatest(next_at, set_at)
+--   position mark <- least(bound, the first ready position, p_taken), read
+--     without SKIP LOCKED: a take in flight, which may still roll back,
+--     counts;
+--   due mark <- least(start - 100 ms, the first key of message_due_ix,
+--     greatest(dequeue_at, created_at), below it (a scheduled, waiting or
+--     locked message), the first schedule's greatest(next_at, set_at)
 --     below it); the margin covers a backward step of the
 --     system clock up to 100 ms between two backends' readings (tick()
 --     promotes from the beginning of the due index, for larger ones);
 --   neither mark ever moves down (what lies below a mark never changes);
---   a new epoch: its bound <- the first ready position, with the other
+--   a new epoch: its bound <- the first ready position (past p_taken_last
+--     when none is; never below the current bound), with the other
 --     parity; epoch_at <- p_now (every writer that sees the new epoch reads
 --     its clock after p_now was read); the raiser and the previous epoch's
 --     values recorded last.  The sequences are not transactional: a raise
 --     cut short (an error, a cancel, a crash) leaves a prefix of these
 --     writes, and every prefix is safe: the previous epoch's values are
 --     never newer than the epoch the recorded raiser started.
--- Called by a dequeue that took 16 messages or more, one call in 16
--- otherwise, or when what it took lay 16 rounds past the mark.  A raise
+-- Called by a dequeue (message_complete_dequeue) that took 16 messages or
+-- more, one call in 16 otherwise (its first turn's message id a multiple
+-- of 16), or when what it took lay 16 rounds past the mark.  A raise
 -- never waits; one that finds the previous epoch busy does nothing.
 -- Parameters: p_now, the caller's clock; p_taken, the least position the
 --   caller took, which its own read no longer sees as ready but which its
@@ -53,17 +57,24 @@
 --   round order (what lies between was taken by this call or by others in
 --   flight), p_taken after one channel's turns (other channels' turns lie
 --   between them: a bound past them sent every new message behind them).
---   The caller's transaction wrote nothing before the call: it took
---   nothing else; it has an xid (its take).
+--   The caller's transaction had written nothing before the dequeue that
+--   calls this (that call's own completions aside, which take no
+--   position): it took nothing else; it has an xid (its take).
 -- Returns: whether the marks were raised.
--- Calls: _xact_seen (inlined); sequences, advisory locks.
--- Tables: reads message (message_ready_ix, message_due_ix, from the marks),
---   schedule (schedule_due_ix, from the due mark);
---   writes the sequences position_mark_seq, due_mark_seq,
---   position_bound_seq, epoch_at_seq, epoch_raiser_seq,
---   epoch_previous_bound_seq, epoch_previous_at_seq.
--- Locks: advisory (1819111690, 2) tried, until the transaction ends; then
---   (1819111690, previous parity) tried exclusively, released at once.
+-- Calls: _xact_seen (only outside READ COMMITTED; not inlined: its
+--   argument, a sequence's last value, is volatile and used twice).
+-- Tables: reads message (message_ready_ix, from the position mark and from
+--   p_from; message_due_ix, from the due mark), schedule (schedule_due_ix,
+--   from the due mark), position_bound_seq, position_mark_seq, due_mark_seq,
+--   epoch_at_seq, epoch_previous_bound_seq, epoch_previous_at_seq,
+--   epoch_raiser_seq (their last values);
+--   writes position_mark_seq, due_mark_seq, position_bound_seq, epoch_at_seq,
+--   epoch_raiser_seq, epoch_previous_bound_seq, epoch_previous_at_seq
+--   (setval, in this order).
+-- Locks: advisory (1819111690, 2), the raise lock, tried exclusively and
+--   held until the transaction ends; then (1819111690, the previous epoch's
+--   parity) tried exclusively at session level and released at once.  No
+--   row locks.
 CREATE FUNCTION @extschema@._marks_raise(p_now bigint, p_taken bigint, p_taken_last bigint, p_from bigint)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE

@@ -1,6 +1,12 @@
 -- Internal: the metric families of lonnymq.metrics, in the order
 -- metrics_text() writes them, with their Prometheus type and help text
 -- (monitoring/ repeats them; test/python/test_metrics.py compares).
+-- Parameters: none.
+-- Returns: one row per family: i, its place in the output; metric; type
+--   (gauge, counter); help.
+-- Calls: none.
+-- Tables: none.
+-- Locks: none.
 CREATE FUNCTION @extschema@._metric_families()
 RETURNS TABLE (i integer, metric text, type text, help text)
 LANGUAGE sql IMMUTABLE

@@ -1,5 +1,10 @@
 -- Internal: a label value escaped for Prometheus' text format (backslash,
 -- double quote and newline, in that order).
+-- Parameters: p_value, the label's value.
+-- Returns: the escaped value (NULL for NULL).
+-- Calls: none.
+-- Tables: none.
+-- Locks: none.
 CREATE FUNCTION @extschema@._metric_label(p_value text)
 RETURNS text
 LANGUAGE sql IMMUTABLE

@@ -2,10 +2,10 @@
 -- one per metric and label set.
 --
 -- Series.  A gauge has one series per configured channel, one per pattern
--- (every channel that follows it, configured once by channel_set('p*')),
--- and '*', every other channel: they partition the channels, so sum() over
--- the channel label gives the totals, and a million per-tenant channels
--- make one series, not a million.
+-- (every channel that follows it, configured once by channel_set('p*')), and
+-- '*', every other channel: they partition the channels, so sum() over the
+-- channel label gives the totals, and a million per-tenant channels make one
+-- series, not a million.
 --
 -- Cost: bounded per channel, never per message (doc/metrics.md):
 --   - the channels holding messages, one probe of message_channel_ix each
@@ -17,14 +17,26 @@
 --   - the counts of a series stop at lonnymq.metrics_count_limit entries
 --     (a setting, default 10,000), messages and dead letters each: exact
 --     up to it, the limit itself beyond.  An exact count reads every
---     message (0.11.2's channel_stats: 0.5 to 0.7 s at 1,000,000), and
---     one kept per series would write a row per message (8 to 11 % of the
---     floor's CPU, bench/prototypes/metrics_counters/).
--- Counters are the sequences' values (*_seq, schema/): no row is read.
--- States as channel_stats counts them: ready (not locked, due; a paused or
--- saturated channel's waiting ones too), scheduled (not locked, due
--- later), locked (expired locks included until recovered).
--- Tables: message, dead_letter, channel (read).
+--     message (as the view channel_stats does: 0.5 to 0.7 s at 1,000,000
+--     messages, measured on 0.11.2), and one kept per series would write
+--     a row per message (8 to 11 % of the floor's CPU:
+--     doc/dequeue-design.md, "Counters as rows").
+-- Counters are the sequences' values (*_seq, schema/): no row is read.  States
+-- as channel_stats counts them: ready (not locked, due; a paused or saturated
+-- channel's waiting ones too), scheduled (not locked, due later), locked
+-- (expired locks included until recovered).  SECURITY DEFINER: the view's
+-- entry point.
+-- Parameters: none.
+-- Returns: rows (metric, channel, state, value): the gauges per series,
+--   lonnymq_messages_count_limit, and the counters.
+-- Calls: _clock_ms, _channel_id, _channel_pattern_config (inlined).
+-- Tables: reads message (message_channel_ix: the channels, their names, their
+--   next ready messages and their counts), dead_letter
+--   (dead_letter_channel_ix), channel (channel_pkey: a channel's series; every
+--   configured channel's row), messages_created_seq, messages_delivered_seq,
+--   messages_completed_seq, messages_failed_seq, messages_dead_lettered_seq,
+--   messages_lock_expired_seq (their last values).
+-- Locks: none.
 CREATE FUNCTION @extschema@._metrics()
 RETURNS TABLE (metric text, channel text, state text, value double precision)
 LANGUAGE sql VOLATILE SECURITY DEFINER

@@ -1,12 +1,12 @@
--- One channel's figures for monitoring: the row of the view channel_stats
--- for p_channel (the view is this function for every channel it lists).
--- No row when the channel has neither a configuration nor messages.
--- Cost: one probe of channel_pkey, one pass over the channel's entries in
--- message_channel_ix, one probe for its next ready message and one range
--- of dead_letter_channel_ix: the channel's own messages, whatever the
--- number of channels (a filter on the view's name column cannot reach a
--- channel without a row but by listing every channel).
--- Counts are exact as of the statement's snapshot:
+-- One channel's figures for monitoring: the row of the view channel_stats for
+-- p_channel (the view is this function for every channel it lists).  No row
+-- when the channel has neither a configuration nor messages.  Cost: one probe
+-- of channel_pkey, one pass over the channel's entries in message_channel_ix,
+-- one probe for its next ready message and one range of
+-- dead_letter_channel_ix: the channel's own messages, whatever the number of
+-- channels (a filter on the view's name column cannot reach a channel without
+-- a row but by listing every channel).  Counts are exact as of the statement's
+-- snapshot:
 --   ready:     deliverable now (dequeue_at <= now, not locked), held ones
 --              of a channel at its limit or paused included
 --   scheduled: not locked, deliverable later (future dequeue_at, deferred)
@@ -15,11 +15,16 @@
 --   oldest_ready_age_ms: how long the channel's next message in delivery
 --     order has been deliverable, now - greatest(dequeue_at, created_at);
 --     the age of its oldest ready message unless priorities reorder it.
--- "Now" is the wall clock, read once per channel.
--- A channel without a row has its pattern's configuration or the defaults
--- (_channel_config), and pattern names that pattern; a pattern's name shows
--- the pattern's configuration.
--- Tables: channel, message, dead_letter (read).
+-- "Now" is the wall clock, read once per call.  A channel without a row has
+-- its pattern's configuration or the defaults (_channel_config), and pattern
+-- names that pattern; a pattern's name shows the pattern's configuration.
+-- Parameters: p_channel, a channel's or pattern's name.
+-- Returns: one row (its counts and its configuration), or none.
+-- Calls: _clock_ms, _channel_id, _channel_config.
+-- Tables: reads message (message_channel_ix: the channel's messages),
+--   dead_letter (dead_letter_channel_ix), channel (channel_pkey: whether it
+--   has a row).  (Its configuration through _channel_config.)
+-- Locks: none.
 CREATE FUNCTION @extschema@.channel_stats(p_channel text)
 RETURNS TABLE (
     channel text,

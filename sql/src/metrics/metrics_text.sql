@@ -1,9 +1,14 @@
 -- The metrics of lonnymq.metrics in Prometheus' text exposition format
--- (version 0.0.4): for each metric, a HELP and a TYPE line, then one line
--- per series, labels escaped (backslash, double quote, newline).  Serve
--- it from any HTTP endpoint, or scrape the view with postgres_exporter or
--- sql_exporter (monitoring/).  Cost: the view's (doc/metrics.md).
--- Tables: through _metrics (read).
+-- (version 0.0.4): for each metric, a HELP and a TYPE line, then one line per
+-- series, labels escaped (backslash, double quote, newline).  Serve it from
+-- any HTTP endpoint, or scrape the view with postgres_exporter or sql_exporter
+-- (monitoring/).  Cost: the view's (doc/metrics.md).
+-- Parameters: none.
+-- Returns: the exposition text, ending in a newline.
+-- Calls: _metric_families, _metric_label, _metrics.
+-- Tables: none (message, dead_letter, channel and the counters' sequences
+--   through _metrics)
+-- Locks: none.
 CREATE FUNCTION @extschema@.metrics_text()
 RETURNS text
 LANGUAGE sql VOLATILE SECURITY DEFINER

@@ -2,7 +2,20 @@
 -- messages.  Locks the channel's quota row (producers of the channel
 -- serialise here until they commit), grants as many as the channel has
 -- room for, counts them as created, and returns how many were granted.
--- Messages held = num_created - channel.num_removed.
+-- The channel's messages = channel_quota.num_created - channel.num_removed:
+-- producers write the first, consumers the second (_channel_removed), so
+-- that a completion never waits for a producer.  num_removed is read
+-- without a lock: a removal not yet committed only makes the grant smaller.
+-- Parameters: p_channel_id, the channel's id; p_max_size, its max_size;
+--   p_want, how many messages the producer would store.
+-- Returns: how many it may store (0 to p_want), already counted as created.
+-- Calls: _channel_row.
+-- Tables: reads channel_quota (channel_quota_pkey, backwards: newest version
+--   first); writes channel_quota (num_created, by the ctid it was locked at)
+--   (the channel's num_removed is read through _channel_row).
+-- Locks: the channel's channel_quota row FOR UPDATE until the transaction
+--   ends (waits for another producer of the channel), which it updates.
+--   In the lock order, after the channel guard and before message rows.
 CREATE FUNCTION @extschema@._channel_quota_take(
     p_channel_id bigint,
     p_max_size integer,

@@ -4,9 +4,18 @@
 -- more than p_margin, the channel's last ready message that is not early
 -- (stepping back over the burst).  The rare case of _message_place.
 -- (The channel's last ready message is early: the latest early one is at
--- least as late.)
--- Parameters: as _message_place.
--- Tables: reads message (message_early_ix, message_channel_ix).
+-- least as late.)  SQL, but with sub-selects: not inlined, called only when
+-- the channel's last ready message is early.
+-- Parameters: p_channel_id, the message's channel; p_bound, the epoch's
+--   bound; p_dequeue_at, the message's dequeue_at; p_margin, how far (ms)
+--   it may sort before the last ready message that is not early (as
+--   _message_place's).
+-- Returns: TRUE when the message is early.
+-- Calls: none.
+-- Tables: reads message (message_early_ix: the channel's latest early
+--   message; message_channel_ix, backwards from the channel's last place:
+--   its last ready message that is not early).
+-- Locks: none.
 CREATE FUNCTION @extschema@._message_early_behind(
     p_channel_id bigint,
     p_bound bigint,

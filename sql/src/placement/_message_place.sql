@@ -7,8 +7,9 @@
 --   is_early: the message sorts more than p_margin before its channel's
 --     last ready message (a priority message's past dequeue_at, a long
 --     transaction's now(), a recovered lock): a turn of its channel then
---     delivers it before the turn's holder (message_complete_dequeue), so
---     that the channel's messages come out in (dequeue_at, id) order.
+--     delivers it before the turn's holder (message_complete_dequeue,
+--     _message_turns_resolve), so that the channel's messages come out in
+--     (dequeue_at, id) order.
 --     A new message's margin is a second when its dequeue_at is the default
 --     (its transaction's start): within it, such messages keep the order in
 --     which they were created, because concurrent producers' transaction
@@ -20,13 +21,20 @@
 --   last_dequeue_at, last_is_early: the channel's last ready message
 --     (message_create_batch decides is_early for each of its messages).
 -- SQL, STABLE and a table function: inlined into the statement that calls
--- it (message_create's first statement, a promotion's UPDATE), so that a
--- placement costs two index probes and no call.
--- Parameters: p_channel_id; p_bound (the epoch's bound); p_dequeue_at;
---   p_margin (ms).
+-- it (message_create's first statement, the UPDATE of a promotion or an
+-- admission, message_create_batch's SELECT), so that a placement costs two
+-- index probes and no call.
+-- Parameters: p_channel_id, the message's channel; p_bound, the epoch's
+--   bound (_epoch_enter; NULL, as a SERIALIZABLE producer passes: no place);
+--   p_dequeue_at, the message's dequeue_at; p_margin, how far (ms) it may
+--   sort before the channel's last ready message and not be early.
+-- Returns: one row: place, its position (NULL when p_bound is NULL);
+--   is_early; last_dequeue_at and last_is_early of the channel's last
+--   ready message (NULL when it has none).
 -- Calls: _message_early_behind (only behind an early message).
 -- Tables: reads message (message_ready_ix: the front; message_channel_ix:
 --   the channel's last turn), from the bound.
+-- Locks: none.
 CREATE FUNCTION @extschema@._message_place(
     p_channel_id bigint,
     p_bound bigint,

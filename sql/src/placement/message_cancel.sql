@@ -2,10 +2,26 @@
 -- deferred.  Returns false, changing nothing, when it does not exist or a
 -- worker holds it (a locked message is the worker's to complete or fail,
 -- even once its lock has expired).  Its deduplication key is released at
--- once (a cancelled message was never processed).  Lock order, as
--- everywhere: the channel row (only for a max_size channel, whose removal
--- count it updates), then the message row; a consumer taking the message concurrently wins,
--- and cancel then returns false.
+-- once (a cancelled message was never processed).  A max_size channel
+-- counts it removed (_channel_removed); an admitted message frees its
+-- place, and the release interval's pending delivery it held, and the
+-- channel admits its next (_channel_admit).  Lock order, as everywhere:
+-- the channel guard and, for a channel with limits or max_size, the
+-- channel row lock (_message_channel), then the message row; a consumer
+-- taking the message concurrently wins, and cancel then returns false.
+-- Parameters: p_id, the message's id.
+-- Returns: true when the message was deleted; false when it does not
+--   exist or is locked.
+-- Calls: _message_channel, _message_key_release, _channel_removed,
+--   _channel_admit, _clock_ms.
+-- Tables: writes message (delete, by message_pkey) (the message's
+--   channel_id read by _message_channel; message_key by
+--   _message_key_release; channel by _channel_removed and _channel_admit).
+-- Locks: the message row, deleted (waits for a take in flight, then finds
+--   it locked).  Its callees': the channel guard (1819111681) shared and,
+--   for a channel with limits or max_size, the channel row lock
+--   (1819111683) exclusive, both until the transaction ends
+--   (_message_channel); the channel row FOR NO KEY UPDATE (_channel_admit).
 CREATE FUNCTION @extschema@.message_cancel(p_id bigint)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER

@@ -20,12 +20,13 @@
 --              locked, so producers block neither each other nor consumers;
 --   scheduled  its dequeue_at is ahead: message_due_ix promotes it;
 --   waiting    its channel has max_concurrency, a release interval or a
---              pause: due at once in message_due_ix, so that the next
---              dequeue admits it (a producer never locks a limited
+--              pause: due at once in message_due_ix, so that a dequeue's
+--              promotion holds it and runs its channel's admission
+--              (_message_promote; a producer never locks a limited
 --              channel's row: producers would wait for each other, and
 --              deadlock across channels); and any message of a
---              SERIALIZABLE producer, which the next dequeue places: a
---              placement reads where its channel's last message is, and
+--              SERIALIZABLE producer, which a dequeue's promotion places:
+--              a placement reads where its channel's last message is, and
 --              two serializable producers of one channel that read and
 --              insert there would fail each other with 40001.
 -- One with max_size counts it (channel_quota: its producers serialise).
@@ -34,13 +35,40 @@
 -- channel, or was completed or dead-lettered there less than the channel's
 -- dedup_window_ms ago, the existing message's id is returned and nothing is
 -- stored (see _message_key_claim).  The key is checked before max_size: a
--- duplicate of a stored message is never reported as dropped.
--- With the channel's notify on, a message deliverable now sends
--- NOTIFY lonnymq with the channel name (or its notify_payload) as payload
--- (PostgreSQL delivers one per transaction and payload).
--- Calls: _message_place (inlined), _message_key_reap, _message_key_claim, _channel_quota_take,
---   _message_key_release.
--- Tables: channel (read), message (insert), message_key, channel_quota.
+-- duplicate of a stored message is never reported as dropped.  A keyed
+-- create also deletes up to two ended claims (_message_key_reap).  The id,
+-- the key's claim and the room are taken once, not again when the epoch
+-- changed.
+-- With the channel's notify on, a message whose dequeue_at has passed, in
+-- a channel that is not paused, sends NOTIFY lonnymq with the channel name
+-- (or its notify_payload) as payload (PostgreSQL delivers one per
+-- transaction and payload).
+-- Parameters: p_channel, the channel's name (not a pattern); p_content, the
+--   payload (at most _max_content_bytes); p_dequeue_at, epoch ms before
+--   which it is not delivered (NULL: the transaction's start; a past value
+--   gives priority within the channel); p_key, a deduplication key (NULL:
+--   none).
+-- Returns: the new message's id; the holder's id when p_key is claimed;
+--   NULL when the channel is at max_size (nothing stored).
+-- Calls: _channel_id, _now_ms, _max_content_bytes, _check_message_channel,
+--   _check_message, _epoch_hold (inlined), _channel_guard_shared (inlined),
+--   _clock_ms, _message_place (inlined), _channel_pattern_config,
+--   _channel_admits, _message_key_reap, _message_key_claim,
+--   _channel_quota_take, _message_key_release.
+-- Tables: reads position_bound_seq (the epoch, twice), channel
+--   (channel_pkey, backwards: newest version first), channel_pattern_seq;
+--   writes message (insert), message_id_seq, messages_created_seq (nextval)
+--   (message read by _message_place; message_key by the key functions;
+--   channel_quota by _channel_quota_take; a pattern's channel row by
+--   _channel_pattern_config).
+-- Locks: none directly.  Its callees', in this order: the epoch's parity
+--   (1819111690) shared (_epoch_hold) and the channel guard (1819111681,
+--   or from a transaction's 33rd guard its bucket guard 1819111682) shared
+--   (_channel_guard_shared), both until the transaction ends; with a key,
+--   its message_key row (the INSERT waits for a concurrent producer of the
+--   same key) and ended claims FOR UPDATE SKIP LOCKED (_message_key_reap);
+--   with max_size, the channel_quota row FOR UPDATE until the transaction
+--   ends (_channel_quota_take).  No channel row is locked.
 CREATE FUNCTION @extschema@.message_create(
     p_channel text,
     p_content bytea,

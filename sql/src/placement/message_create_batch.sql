@@ -3,14 +3,40 @@
 -- is delivered in input order); NULL for a message dropped because the
 -- channel is at max_size (the first ones in input order are kept).  Keys
 -- deduplicate as in message_create, also within the batch (a repeated key
--- gives the first occurrence's id).  NULL p_dequeue_at (or a NULL element)
--- means the transaction start; NULL p_keys (or a NULL element) means no
--- key.  Set-based: one INSERT for the messages; keys are claimed with one
--- INSERT and only those it did not claim are looked at one by one.  The ready
--- messages of a channel without limits take its next turns, one per
--- round, in (dequeue_at, id) order, from one _message_place; those more
--- than a second before the channel's last ready message are early, as
--- message_create's are.
+-- gives the first occurrence's id); unlike message_create, it deletes no
+-- ended claims.  NULL p_dequeue_at (or a NULL element) means the
+-- transaction start; NULL p_keys (or a NULL element) means no key.
+-- Set-based: one INSERT for the messages; keys are claimed with one INSERT
+-- and only those it did not claim are looked at one by one.  The ready
+-- messages of a channel without limits take its next turns, one per round,
+-- in (dequeue_at, id) order, from one _message_place.  Early, as
+-- message_create's are: one with the default dequeue_at more than a second
+-- before the channel's last ready message, one with a given dequeue_at any
+-- time before it; when that last message is itself early, any time before
+-- it (message_create asks _message_early_behind instead).  In a channel
+-- with limits, or from a SERIALIZABLE producer, they all wait, due at once
+-- in message_due_ix, as message_create's do.
+-- Parameters: p_channel, the channel's name (not a pattern); p_contents,
+--   the payloads; p_dequeue_at, each one's dequeue_at (NULL, or a NULL
+--   element: the transaction's start); p_keys, each one's deduplication key
+--   (NULL, or a NULL element: none).  The arrays' lengths must match.
+-- Returns: one id per input, in input order: the new message's, the
+--   holder's for a claimed key, NULL for one dropped at max_size.
+-- Calls: _check_message_channel, _check_batch, _channel_guard_shared,
+--   _epoch_enter, _clock_ms, _now_ms, _channel_config, _channel_id,
+--   _channel_admits, _message_key_claim, _channel_quota_take, _message_place.
+-- Tables: reads message_key (message_key_pkey: the keys not claimed at
+--   once); writes message_id_seq (nextval, one per input), message_key
+--   (insert; delete of a dropped message's claim), message (insert),
+--   messages_created_seq (nextval) (channel read by _channel_config;
+--   message by _message_place; channel_quota by _channel_quota_take).
+-- Locks: the message_key rows it inserts (the INSERT waits for a concurrent
+--   producer of the same key).  Its callees', in this order: the channel
+--   guard (1819111681, or from a transaction's 33rd guard its bucket guard
+--   1819111682) shared (_channel_guard_shared) and the epoch's parity
+--   (1819111690) shared (_epoch_enter), both until the transaction ends;
+--   with max_size, the channel_quota row FOR UPDATE until the transaction
+--   ends (_channel_quota_take).  No channel row is locked.
 CREATE FUNCTION @extschema@.message_create_batch(
     p_channel text,
     p_contents bytea[],

@@ -1,31 +1,40 @@
 -- Internal: materialise up to p_limit due schedules, those whose key in
 -- schedule_due_ix, greatest(next_at, set_at), is at least p_from (the
--- dequeue's due mark: every live key is at least it, see _marks_raise;
--- tick() passes the beginning, its safety net for a next_at set by hand).  Each due schedule's
--- row is locked (SKIP LOCKED: another worker has it) and, in the same
--- transaction, one message is created and next_at advanced, so each period
--- yields exactly one message whoever gets there first.
+-- dequeue's due mark: every live key is at least it, see _marks_raise; tick()
+-- passes the beginning, its safety net for a key left below the mark, by a
+-- backward step of the clock beyond the raise's margin or a row written by
+-- hand).  Each due schedule's row is locked (SKIP LOCKED: another worker has
+-- it) and, in the same transaction, one message is created and next_at
+-- advanced, so each period yields exactly one message whoever gets there
+-- first.
 --
--- Catch-up rule: when several periods were missed (no dequeue, no tick()),
--- ONE message is created, for the latest missed boundary (its dequeue_at),
--- the others are counted in schedule.num_missed, and next_at moves to the
--- first boundary after p_now: the schedule stays aligned to start_at and
--- never floods the channel after downtime.
+-- Catch-up rule: when several periods were missed (no dequeue, no tick()), ONE
+-- message is created, for the latest missed boundary (its dequeue_at), the
+-- others are counted in schedule.num_missed, and next_at moves to the first
+-- boundary after p_now: the schedule stays aligned to start_at and never
+-- floods the channel after downtime.
 --
 -- The channel guard and a size-limited channel's quota row are only tried
 -- (never waited for): a schedule whose channel is being reconfigured or
 -- dropped, or written by a producer of a size-limited channel, right now is
--- left for the next caller.  The
--- message goes through message_create (max_size applies: a full channel
--- misses that period).  The row is updated by the ctid it was locked at:
--- no walk of its versions by name (see the schedule table).
--- Parameters: p_now, the caller's clock (in its epoch: the next_at written
---   is above it, so the row's key); p_limit; p_from.
+-- left for the next caller.  The message goes through message_create (max_size
+-- applies: a full channel misses that period).  The row is updated by the ctid
+-- it was locked at: no walk of its versions by name (see the schedule table).
+-- Parameters: p_now, the caller's clock (in its epoch: the next_at written is
+--   above it, so the row's key); p_limit, at most this many schedules; p_from,
+--   the least key read (the due mark, or the beginning).
 -- Returns: how many messages were created.
 -- Calls: _channel_guard_try_shared, _channel_id, message_create.
--- Tables: reads schedule (schedule_due_ix), channel_quota; writes schedule.
--- Locks: the schedule rows FOR UPDATE SKIP LOCKED; the channel guard tried
---   shared; a channel_quota row FOR UPDATE SKIP LOCKED; message_create's.
+-- Tables: reads schedule (schedule_due_ix, from p_from), channel_quota
+--   (channel_quota_pkey, backwards: the newest version); writes schedule
+--   (next_at and the counts, by ctid).  (message and the rest through
+--   message_create.)
+-- Locks: the due schedules' rows FOR UPDATE SKIP LOCKED, then updated; per
+--   schedule, the channel guard (1819111681, or its bucket guard 1819111682)
+--   tried shared, held until the transaction ends (_channel_guard_try_shared),
+--   and a max_size channel's channel_quota row FOR UPDATE SKIP LOCKED; then
+--   message_create's (the epoch's parity, 1819111690, shared; the guard and
+--   the quota row, already held).
 CREATE FUNCTION @extschema@._schedule_run(p_now bigint, p_limit integer, p_from bigint)
 RETURNS integer
 LANGUAGE plpgsql VOLATILE

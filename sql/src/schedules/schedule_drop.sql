@@ -1,5 +1,11 @@
--- Drop a periodic message.  Messages it already created stay.  Returns
--- false when there is no such schedule.
+-- Drop a periodic message.  Messages it already created stay.  Returns false
+-- when there is no such schedule.
+-- Parameters: p_name, the schedule's name.
+-- Returns: whether a schedule was dropped.  Errors: 22004 (NULL name).
+-- Calls: none.
+-- Tables: writes schedule (deletes the named row, by schedule_name_ix).
+-- Locks: the schedule's row, deleted (waits for a dequeue or tick()
+--   materialising it).
 CREATE FUNCTION @extschema@.schedule_drop(p_name text)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER

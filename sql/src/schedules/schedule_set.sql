@@ -1,20 +1,30 @@
 -- Create or replace a periodic message: every p_every_ms, starting at
 -- p_start_at (NULL: now), a message with p_content is created in p_channel
--- (see _schedule_run for who creates it and the catch-up rule).  Replacing
--- a schedule keeps its position when the period and start are unchanged;
--- otherwise it restarts from p_start_at (or now).
--- Parameters: p_name (1 to 255 characters); p_channel (a channel's name,
---   not a pattern); p_content (at most _max_content_bytes); p_every_ms (1
---   to _max_duration_ms); p_start_at (years 1 to 9999, NULL: now).
--- Returns: nothing.  Errors (doc/schedule_set.md): 22004, 22023, 54000;
---   40001 at REPEATABLE READ or SERIALIZABLE (see below).
--- Calls: _check_message_channel, _check_size, _epoch_enter, _clock_ms,
---   _xact_seen.
--- Tables: schedule (update, or insert); schedule_changer_seq.
--- Locks: advisory (1819111684, 0), one schedule_set at a time, until the
---   transaction ends (one row per name without a unique index, see the
---   schedule table); the epoch's parity shared (_epoch_enter); the
---   schedule's row, by the update.
+-- (see _schedule_run for who creates it and the catch-up rule).  Replacing a
+-- schedule keeps its position when the period is unchanged and p_start_at is
+-- NULL or unchanged; otherwise it restarts from p_start_at (or now).  The
+-- epoch is entered before the clock is read: set_at, this clock, is above the
+-- due mark, from which the delivery reads greatest(next_at, set_at).  One row
+-- per name without a unique index (see the schedule table): one schedule_set
+-- at a time, and at REPEATABLE READ or SERIALIZABLE, a name not found by an
+-- UPDATE is inserted only when the last schedule_set that inserted a row
+-- (schedule_changer_seq) had ended before the snapshot, which so cannot miss
+-- its row; else 40001.
+-- Parameters: p_name (1 to 255 characters); p_channel (a channel's name, not a
+--   pattern); p_content (at most _max_content_bytes); p_every_ms (1 to
+--   _max_duration_ms); p_start_at (years 1 to 9999, NULL: now).
+-- Returns: nothing.  Errors (doc/schedule_set.md): 22004, 22023, 54000; 40001
+--   at REPEATABLE READ or SERIALIZABLE (above).
+-- Calls: _check_message_channel, _check_size, _max_content_bytes,
+--   _max_duration_ms, _epoch_enter, _clock_ms, _xact_seen.
+-- Tables: reads schedule_changer_seq (the last inserter); writes schedule (the
+--   named row updated, by schedule_name_ix, else a row inserted),
+--   schedule_changer_seq (setval: this transaction, when it inserted).
+-- Locks: advisory (1819111684, 0) exclusive, one schedule_set at a time, until
+--   the transaction ends, before anything else; the epoch's parity
+--   (1819111690) shared until the transaction ends (_epoch_enter); the
+--   schedule's row, by the update (which waits for a dequeue or tick()
+--   materialising it).
 CREATE FUNCTION @extschema@.schedule_set(
     p_name text,
     p_channel text,

@@ -1,14 +1,32 @@
 -- Housekeeping for deployments that want it on a clock (pg_cron:
 -- SELECT cron.schedule('lonnymq', '* * * * *', 'SELECT lonnymq.tick()')).
--- Nothing depends on it: message_dequeue does the same work as it goes.
--- Materialises every due schedule (up to 10000 per call; one whose channel
--- is busy right now is left for the next call), promotes up to 10000 due
--- messages (scheduled, retried, deferred, expired locks) from the beginning
--- of message_due_ix, not from the due mark, so that one a backward step of
--- the server's clock put below the mark is not left there, and deletes up
--- to 10000 expired deduplication claims and the rows of up to 10000
--- pattern followers that drained inside their release interval.  Returns how many periodic messages
--- it created.  A busy schedule (locked by a worker) is left to that worker.
+-- The take (message_dequeue, message_complete_dequeue) does most of this work
+-- as it goes, from the due mark, and keyed creates delete ended claims two at
+-- a time; tick() covers a quiet queue and what the take skips.  It
+-- materialises every due schedule (up to 10000 per call; one whose channel is
+-- busy right now, or whose row a worker holds, is left for later), promotes up
+-- to 10000 due messages (scheduled, retried, deferred, expired locks) from the
+-- beginning of message_due_ix, not from the due mark, so that one a backward
+-- step of the server's clock put below the mark is not left there, and deletes
+-- up to 10000 ended deduplication claims and the rows of up to 10000 pattern
+-- followers that drained inside their release interval (_channel_admit keeps
+-- those until it has passed; one whose row lock another call holds is left for
+-- the next call).
+-- Parameters: none.
+-- Returns: how many periodic messages it created.
+-- Calls: _epoch_enter, _clock_ms, _schedule_run, _message_promote,
+--   _message_key_reap, _channel_row_try_lock.
+-- Tables: reads channel (followers' rows, channel_pattern_ix); writes channel
+--   (deletes drained followers' rows).  (schedule, message, dead_letter and
+--   message_key through _schedule_run, _message_promote and
+--   _message_key_reap.)
+-- Locks: the epoch's parity (1819111690) shared until the transaction ends
+--   (_epoch_enter); _schedule_run's (schedule rows FOR UPDATE SKIP LOCKED,
+--   channel guards tried); _message_promote's (due messages FOR UPDATE SKIP
+--   LOCKED, channel row locks tried); _message_key_reap's (ended claims FOR
+--   UPDATE SKIP LOCKED); for each drained follower, advisory (1819111683,
+--   hashint8(channel id)) tried exclusively, held until the transaction ends
+--   (_channel_row_try_lock), then its row deleted.
 CREATE FUNCTION @extschema@.tick()
 RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER

@@ -2,7 +2,7 @@
 -- completed (message_complete, message_complete_batch,
 -- message_complete_dequeue).
 -- A sequence, nextval per event in the statement that makes it: no row is
--- written and no statement added (bench/prototypes/metrics_counters/).
+-- written and no statement added (doc/dequeue-design.md, "Counters as rows").
 -- Not transactional: work that rolled back is counted, and a crash can
 -- move it ahead by up to 32 (a sequence is logged 32 values ahead).
 CREATE SEQUENCE @extschema@.messages_completed_seq AS bigint MINVALUE 0 START 0;

@@ -2,7 +2,7 @@
 -- created (message_create, message_create_batch, message_publish, periodic
 -- messages, dead_letter_redrive): one per message stored.
 -- A sequence, nextval per event in the statement that makes it: no row is
--- written and no statement added (bench/prototypes/metrics_counters/).
+-- written and no statement added (doc/dequeue-design.md, "Counters as rows").
 -- Not transactional: work that rolled back is counted, and a crash can
 -- move it ahead by up to 32 (a sequence is logged 32 values ahead).
 CREATE SEQUENCE @extschema@.messages_created_seq AS bigint MINVALUE 0 START 0;

@@ -1,7 +1,7 @@
 -- A counter of lonnymq.metrics, lonnymq_messages_failed_total: deliveries
 -- failed by message_fail (a retry or a dead letter follows).
 -- A sequence, nextval per event in the statement that makes it: no row is
--- written and no statement added (bench/prototypes/metrics_counters/).
+-- written and no statement added (doc/dequeue-design.md, "Counters as rows").
 -- Not transactional: work that rolled back is counted, and a crash can
 -- move it ahead by up to 32 (a sequence is logged 32 values ahead).
 CREATE SEQUENCE @extschema@.messages_failed_seq AS bigint MINVALUE 0 START 0;

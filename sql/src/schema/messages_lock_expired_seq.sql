@@ -2,7 +2,7 @@
 -- that expired before their delivery was settled (each a failed delivery),
 -- counted when a dequeue's promotion finds the lock lapsed.
 -- A sequence, nextval per event in the statement that makes it: no row is
--- written and no statement added (bench/prototypes/metrics_counters/).
+-- written and no statement added (doc/dequeue-design.md, "Counters as rows").
 -- Not transactional: work that rolled back is counted, and a crash can
 -- move it ahead by up to 32 (a sequence is logged 32 values ahead).
 CREATE SEQUENCE @extschema@.messages_lock_expired_seq AS bigint MINVALUE 0 START 0;

@@ -15,9 +15,15 @@
 -- themselves.  So every turn delivers its channel's first message, the
 -- channel's order is (dequeue_at, id), each channel keeps one turn per
 -- round, and the cost is one write per holder displaced.
--- Parameters: p_turns, the turns with their holders.
+-- Parameters: p_turns, the turns with their holders, locked by the caller.
 -- Returns: the turns, each with the message it delivers, in turn order.
--- Tables: message (update of the displaced holders; message_early_ix).
+-- Calls: none.
+-- Tables: reads message (message_early_ix: each channel's early messages);
+--   writes message (the displaced holders' position and is_early, by
+--   message_pkey).
+-- Locks: the early messages it reads FOR UPDATE SKIP LOCKED, until the
+--   transaction ends (the caller takes those that got turns); it updates the
+--   displaced holders, which the caller had locked.
 CREATE FUNCTION @extschema@._message_turns_resolve(p_turns @extschema@._turn[])
 RETURNS @extschema@._turn[]
 LANGUAGE plpgsql VOLATILE

@@ -16,7 +16,8 @@
 --      the due mark);
 --   2. only when something is due: up to 4 periodic messages
 --      (_schedule_run) and up to 8 due messages promoted (_message_promote:
---      schedules, retries, recovered locks, dead letters, admission);
+--      scheduled messages, retries, recovered locks, dead letters,
+--      admission);
 --   3. the take, one statement: the first p_limit turns of the round order
 --      from the position mark (or p_channel's first turns), FOR UPDATE SKIP
 --      LOCKED, locked and counted by primary key.  A batch of N is N
@@ -26,15 +27,57 @@
 --      message of its channel sorts before it; then the take takes nothing,
 --      _message_turns_resolve gives the turns to the right messages, and
 --      the take runs once more;
---   4. only when needed: an admitted message of a channel with a release
---      interval admits the next one (_channel_admit); a call that took 16
---      messages or more, or whose first message's id is a multiple of 16
---      (one call in 16), or that took positions 16 rounds past the mark,
---      tries to raise the marks (_marks_raise), if its transaction wrote
---      nothing before it.
+--   4. only when needed: a take of an admitted message in a channel with a
+--      release interval starts the interval again, and the channel admits
+--      its next message (_channel_admit); a call that took 16 messages or
+--      more, or whose first turn's message id is a multiple of 16 (one call
+--      in 16), or that took positions 16 rounds past the mark, tries to
+--      raise the marks (_marks_raise), if its transaction wrote nothing
+--      before it.
 -- In the common case (channels without limits, nothing due) that is three
 -- statements, the completion's included, and no write but the messages
 -- completed and taken.
+-- Parameters: p_ids, the deliveries to complete (NULL or empty: none);
+--   p_num_attempts, their fencing tokens, p_num_attempts[k] for p_ids[k];
+--   p_lock_ms, how long each new delivery's lock lasts (ms, at most
+--   _max_duration_ms); p_limit, at most how many messages to deliver (1 to
+--   1000; NULL: 1); p_channel, deliver only from this channel (NULL: any).
+-- Returns: one delivery row per message taken, in turn order: its id,
+--   channel, content, state, num_attempts (the fencing token), dequeue_at
+--   before this delivery and is_recovered (an expired lock taken again);
+--   no rows when nothing is ready.
+-- Calls: _caller_role, _channel_id, _max_duration_ms, _check_lock_ms,
+--   _check_channel_name, _message_complete_set, _epoch_hold (inlined),
+--   _clock_ms, _schedule_run, _epoch_enter, _message_promote,
+--   _attempt_log_append, _channel_release_try_lock, _message_turns_resolve,
+--   _channel_admit, _channel_row (inlined), _marks_raise.
+-- Tables: reads position_bound_seq, position_mark_seq, due_mark_seq (their
+--   last values: the epoch and the marks), schedule (schedule_due_ix, from
+--   the due mark: whether one is due), message (message_due_ix, from the due
+--   mark: whether one is due; message_ready_ix, from the position mark, or
+--   message_channel_ix, p_channel's first turns: the head; message_early_ix:
+--   one probe per turn); writes message (the taken ones, by message_pkey),
+--   messages_delivered_seq (nextval) (what the callees read and write:
+--   completions, schedules, promotions, admissions, the marks).
+-- Locks: the head's message rows FOR UPDATE OF r SKIP LOCKED, until the
+--   transaction ends, which it updates (takes), but for an admitted one
+--   whose channel's release lock it could not have (left for a later
+--   call).  Its callees', in the order taken: the
+--   completions' (_message_complete_set: the channel row locks, 1819111683,
+--   of the channels with limits or max_size, in key order, then the
+--   completed rows); the epoch's parity (1819111690) shared until the
+--   transaction ends (_epoch_hold; _epoch_enter before a promotion);
+--   _schedule_run's and _message_promote's, which only try or skip (the
+--   schedule rows and due messages FOR UPDATE SKIP LOCKED, the channel guard
+--   1819111681 and the channel row lock 1819111683 tried);
+--   _message_turns_resolve's early messages FOR UPDATE SKIP LOCKED; the
+--   channel row lock (1819111683) tried, until the transaction ends, for an
+--   admitted message of a channel with a release interval
+--   (_channel_release_try_lock), then its channel row FOR NO KEY UPDATE
+--   (_channel_admit); _marks_raise's (1819111690, 2) and the previous parity,
+--   tried.  The take skips what is locked and only tries its advisory
+--   locks; step 4's _channel_admit finds the channel row lock held
+--   already, from the take.
 CREATE FUNCTION @extschema@.message_complete_dequeue(
     p_ids bigint[],
     p_num_attempts integer[],

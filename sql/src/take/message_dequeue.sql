@@ -1,5 +1,13 @@
 -- Deliver up to p_limit messages, locking each for p_lock_ms: a
 -- message_complete_dequeue with nothing to complete.
+-- Parameters: p_lock_ms, how long each delivery's lock lasts (ms); p_limit,
+--   at most how many messages to deliver (1 to 1000; NULL: 1); p_channel,
+--   deliver only from this channel (NULL: any).
+-- Returns: message_complete_dequeue's rows: one delivery per message taken,
+--   in turn order; no rows when nothing is ready.
+-- Calls: message_complete_dequeue.
+-- Tables: none (message_complete_dequeue's)
+-- Locks: none directly (message_complete_dequeue's, without completions).
 CREATE FUNCTION @extschema@.message_dequeue(
     p_lock_ms bigint,
     p_limit integer DEFAULT 1,

@@ -1,8 +1,15 @@
--- Internal: the anchored regular expression of a topic pattern with a '*'
--- or '#' word, NULL for one without (matched by equality).  Words are
--- separated by '.'; '*' is one word (possibly empty, as in AMQP), '#' zero
--- or more words with their separators; consecutive '#' words are one.
--- Other words match themselves, every character escaped.
+-- Internal: the anchored regular expression of a topic pattern with a '*' or
+-- '#' word, NULL for one without (matched by equality).  Words are separated
+-- by '.'; '*' is one word (possibly empty, as in AMQP), '#' zero or more words
+-- with their separators; consecutive '#' words are one.  Other words match
+-- themselves, every character but letters, digits, '_', '-' and space escaped.
+-- topic_bind stores it in topic_binding.regex.
+-- Parameters: p_pattern, the topic pattern (checked by the caller,
+--   _check_topic).
+-- Returns: the regular expression, or NULL for a pattern without wildcards.
+-- Calls: none.
+-- Tables: none.
+-- Locks: none.
 CREATE FUNCTION @extschema@._topic_regex(p_pattern text)
 RETURNS text
 LANGUAGE plpgsql IMMUTABLE

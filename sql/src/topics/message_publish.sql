@@ -1,14 +1,26 @@
 -- Publish a message to a topic: message_create in every channel that
 -- topic_routes(p_routing_key) lists, in the caller's transaction (all the
--- copies commit or none), each a message of its own with its channel's
--- limits, retries and dead letters.  p_key deduplicates per channel (a
--- channel holding the key returns its message, as message_create does).
--- Channels in name order, so that two publishers lock shared channels in
--- one order.  Returns the number of channels that hold the message after
--- the call (created, or found by its key); a channel at its max_size
--- stores nothing and is not counted.  No channel bound: 0, or, with
--- p_require_route, an error (P0002) that changes nothing.
--- Cost: _topic_routes's probes (inlined), then one message_create per channel.
+-- copies commit or none), each a message of its own with its channel's limits,
+-- retries and dead letters.  p_key deduplicates per channel (a channel holding
+-- the key returns its message, as message_create does).  Channels in name
+-- order, so that two publishers take the locks message_create holds until
+-- commit (a max_size channel's quota row, a key's claim) in one order.
+-- Returns the number of channels that hold the message after the call
+-- (created, or found by its key); a channel at its max_size stores nothing and
+-- is not counted.  No channel bound: 0, or, with p_require_route, an error
+-- (P0002) that changes nothing.  Cost: _topic_routes's probes (inlined), then
+-- one message_create per channel.
+-- Parameters: p_routing_key, the routing key; p_content, p_dequeue_at, p_key,
+--   as message_create takes them; p_require_route, raise P0002 when no channel
+--   is bound.
+-- Returns: how many channels hold the message.
+-- Calls: _check_topic, _check_message, _topic_routes (inlined),
+--   message_create.
+-- Tables: none (topic_binding through _topic_routes; message and the rest
+--   through message_create)
+-- Locks: none of its own; message_create's, channel by channel in name order
+--   (the epoch's parity and each channel guard shared, a max_size channel's
+--   quota row FOR UPDATE, key claims), until the transaction ends.
 CREATE FUNCTION @extschema@.message_publish(
     p_routing_key text,
     p_content bytea,

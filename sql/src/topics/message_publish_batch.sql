@@ -1,11 +1,22 @@
--- Publish many messages to one topic: message_create_batch in every
--- channel that topic_routes(p_routing_key) lists, in the caller's
--- transaction, channels in name order; the arrays as message_create_batch
--- takes them (keys deduplicate per channel).  Returns the number of
--- messages stored over all channels (created, or found by their keys;
--- what a channel's max_size refuses is not counted).  No channel bound: 0,
--- or, with p_require_route, an error (P0002) that changes nothing.
--- Cost: _topic_routes's probes (inlined), then one message_create_batch per channel.
+-- Publish many messages to one topic: message_create_batch in every channel
+-- that topic_routes(p_routing_key) lists, in the caller's transaction,
+-- channels in name order (as message_publish, for the locks
+-- message_create_batch holds until commit); the arrays as message_create_batch
+-- takes them (keys deduplicate per channel).  Returns the number of messages
+-- stored over all channels (created, or found by their keys; what a channel's
+-- max_size refuses is not counted).  No channel bound: 0, or, with
+-- p_require_route, an error (P0002) that changes nothing.  Cost:
+-- _topic_routes's probes (inlined), then one message_create_batch per channel.
+-- Parameters: p_routing_key, the routing key; p_contents, p_dequeue_at,
+--   p_keys, as message_create_batch takes them; p_require_route, raise P0002
+--   when no channel is bound.
+-- Returns: how many messages were stored over all channels.
+-- Calls: _check_topic, _check_batch, _topic_routes (inlined),
+--   message_create_batch.
+-- Tables: none (topic_binding through _topic_routes; message and the rest
+--   through message_create_batch)
+-- Locks: none of its own; message_create_batch's, channel by channel in name
+--   order, until the transaction ends.
 CREATE FUNCTION @extschema@.message_publish_batch(
     p_routing_key text,
     p_contents bytea[],

@@ -1,7 +1,18 @@
--- Bind a topic pattern to a channel: from the commit on, message_publish
--- with a routing key the pattern matches creates its message in the
--- channel too.  Returns false when the binding existed already.  The
--- channel need not exist (binding does not create it).
+-- Bind a topic pattern to a channel: from the commit on, message_publish with
+-- a routing key the pattern matches creates its message in the channel too.
+-- Returns false when the binding existed already.  The channel need not exist
+-- (binding does not create or configure it).  The row carries what
+-- _topic_routes probes by: the pattern's regex (_topic_regex, NULL without
+-- wildcards) and its head, the first word of a wildcard pattern (NULL when
+-- that word is itself a wildcard).
+-- Parameters: p_pattern, the topic pattern (dot-separated words; '*' one word,
+--   '#' zero or more); p_channel, the channel (a name, not a channel pattern).
+-- Returns: whether the binding was made (false: it existed).
+-- Calls: _check_topic, _check_message_channel, _topic_regex, _clock_ms.
+-- Tables: writes topic_binding (inserts; a binding that exists, by
+--   topic_binding_pkey, is left as it is).
+-- Locks: the row it inserts (a concurrent bind of the same pair waits for this
+--   transaction).
 CREATE FUNCTION @extschema@.topic_bind(p_pattern text, p_channel text)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER

@@ -1,5 +1,10 @@
--- The channels a routing key reaches (a dry run of message_publish), in
--- name order, each once (_topic_routes: its probes).
+-- The channels a routing key reaches (a dry run of message_publish), in name
+-- order, each once (_topic_routes: its probes).
+-- Parameters: p_routing_key, the routing key.
+-- Returns: the channels' names, in name order.
+-- Calls: _check_topic, _topic_routes (inlined).
+-- Tables: none (topic_binding through _topic_routes)
+-- Locks: none.
 CREATE FUNCTION @extschema@.topic_routes(p_routing_key text)
 RETURNS SETOF text
 LANGUAGE plpgsql STABLE SECURITY DEFINER

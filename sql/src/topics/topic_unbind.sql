@@ -1,5 +1,10 @@
 -- Remove a binding made by topic_bind.  Returns false when there was none.
 -- Messages already published stay in their channels.
+-- Parameters: p_pattern, the topic pattern; p_channel, the channel.
+-- Returns: whether a binding was removed.
+-- Calls: _check_topic, _check_message_channel.
+-- Tables: writes topic_binding (deletes, by topic_binding_pkey).
+-- Locks: the row it deletes.
 CREATE FUNCTION @extschema@.topic_unbind(p_pattern text, p_channel text)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
