@@ -300,7 +300,8 @@ bench:
 # PG_CONFIG's pg_isolation_regress, in a database of their own, ISOLATION_DB, dropped and
 # created here (the specs drop and create the extension in it before every permutation),
 # with the marks' invariant check of lonnymq_dev/invariants.py; the results and any
-# diffs go to test/isolation/output/. PGDATABASE is only connected to, to create it.
+# diffs go to test/isolation/out/ (not output/: PostgreSQL 14's pg_regress takes an input/ or
+# output/ directory there for .source files). PGDATABASE is only connected to, to create it.
 ISOLATION_DB ?= lonnymq_isolation
 PG_ISOLATION_REGRESS = $(dir $(PGXS))../test/isolation/pg_isolation_regress
 installcheck:
@@ -310,4 +311,4 @@ installcheck:
 	"$$($(PG_CONFIG) --bindir)/psql" -X -q -v ON_ERROR_STOP=1 -c 'DROP DATABASE IF EXISTS $(ISOLATION_DB)' -c 'CREATE DATABASE $(ISOLATION_DB)'
 	$(PY3) -m lonnymq_dev.invariants | "$$($(PG_CONFIG) --bindir)/psql" -X -q -v ON_ERROR_STOP=1 -d $(ISOLATION_DB)
 	$(PG_ISOLATION_REGRESS) --use-existing --dbname=$(ISOLATION_DB) --inputdir=test/isolation \
-	  --outputdir=test/isolation/output --schedule=test/isolation/schedule
+	  --outputdir=test/isolation/out --schedule=test/isolation/schedule
