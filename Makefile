@@ -14,7 +14,8 @@
 #                      README's tour (prints the PGHOST/PGPORT/... line to paste; Ctrl-C ends it)
 #   make bench         deps + build + install + bench/run.py (benchmarks, bench/results/)
 #   make install       PGXS install into `$(PG_CONFIG) --sharedir`/extension (needs write access)
-#   make installcheck  pg_prove test/pgtap/*.sql against an already running server (see below)
+#   make installcheck  pg_prove test/pgtap/*.sql and the isolation specs (test/isolation/) against an
+#                      already running server (see below)
 #   make dist          lonnymq-$(EXTVERSION).zip, a PGXN distribution of the committed HEAD
 #   make check-version control default_version, META.json and CHANGELOG.md must agree
 
@@ -229,7 +230,7 @@ MATRIX_MAJORS ?= 14 16 17 18
 MATRIX_TESTS = test/python/test_pgtap.py test/python/test_upgrade.py test/python/test_upgrade_released.py \
   test/python/test_concurrency.py test/python/test_races.py test/python/test_isolation_levels.py \
   test/python/test_faults.py test/python/test_poison_messages.py test/python/test_plans.py \
-  test/python/test_plan_shapes.py test/python/test_install_paths.py
+  test/python/test_plan_shapes.py test/python/test_install_paths.py test/python/test_isolation_specs.py
 test:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory all
@@ -300,7 +301,19 @@ bench:
 # (PGUSER must be a superuser). It first runs CREATE EXTENSION IF NOT EXISTS pgtap and
 # lonnymq in that database and vacuums lonnymq's tables (test/pgtap/include/installcheck.psql). All files share the one database, unlike `make test`, which
 # gives every file a fresh database cloned from a template on a throwaway cluster.
+# Then the isolation specs (test/isolation/: races replayed as fixed interleavings) with
+# PG_CONFIG's pg_isolation_regress, in a database of their own, ISOLATION_DB, dropped and
+# created here (the specs drop and create the extension in it before every permutation),
+# with the marks' invariant check of lonnymq_dev/invariants.py; the results and any
+# diffs go to test/isolation/out/ (not output/: PostgreSQL 14's pg_regress takes an input/ or
+# output/ directory there for .source files). PGDATABASE is only connected to, to create it.
+ISOLATION_DB ?= lonnymq_isolation
+PG_ISOLATION_REGRESS = $(dir $(PGXS))../test/isolation/pg_isolation_regress
 installcheck:
 	@if [ -z "$(PGTAP_FILES)" ]; then echo "error: no pgTAP files in test/pgtap/" >&2; exit 1; fi
 	"$$($(PG_CONFIG) --bindir)/psql" -X -q -v ON_ERROR_STOP=1 -f test/pgtap/include/installcheck.psql
 	pg_prove --psql-bin "$$($(PG_CONFIG) --bindir)/psql" -f $(PGTAP_FILES)
+	"$$($(PG_CONFIG) --bindir)/psql" -X -q -v ON_ERROR_STOP=1 -c 'DROP DATABASE IF EXISTS $(ISOLATION_DB)' -c 'CREATE DATABASE $(ISOLATION_DB)'
+	$(PY3) -m lonnymq_dev.invariants | "$$($(PG_CONFIG) --bindir)/psql" -X -q -v ON_ERROR_STOP=1 -d $(ISOLATION_DB)
+	$(PG_ISOLATION_REGRESS) --use-existing --dbname=$(ISOLATION_DB) --inputdir=test/isolation \
+	  --outputdir=test/isolation/out --schedule=test/isolation/schedule

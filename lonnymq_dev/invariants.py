@@ -102,3 +102,42 @@ def assert_nothing_below_the_marks(conn, what: str = "") -> None:
     assert not held, (
         f"{what + ': ' if what else ''}{len(held)} message(s) waiting for their admission below their channel's "
         f"admit_from, never to be admitted; ids {held[:20]}")
+
+
+# The same checks as one function, for SQL-only callers: the isolation specs
+# (test/isolation/) call it in their teardown, after every permutation, when
+# no session of the spec is running.  Made from the statements above, so the
+# invariant is stated once; the marks are read first, in a statement of their
+# own, as below_the_marks does.  It lives in a schema of its own, not in
+# lonnymq's: the specs drop and create the extension before each permutation.
+CHECK_SCHEMA = "lonnymq_check"
+
+
+def check_function_sql(schema: str = CHECK_SCHEMA) -> str:
+    """CREATE SCHEMA and CREATE FUNCTION <schema>.below_the_marks(): one row,
+    (0, 0, NULL, NULL, NULL) when the invariant holds, else the counts and
+    the ids or names of what lies below a mark (never to be delivered)."""
+    below = BELOW_THE_MARKS_SQL.replace("%(mark)s", "v_mark").replace("%(due_mark)s", "v_due_mark")
+    schedules = SCHEDULES_BELOW_THE_DUE_MARK_SQL.replace("%(due_mark)s", "v_due_mark")
+    return f"""CREATE SCHEMA IF NOT EXISTS {schema};
+CREATE OR REPLACE FUNCTION {schema}.below_the_marks(
+    OUT ready_below bigint, OUT due_below bigint, OUT ids bigint[],
+    OUT schedules_below text[], OUT held_below_admit_from bigint[])
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+    v_mark bigint;
+    v_due_mark bigint;
+BEGIN
+    {MARKS_SQL} INTO v_mark, v_due_mark;
+    {below} INTO ready_below, due_below, ids;
+    {schedules} INTO schedules_below;
+    {HELD_BELOW_ADMIT_FROM_SQL} INTO held_below_admit_from;
+END
+$fn$;
+"""
+
+
+if __name__ == "__main__":
+    # `python3 -m lonnymq_dev.invariants`: the function's SQL, for psql
+    # (make installcheck installs it before the isolation specs).
+    print(check_function_sql(), end="")

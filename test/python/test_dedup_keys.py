@@ -80,14 +80,5 @@ def test_a_retried_producer_after_completion_gets_the_first_id(db):
 
 
 
-def test_a_duplicate_producer_does_not_hold_up_the_original(db):
-    admin = db.connect()
-    admin.execute("SELECT lonnymq.channel_set('dupwait', p_dedup_window_ms => 60000)")
-    first = scalar(admin, "SELECT lonnymq.message_create('dupwait', 'a', NULL, 'k')")
-    mid, token = dequeue_one(admin, channel="dupwait")
-    dup = db.connect(autocommit=False)
-    assert scalar(dup, "SELECT lonnymq.message_create('dupwait', 'a', NULL, 'k')") == first
-    # The duplicate's transaction is still open: completing the original
-    # must not wait for it.
-    assert db.call("SELECT lonnymq.message_complete(%s, %s)", (mid, token), lock_timeout="500ms") == [(True,)]
-    dup.commit()
+# A duplicate's open transaction holds up no completion, and two producers
+# of one new key: test/isolation/specs/dedup_keys.spec.

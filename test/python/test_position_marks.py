@@ -23,7 +23,6 @@ import statistics
 import threading
 import time
 
-import psycopg
 import pytest
 from psycopg import errors
 
@@ -366,23 +365,4 @@ def test_a_raise_never_sends_new_messages_behind_ready_ones(db):
         assert "c" in order, f"the new channel's message was sent behind the ready ones: {order}"
 
 
-RAISE = ("SELECT lonnymq._marks_raise(lonnymq.to_epoch(clock_timestamp()), b, b, b + 1) "
-         "FROM (SELECT pg_sequence_last_value('lonnymq.position_bound_seq') >> 1 AS b) AS x")
-
-
-def test_one_raise_at_a_time(db):
-    """A raise holds the raise lock until its transaction ends, and reads the
-    epoch after it: another raise meanwhile does nothing.  Two raises that
-    both read epoch E both started "E + 1" (0.11): the second, from its stale
-    reads, set a bound and an epoch_at past what the first one's writers
-    wrote, and the next raise passed them (the soak test under load: messages
-    below the marks, never delivered)."""
-    with db.connect(autocommit=False) as first, db.connect(autocommit=False) as second:
-        assert first.execute(RAISE).fetchone() == (True,)
-        epoch = first.execute("SELECT pg_sequence_last_value('lonnymq.position_bound_seq')").fetchone()
-        assert second.execute(RAISE).fetchone() == (False,), "a second raise ran while the first was in flight"
-        second.rollback()
-        assert second.execute("SELECT pg_sequence_last_value('lonnymq.position_bound_seq')").fetchone() == epoch
-        first.commit()
-        assert second.execute(RAISE).fetchone() == (True,), "the raise lock outlived the first raise's transaction"
-        second.commit()
+# One raise at a time (the raise lock): test/isolation/specs/marks_raise.spec.
