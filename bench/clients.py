@@ -18,8 +18,10 @@ the measurement window (after the warm-up) through a queue:
                the server runs on this machine) and by the whole machine
                (/proc/stat), with the window's wall-clock seconds
 
-The SQL each workload sends is in this file; batches use lonnymq 0.2.0's
-message_create_batch and message_complete_batch.
+lonnymq's dequeue, completes and worker call are lonnymq_dev.calls', the
+ones the tests make; the creates (whose content is the creation time), the
+plain-table baselines and the floor's functions are in this file.  Batches
+use lonnymq 0.2.0's message_create_batch and message_complete_batch.
 """
 
 from __future__ import annotations
@@ -34,12 +36,14 @@ from dataclasses import dataclass, field
 
 import psycopg
 
+from lonnymq_dev import calls
+from lonnymq_dev.limits import LOCK_MS
+
 # The server's wall clock in epoch microseconds, as SQL.
 NOW_US = "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
 # A message's content: its creation time (8 bytes, big-endian epoch µs).
 CONTENT_NOW = f"int8send({NOW_US})"
 
-LOCK_MS = 60_000  # the workers' lock: never expires during a run
 BASELINE_TABLE = "bench_queue"
 MAX_CALL_SAMPLES = 20_000  # per call type and client
 
@@ -173,13 +177,15 @@ def _measuring(stats: _Stats, now: float, window: float) -> bool:
 
 
 # --------------------------------------------------------------------- lonnymq calls
+# The dequeue, the completes and the worker's call are lonnymq_dev.calls',
+# with its lock (lonnymq_dev.limits.LOCK_MS, a minute: it never expires
+# during a run).  The benchmark's own: the creates, whose content is the
+# creation time, and the columns a take reads (TAKEN: the id, the token,
+# the content and the server's clock at the take, for the create-to-dequeue
+# latency).
 
 SQL_CREATE = f"SELECT lonnymq.message_create(%s, {CONTENT_NOW})"
-SQL_DEQUEUE = (
-    f"SELECT d.id, d.num_attempts, d.content, {NOW_US} "
-    "FROM lonnymq.message_dequeue(%s, %s) AS d"
-)
-SQL_COMPLETE = "SELECT lonnymq.message_complete(%s, %s)"
+TAKEN = f"id, num_attempts, content, {NOW_US}"
 
 
 def create_one(cur, channel: str) -> None:
@@ -187,16 +193,9 @@ def create_one(cur, channel: str) -> None:
 
 
 def dequeue(cur, limit: int) -> list[tuple]:
-    cur.execute(SQL_DEQUEUE, (LOCK_MS, limit))
-    return cur.fetchall()
+    return calls.dequeue(cur, LOCK_MS, limit, columns=TAKEN)
 
 
-def complete_one(cur, mid: int, token: int) -> bool:
-    cur.execute(SQL_COMPLETE, (mid, token))
-    return bool(cur.fetchone()[0])
-
-
-# ---- batch calls (lonnymq 0.2.0) ------------------------------------------------
 # One message_create_batch call: one statement, one transaction, one INSERT.
 def create_batch(cur, channel: str, n: int) -> None:
     cur.execute(
@@ -205,25 +204,13 @@ def create_batch(cur, channel: str, n: int) -> None:
     )
 
 
-# One message_complete_batch call; returns the number of messages completed.
-def complete_batch(cur, ids: list[int], tokens: list[int]) -> int:
-    cur.execute("SELECT lonnymq.message_complete_batch(%s::bigint[], %s::integer[])", (ids, tokens))
-    return int(cur.fetchone()[0])
-
-
-# ---- the worker's call (lonnymq 0.10.0) ----------------------------------------
-# One message_complete_dequeue: completes what the last call delivered and
-# takes the next; each refused complete is a NOTICE (SQLSTATE 01LQ1).
-SQL_COMPLETE_DEQUEUE = (
-    f"SELECT d.id, d.num_attempts, d.content, {NOW_US} "
-    "FROM lonnymq.message_complete_dequeue(%s::bigint[], %s::integer[], %s, %s) AS d"
-)
+# The worker's call (lonnymq 0.10.0): completes what the last call delivered
+# and takes the next; each refused complete is a NOTICE (SQLSTATE 01LQ1).
 REFUSED = "01LQ1"
 
 
-def complete_dequeue(cur, ids: list[int], tokens: list[int], limit: int) -> list[tuple]:
-    cur.execute(SQL_COMPLETE_DEQUEUE, (ids, tokens, LOCK_MS, limit))
-    return cur.fetchall()
+def complete_dequeue(cur, deliveries: list[tuple], limit: int) -> list[tuple]:
+    return calls.complete_dequeue(cur, deliveries, LOCK_MS, limit, columns=TAKEN)
 
 
 # --------------------------------------------------------------------- baselines
@@ -340,8 +327,8 @@ def floor_complete(cur, mid: int, token: int) -> bool:
     return bool(cur.fetchone()[0])
 
 
-def floor_complete_dequeue(cur, ids: list[int], tokens: list[int], limit: int) -> list[tuple]:  # always one
-    cur.execute(SQL_FLOOR_COMPLETE_DEQUEUE, (ids, tokens, LOCK_MS))
+def floor_complete_dequeue(cur, deliveries: list[tuple], limit: int) -> list[tuple]:  # always one
+    cur.execute(SQL_FLOOR_COMPLETE_DEQUEUE, ([d[0] for d in deliveries], [d[1] for d in deliveries], LOCK_MS))
     return cur.fetchall()
 
 
@@ -403,10 +390,10 @@ def _consumed(stats: _Stats, rows, created_idx: int, now_idx: int, from_content:
 
 
 def _loop_lifecycle(cur, conn, index, wl: Workload, window, end, stats, progress,
-                    calls=(create_one, dequeue, complete_one)):
-    """Create one, dequeue one, complete it; `calls` are the three calls (the
+                    steps=(create_one, dequeue, calls.complete)):
+    """Create one, dequeue one, complete it; `steps` are the three calls (the
     floor passes its own)."""
-    create, take, complete = calls
+    create, take, complete = steps
     clock = time.perf_counter
     channels = _rotation(wl.channels, index)
     total = 0
@@ -456,7 +443,7 @@ def _loop_batch(cur, conn, index, wl: Workload, window, end, stats, progress):
             t2 = clock()
             done = 0
             if rows:
-                done = complete_batch(cur, [r[0] for r in rows], [r[1] for r in rows])
+                done = calls.complete_batch(cur, rows)
             t3 = clock()
         except psycopg.Error as exc:
             if measuring:
@@ -476,12 +463,12 @@ def _loop_batch(cur, conn, index, wl: Workload, window, end, stats, progress):
 
 
 def _loop_worker(cur, conn, index, wl: Workload, window, end, stats, progress,
-                 calls=(create_one, complete_dequeue)):
+                 steps=(create_one, complete_dequeue)):
     """Create `batch` (one message_create, or one message_create_batch), then
     one message_complete_dequeue that completes what the previous one
-    delivered and takes up to `batch`: two calls, two commits.  `calls`: the
+    delivered and takes up to `batch`: two calls, two commits.  `steps`: the
     unbatched create and the complete-and-dequeue (the floor passes its own)."""
-    create, take = calls
+    create, take = steps
     clock = time.perf_counter
     channels = _rotation(wl.channels, index)
     n = wl.batch
@@ -499,7 +486,7 @@ def _loop_worker(cur, conn, index, wl: Workload, window, end, stats, progress,
                 create_batch(cur, channel, n)
             t1 = clock()
             before = refused[0]
-            rows = take(cur, [r[0] for r in held], [r[1] for r in held], n)
+            rows = take(cur, held, n)
             t2 = clock()
         except psycopg.Error as exc:
             if measuring:
@@ -562,10 +549,10 @@ def _loop_base(cur, conn, index, wl: Workload, window, end, stats, progress, at_
 
 _LOOPS = {
     "lifecycle": _loop_lifecycle,
-    "floor": functools.partial(_loop_lifecycle, calls=(floor_create, floor_dequeue, floor_complete)),
+    "floor": functools.partial(_loop_lifecycle, steps=(floor_create, floor_dequeue, floor_complete)),
     "batch": _loop_batch,
     "worker": _loop_worker,
-    "floor_worker": functools.partial(_loop_worker, calls=(floor_create, floor_complete_dequeue)),
+    "floor_worker": functools.partial(_loop_worker, steps=(floor_create, floor_complete_dequeue)),
     "amo": _loop_base,
     "alo": functools.partial(_loop_base, at_most_once=False),
 }

@@ -60,6 +60,7 @@ from bench.clients import BASELINE_TABLE, FLOOR_DDL, FLOOR_SCHEMA
 from bench.pgbench_worker import SCRIPTS, pgbench
 from bench.run import ROOT, Target, log
 from bench.scenarios import BASELINE_DDL
+from lonnymq_dev import calls
 
 CLIENTS = 8
 BACKLOG = 10_000
@@ -331,27 +332,28 @@ def _drain_client(dsn: str, kind: str, barrier, q) -> None:
     call, message_complete_dequeue, completing the previous call's delivery:
     one call and one commit a message, as the plain table)."""
     is_worker = kind == "lonnymq worker"
-    if kind == "amo":
-        take = (f"DELETE FROM {BASELINE_TABLE} WHERE id = (SELECT id FROM {BASELINE_TABLE} "
-                "ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 1) RETURNING id")
-    elif is_worker:
-        take = "SELECT id, num_attempts FROM lonnymq.message_complete_dequeue(%s::bigint[], %s::integer[], 60000)"
-    else:
-        take = "SELECT id, num_attempts FROM lonnymq.message_dequeue(60000)"
+    amo = (f"DELETE FROM {BASELINE_TABLE} WHERE id = (SELECT id FROM {BASELINE_TABLE} "
+           "ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 1) RETURNING id")
     left = f"SELECT EXISTS (SELECT 1 FROM {BASELINE_TABLE if kind == 'amo' else 'lonnymq.message'})"
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    # prepare_threshold 0: every statement prepared from its first call, as
+    # bench/clients.py's clients (lonnymq_dev.calls passes no prepare flag).
+    with psycopg.connect(dsn, autocommit=True, prepare_threshold=0) as conn:
         done = empty = 0
-        held = None  # the delivery a worker's next call completes
+        held: list[tuple] = []  # the delivery a worker's next call completes
         barrier.wait()
         while True:
             if is_worker:
-                row = conn.execute(take, ([held[0]], [held[1]]) if held else ([], []), prepare=True).fetchone()
-                done += held is not None
-                held = row
+                rows = calls.complete_dequeue(conn, held)
+                row = rows[0] if rows else None
+                done += len(held)
+                held = rows
+            elif kind == "amo":
+                row = conn.execute(amo).fetchone()
+                done += row is not None
             else:
-                row = conn.execute(take, prepare=True).fetchone()
-                if row is not None and kind != "amo":
-                    conn.execute("SELECT lonnymq.message_complete(%s, %s)", row, prepare=True)
+                row = calls.dequeue_one(conn)
+                if row is not None:
+                    calls.complete(conn, *row)
                 done += row is not None
             if row is None:
                 # Nothing ready: done when nothing is left at all, else (others
@@ -409,7 +411,7 @@ def call_buffers(conn, channels: int, probes: int = 5) -> dict:
         ch = f"c{random.randint(1, channels)}"
         b = {"create": explain_buffers(conn, "SELECT lonnymq.message_create(%s, '\\x00')", (ch,)),
              "dequeue": explain_buffers(conn, "SELECT * FROM lonnymq.message_dequeue(1)")}
-        row = conn.execute("SELECT id, num_attempts FROM lonnymq.message_dequeue(60000)").fetchone()
+        row = calls.dequeue_one(conn)
         b["complete"] = explain_buffers(conn, "SELECT lonnymq.message_complete(%s, %s)", row)
         if i:
             for k, v in b.items():
@@ -421,18 +423,16 @@ def drain_all(conn) -> dict:
     """message_complete_dequeue with p_limit 1000 until no message is left
     (messages still locked by finished clients are retaken once their locks
     expire)."""
-    start, calls, ids, toks, waited = time.monotonic(), 0, [], [], 0.0
+    start, taken, rows, waited = time.monotonic(), 0, [], 0.0
     while True:
-        rows = conn.execute("SELECT id, num_attempts FROM lonnymq.message_complete_dequeue("
-                            "%s::bigint[], %s::integer[], 60000, 1000)", (ids, toks), prepare=True).fetchall()
-        calls += 1
-        ids, toks = [r[0] for r in rows], [r[1] for r in rows]
+        rows = calls.complete_dequeue(conn, rows, limit=1000)
+        taken += 1
         if not rows:
             if not conn.execute("SELECT EXISTS (SELECT 1 FROM lonnymq.message)").fetchone()[0]:
                 break
             time.sleep(2)
             waited += 2
-    return {"seconds": time.monotonic() - start, "calls": calls, "waited_for_locks": waited}
+    return {"seconds": time.monotonic() - start, "calls": taken, "waited_for_locks": waited}
 
 
 def item_million(run: Run, target: Target, tmp: Path, version: str | None, channels: int) -> None:

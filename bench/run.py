@@ -449,7 +449,8 @@ def checkpoint(conn) -> None:
 def explain_set(dsn: str, label: str, channel: str = "bench") -> str:
     """EXPLAIN (ANALYZE, BUFFERS) of every statement inside one create, one dequeue and
     one complete, in the current state of the database."""
-    from bench.clients import CONTENT_NOW, LOCK_MS
+    from bench.clients import CONTENT_NOW
+    from lonnymq_dev.limits import LOCK_MS
 
     return prof.explain_calls(dsn, label, [
         (f"SELECT lonnymq.message_create(%s, {CONTENT_NOW})", (channel,)),

@@ -46,19 +46,41 @@ def test_bench_harness_writes_a_report(cluster, tmp_path):
 def test_server_times_are_classified_for_every_variant():
     """The report's per-call server times come from pg_stat_statements, matched to
     create / dequeue / complete by their SQL: the floor's calls must match too
-    (before, its columns silently fell back to the client's round trips)."""
+    (before, its columns silently fell back to the client's round trips).  The
+    SQL is what each step of the clients' loops sends (lonnymq's dequeue and
+    completes come from lonnymq_dev.calls), recorded by a stand-in cursor."""
     from bench import clients as c
     from bench.backend_profile import classify
+    from lonnymq_dev import calls
 
-    def norm(sql):  # as pg_stat_statements shows it: parameters as $n
-        return sql.replace("%s", "$1")
+    class Recorder:  # a cursor that keeps the SQL and returns empty results
+        def __init__(self):
+            self.sent = []
 
-    expected = {
-        c.SQL_CREATE: "create", c.SQL_DEQUEUE: "dequeue", c.SQL_COMPLETE: "complete",
-        c.SQL_FLOOR_CREATE: "create", c.SQL_FLOOR_DEQUEUE: "dequeue", c.SQL_FLOOR_COMPLETE: "complete",
-        c.SQL_COMPLETE_DEQUEUE: "dequeue", c.SQL_FLOOR_COMPLETE_DEQUEUE: "dequeue",
-        c.SQL_BASE_INSERT: "create", c.SQL_BASE_AMO: "dequeue", c.SQL_BASE_LOCK: "dequeue",
-        c.SQL_BASE_DELETE: "complete",
-    }
-    for sql, kind in expected.items():
-        assert classify(norm(sql)) == kind, sql
+        def execute(self, sql, params=()):
+            self.sent.append(sql)
+            return self
+
+        def fetchall(self):
+            return []
+
+        def fetchone(self):
+            return (0,)
+
+    def sent(step, *args):
+        cur = Recorder()
+        step(cur, *args)
+        assert len(cur.sent) == 1, cur.sent
+        return cur.sent[0].replace("%s", "$1")  # as pg_stat_statements shows it: parameters as $n
+
+    expected = [
+        (sent(c.create_one, "ch"), "create"), (sent(c.create_batch, "ch", 2), "create"),
+        (sent(c.dequeue, 1), "dequeue"), (sent(calls.complete, 1, 1), "complete"),
+        (sent(calls.complete_batch, [(1, 1)]), "complete"), (sent(c.complete_dequeue, [(1, 1)], 1), "dequeue"),
+        (sent(c.floor_create, "ch"), "create"), (sent(c.floor_dequeue, 1), "dequeue"),
+        (sent(c.floor_complete, 1, 1), "complete"), (sent(c.floor_complete_dequeue, [(1, 1)], 1), "dequeue"),
+        (c.SQL_BASE_INSERT, "create"), (c.SQL_BASE_AMO, "dequeue"), (c.SQL_BASE_LOCK, "dequeue"),
+        (c.SQL_BASE_DELETE, "complete"),
+    ]
+    for sql, kind in expected:
+        assert classify(sql) == kind, sql
