@@ -1,4 +1,4 @@
-"""Every SQL example in README.md and doc/*.md runs, so the documentation cannot go stale.
+"""Every SQL example in README.md, UPGRADING.md and doc/*.md runs, so the documentation cannot go stale.
 
 One test per page. The rules the pages follow:
 
@@ -40,7 +40,7 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-PAGES = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "doc").glob("*.md"))]
+PAGES = [REPO_ROOT / "README.md", REPO_ROOT / "UPGRADING.md", *sorted((REPO_ROOT / "doc").glob("*.md"))]
 PSQL_TIMEOUT_S = 300
 WORKER_TIMEOUT_S = 60
 

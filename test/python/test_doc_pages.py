@@ -17,7 +17,7 @@ import pytest
 
 from conftest import REPO_ROOT
 
-PAGES = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "doc").glob("*.md"))]
+PAGES = [REPO_ROOT / "README.md", REPO_ROOT / "UPGRADING.md", *sorted((REPO_ROOT / "doc").glob("*.md"))]
 
 
 def repeated_clauses(cell: str) -> list[str]:

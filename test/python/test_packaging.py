@@ -9,7 +9,7 @@ import zipfile
 from conftest import DEFAULT_VERSION, REPO_ROOT
 
 
-def test_make_dist_holds_every_script_and_no_benchmark_reports(tmp_path):
+def test_make_dist_holds_every_script_the_docs_and_no_benchmark_reports(tmp_path):
     version = DEFAULT_VERSION
     zip_path = REPO_ROOT / f"lonnymq-{version}.zip"
     subprocess.run(["make", "--no-print-directory", "dist"], cwd=REPO_ROOT, check=True, capture_output=True)
@@ -35,4 +35,7 @@ def test_make_dist_holds_every_script_and_no_benchmark_reports(tmp_path):
     assert upgrades and sql_only == {f"lonnymq-{version}.sql"} | upgrades, sorted(sql_only)
     assert top + "sql/pg_tle/lonnymq-pg_tle.sql" in names
     assert meta["version"] == version
+    # What a PGXN user reads before installing or upgrading.
+    for doc in ("README.md", "UPGRADING.md", "CHANGELOG.md", "doc/README.md"):
+        assert top + doc in names, doc
     assert not [n for n in names if n.startswith(top + "bench/results/") and not n.endswith("/")]
