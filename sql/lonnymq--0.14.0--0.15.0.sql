@@ -2,6 +2,425 @@
 -- statements that change something. Do not edit: edit those and run make.
 \echo Use "ALTER EXTENSION lonnymq UPDATE TO '0.15.0'" to load this file. \quit
 
+UPDATE @extschema@.message SET is_early = FALSE WHERE is_early AND position IS NULL;
+
+ALTER TABLE @extschema@.message
+ADD CONSTRAINT message_held_is_not_ready CHECK (NOT (is_held AND position IS NOT NULL)),
+ADD CONSTRAINT message_held_is_not_admitted CHECK (NOT (is_held AND is_admitted)),
+ADD CONSTRAINT message_early_is_ready CHECK (NOT is_early OR position IS NOT NULL);
+
+DROP INDEX @extschema@.message_early_ix;
+
+CREATE INDEX message_early_ix
+ON @extschema@.message (channel_id, dequeue_at, id)
+WHERE is_early;
+
+CREATE OR REPLACE FUNCTION @extschema@._message_state(p_message @extschema@.message)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT CASE
+        WHEN (p_message).is_held THEN 'held'
+        WHEN (p_message).position IS NOT NULL THEN 'ready'
+        WHEN (p_message).is_locked THEN 'locked'
+        ELSE 'scheduled'
+    END
+$$;
+
+COMMENT ON FUNCTION @extschema@._message_state(@extschema@.message) IS
+'Internal: the name of a message''s state: held, ready, locked or scheduled (see the table message).';
+
+REVOKE ALL ON FUNCTION @extschema@._message_state(@extschema@.message) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._message_early_behind(
+    p_channel_id bigint,
+    p_bound bigint,
+    p_dequeue_at bigint,
+    p_margin bigint
+)
+RETURNS boolean
+LANGUAGE sql STABLE
+AS $$
+    SELECT
+        COALESCE(p_dequeue_at < (
+            SELECT x.dequeue_at FROM @extschema@.message AS x
+            WHERE x.channel_id = p_channel_id AND x.is_early
+            ORDER BY x.dequeue_at DESC, x.id DESC
+            LIMIT 1
+        ), FALSE)
+        OR COALESCE(p_dequeue_at < (
+            SELECT r.dequeue_at - p_margin FROM @extschema@.message AS r
+            WHERE r.channel_id = p_channel_id AND r.position >= p_bound AND NOT r.is_early
+            ORDER BY r.position DESC NULLS LAST
+            LIMIT 1
+        ), FALSE)
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._message_turns_resolve(p_turns @extschema@._turn[])
+RETURNS @extschema@._turn[]
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_turns @extschema@._turn[];
+    v_move_ids bigint[];
+    v_move_positions bigint[];
+BEGIN
+    WITH head AS (
+        SELECT h.id, h.channel_id, h.dequeue_at, h.is_locked, h.position
+        FROM pg_catalog.unnest(p_turns) AS h
+    ),
+
+    early AS MATERIALIZED (
+        SELECT e.id, e.channel_id, e.dequeue_at, e.is_locked, e.position
+        FROM (
+            SELECT h.channel_id, pg_catalog.count(*) AS k
+            FROM head AS h
+            GROUP BY h.channel_id
+        ) AS c
+        CROSS JOIN LATERAL (
+            SELECT x.id, x.channel_id, x.dequeue_at, x.is_locked, x.position
+            FROM @extschema@.message AS x
+            WHERE
+                x.channel_id = c.channel_id AND x.is_early
+                AND x.id <> ALL(ARRAY(SELECT h.id FROM head AS h))
+            ORDER BY x.dequeue_at, x.id
+            LIMIT c.k
+            FOR UPDATE SKIP LOCKED
+        ) AS e
+    ),
+
+    -- The candidates of each channel, ranked; k is its number of turns.
+    ranked AS MATERIALIZED (
+        SELECT
+            c.*,
+            pg_catalog.row_number() OVER (PARTITION BY c.channel_id ORDER BY c.dequeue_at, c.id) AS rank,
+            pg_catalog.count(*) FILTER (WHERE c.is_turn) OVER (PARTITION BY c.channel_id) AS k
+        FROM (
+            SELECT h.*, TRUE AS is_turn FROM head AS h
+            UNION ALL
+            SELECT e.*, FALSE FROM early AS e
+        ) AS c
+    ),
+
+    -- A channel's j-th turn, and the place of the j-th early message that
+    -- gets a turn.
+    turns AS MATERIALIZED (
+        SELECT
+            r.channel_id, r.position, r.is_turn,
+            pg_catalog.row_number() OVER (PARTITION BY r.channel_id, r.is_turn ORDER BY r.position) AS j
+        FROM ranked AS r
+        WHERE r.is_turn OR r.rank <= r.k
+    ),
+
+    -- The j-th turn of a channel delivers its j-th candidate.
+    delivered AS (
+        SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, t.position
+        FROM ranked AS r
+        INNER JOIN turns AS t ON t.channel_id = r.channel_id AND t.is_turn AND t.j = r.rank
+        WHERE r.rank <= r.k
+    ),
+
+    -- Holders beyond the k-th take, in order, the places of the early
+    -- messages that got turns.
+    moves AS (
+        SELECT d.id, f.position
+        FROM (
+            SELECT r.id, r.channel_id, pg_catalog.row_number() OVER (PARTITION BY r.channel_id ORDER BY r.rank) AS j
+            FROM ranked AS r
+            WHERE r.is_turn AND r.rank > r.k
+        ) AS d
+        INNER JOIN turns AS f ON f.channel_id = d.channel_id AND NOT f.is_turn AND f.j = d.j
+    )
+
+    SELECT
+        (SELECT pg_catalog.array_agg(v.id) FROM moves AS v),
+        (SELECT pg_catalog.array_agg(v.position) FROM moves AS v),
+        pg_catalog.array_agg(ROW(d.id, d.channel_id, d.dequeue_at, d.is_locked, d.position)::@extschema@._turn ORDER BY d.position)
+    INTO v_move_ids, v_move_positions, v_turns
+    FROM delivered AS d;
+
+    -- By primary key only ("= ANY": an index condition by shape).
+    UPDATE @extschema@.message AS m
+    SET position = v_move_positions[pg_catalog.array_position(v_move_ids, m.id)], is_early = TRUE
+    WHERE m.id = ANY(v_move_ids);
+    RETURN v_turns;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.message_complete_dequeue(
+    p_ids bigint[],
+    p_num_attempts integer[],
+    p_lock_ms bigint,
+    p_limit integer DEFAULT 1,
+    p_channel text DEFAULT NULL
+)
+RETURNS SETOF @extschema@.delivery
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_limit integer := COALESCE(p_limit, 1);
+    -- Evaluated once, not once per message taken.
+    v_caller pg_catalog.regrole := @extschema@._caller_role();
+    v_channel_id bigint := @extschema@._channel_id(p_channel);
+    v_may_raise boolean := pg_catalog.pg_current_xact_id_if_assigned() IS NULL;
+    v_now bigint;
+    v_mark bigint;
+    v_due_mark bigint;
+    v_schedule_due boolean;
+    v_due boolean;
+    v_is_resolved boolean := FALSE;
+    v_is_passed boolean;
+    v_turns @extschema@._turn[];
+    v_first bigint;
+    v_last bigint;
+    v_out @extschema@.delivery[];
+    v_admitted bigint[];
+    v_delivery @extschema@.delivery;
+BEGIN
+    -- One expression for valid input; the checks say what is wrong.
+    IF p_lock_ms IS NULL OR p_lock_ms NOT BETWEEN 1 AND @extschema@._max_duration_ms()
+        OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 OR v_limit NOT BETWEEN 1 AND 1000 THEN
+        PERFORM @extschema@._check_lock_ms(p_lock_ms);
+        IF p_channel IS NOT NULL THEN
+            PERFORM @extschema@._check_channel_name(p_channel);
+        END IF;
+        RAISE EXCEPTION 'lonnymq: p_limit must be between 1 and 1000, got %', v_limit
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_ids IS NOT NULL OR p_num_attempts IS NOT NULL THEN
+        PERFORM @extschema@._message_complete_set(COALESCE(p_ids, '{}'), COALESCE(p_num_attempts, '{}'), v_caller, TRUE);
+    END IF;
+
+    -- 1.  k is one row whose columns are computed in order: the epoch's
+    -- parity is held before the clock is read, so that a lock's expiry
+    -- written with this clock is above the due mark (a subquery with
+    -- volatile columns is never flattened into its caller).
+    -- (Sub-selects of k: the due mark is a parameter of their index scan,
+    -- so the range starts at the mark whatever the plan.)
+    SELECT
+        k.now, k.mark, k.due_mark,
+        EXISTS (
+            SELECT 1
+            FROM @extschema@.schedule AS sc
+            WHERE GREATEST(sc.next_at, sc.set_at) >= k.due_mark AND GREATEST(sc.next_at, sc.set_at) <= k.now
+        ),
+        EXISTS (
+            SELECT 1
+            FROM @extschema@.message AS m
+            WHERE
+                GREATEST(m.dequeue_at, m.created_at) >= k.due_mark AND GREATEST(m.dequeue_at, m.created_at) <= k.now
+                AND m.position IS NULL AND NOT m.is_held
+        )
+    INTO v_now, v_mark, v_due_mark, v_schedule_due, v_due
+    FROM (
+        SELECT
+            @extschema@._epoch_hold(pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq')) AS in_epoch,
+            @extschema@._clock_ms() AS now,
+            pg_catalog.pg_sequence_last_value('@extschema@.position_mark_seq') AS mark,
+            pg_catalog.pg_sequence_last_value('@extschema@.due_mark_seq') AS due_mark
+    ) AS k;
+
+    -- 2.  (A promotion's positions are checked against the bound by its
+    -- own _epoch_enter.)
+    IF v_schedule_due THEN
+        PERFORM @extschema@._schedule_run(v_now, 4, v_due_mark);
+    END IF;
+    IF v_due OR v_schedule_due THEN
+        PERFORM @extschema@._message_promote(v_now, v_due_mark, @extschema@._epoch_enter(), 8);
+    END IF;
+
+    -- 3.  Of the head's two legs, the one p_channel does not ask for is not
+    -- executed.  The deliveries are taken by primary key only ("= ANY": an
+    -- index condition by shape, no join whose plan could walk
+    -- message_pkey).
+    LOOP
+        WITH head AS MATERIALIZED (
+            SELECT a.*
+            FROM (
+                SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position, r.is_early
+                FROM @extschema@.message AS r
+                WHERE p_channel IS NULL AND v_turns IS NULL AND r.position >= v_mark
+                ORDER BY r.position, r.dequeue_at, r.id
+                LIMIT v_limit
+                FOR UPDATE OF r SKIP LOCKED
+            ) AS a
+            UNION ALL
+            SELECT b.*
+            FROM (
+                SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position, r.is_early
+                FROM @extschema@.message AS r
+                WHERE
+                    p_channel IS NOT NULL AND v_turns IS NULL AND r.channel_id = v_channel_id
+                    AND r.position >= v_mark AND r.channel = p_channel
+                ORDER BY r.position NULLS FIRST, r.dequeue_at, r.id
+                LIMIT v_limit
+                FOR UPDATE OF r SKIP LOCKED
+            ) AS b
+        ),
+
+        -- The turns in order (one row): the take finds its messages by
+        -- primary key ("= ANY": an index condition by shape, no join whose
+        -- plan could walk message_pkey), and the k-th turn is what the k-th
+        -- delivery reports.  Once resolved (_message_turns_resolve), the
+        -- turns are those it gave, already locked, and the head is not read
+        -- again.
+        turns AS MATERIALIZED (
+            SELECT
+                COALESCE(
+                    pg_catalog.array_agg(ROW(h.id, h.channel_id, h.dequeue_at, h.is_locked, h.position)::@extschema@._turn),
+                    v_turns
+                ) AS turns,
+                COALESCE(pg_catalog.array_agg(h.id), ARRAY(SELECT r.id FROM pg_catalog.unnest(v_turns) AS r)) AS ids,
+                -- Whether an early message of a turn's channel sorts before
+                -- its holder (message_early_ix: one probe per turn).
+                COALESCE(pg_catalog.bool_or(EXISTS (
+                    SELECT 1 FROM @extschema@.message AS x
+                    WHERE
+                        x.channel_id = h.channel_id AND x.is_early
+                        AND (x.dequeue_at, x.id) < (h.dequeue_at, h.id)
+                )), FALSE) AS is_passed,
+                -- The first and last positions of the round order this call
+                -- took, for the raise: FOR UPDATE returns a row that another
+                -- call's swap moved (an early one) while this call waited
+                -- for it, with its new, far position.
+                pg_catalog.min(h.position) AS first, pg_catalog.max(h.position) FILTER (WHERE NOT h.is_early) AS last
+            FROM head AS h
+        ),
+
+        taken AS (
+            UPDATE @extschema@.message AS m
+            SET
+                position = NULL, is_early = FALSE, is_locked = TRUE, locked_by = v_caller,
+                num_attempts = m.num_attempts + 1,
+                -- The clock when the row is taken, after another call's
+                -- promotion of it committed: a lock never starts before
+                -- its message became due.
+                dequeue_at = @extschema@._clock_ms() + p_lock_ms,
+                -- An expired lock was a failed delivery.
+                num_failures = m.num_failures + CASE WHEN m.is_locked THEN 1 ELSE 0 END,
+                attempt_log = CASE
+                    WHEN m.is_locked THEN
+                        @extschema@._attempt_log_append(m.attempt_log, m.num_attempts, v_now, 'lock expired')
+                    ELSE m.attempt_log
+                END
+            FROM turns AS u
+            WHERE
+                m.id = ANY(u.ids) AND NOT u.is_passed
+                -- A delivery in a channel with a release interval starts
+                -- the interval again (step 4), under the channel's row
+                -- lock, tried: else the message is left for a later call.
+                AND (NOT m.is_admitted OR @extschema@._channel_release_try_lock(m.channel_id))
+            RETURNING
+                m.id, m.channel, m.content, m.state, m.num_attempts, m.channel_id, m.is_admitted,
+                pg_catalog.array_position(u.ids, m.id) AS k,
+                -- (Counted, lonnymq_messages_delivered_total: a sequence, no row.)
+                pg_catalog.nextval('@extschema@.messages_delivered_seq') AS delivered
+        )
+
+        SELECT u.turns, u.is_passed, d.deliveries, d.admitted, COALESCE(u.first, v_first), COALESCE(u.last, v_last)
+        INTO v_turns, v_is_passed, v_out, v_admitted, v_first, v_last
+        FROM turns AS u
+        CROSS JOIN LATERAL (
+            SELECT
+                pg_catalog.array_agg(
+                    ROW(
+                        t.id, t.channel, t.content, t.state, t.num_attempts, (u.turns[t.k]).dequeue_at,
+                        (u.turns[t.k]).is_locked
+                    )::@extschema@.delivery
+                    ORDER BY t.k
+                ) AS deliveries,
+                pg_catalog.array_agg(t.channel_id) FILTER (WHERE t.is_admitted) AS admitted
+            FROM taken AS t
+        ) AS d;
+        EXIT WHEN NOT v_is_passed OR v_is_resolved;
+        v_turns := @extschema@._message_turns_resolve(v_turns);
+        v_is_resolved := TRUE;
+    END LOOP;
+
+    -- 4.
+    -- A take in a channel with a release interval starts the interval
+    -- again (its row lock is held already, from the take).
+    -- (The clock after the take: the interval never starts before a
+    -- delivery's lock.)
+    IF v_admitted IS NOT NULL THEN
+        PERFORM @extschema@._channel_admit(
+            c.id, 0, pg_catalog.cardinality(pg_catalog.array_positions(v_admitted, c.id)), TRUE, @extschema@._clock_ms(),
+            NULL
+        )
+        FROM (SELECT DISTINCT a.id FROM pg_catalog.unnest(v_admitted) AS a (id)) AS a
+        CROSS JOIN LATERAL @extschema@._channel_row(a.id, NULL) AS c
+        WHERE c.release_interval_ms > 0;
+    END IF;
+    -- Only a call whose transaction wrote nothing before it raises the
+    -- marks: it knows every position it took (its turns, in position
+    -- order, all taken when any was), which its own reads no longer see, and
+    -- which a rollback or a crash would make ready again.
+    IF v_may_raise AND (v_first >= v_mark + 16 * 1048576 OR (v_turns[1]).id % 16 = 0
+        OR pg_catalog.cardinality(v_out) >= 16) THEN
+        -- (Other ready positions may lie after the last when the turns
+        -- were the first of the round order, else from the first.)
+        PERFORM @extschema@._marks_raise(v_now, v_first, COALESCE(v_last, v_first),
+            CASE WHEN p_channel IS NULL AND v_last IS NOT NULL THEN v_last + 1 ELSE v_first END);
+    END IF;
+    FOREACH v_delivery IN ARRAY COALESCE(v_out, '{}') LOOP
+        RETURN NEXT v_delivery;
+    END LOOP;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.message_heartbeat(
+    p_id bigint,
+    p_num_attempts integer,
+    p_lock_ms bigint
+)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_renewed record;
+BEGIN
+    PERFORM @extschema@._check_token(p_id, p_num_attempts);
+    PERFORM @extschema@._check_lock_ms(p_lock_ms);
+    -- A writer of message_due_ix: the epoch first, then the clock.  A lock
+    -- that had expired and was promoted (ready again) is taken back out of
+    -- the round order: its holder keeps it.
+    PERFORM @extschema@._epoch_enter();
+    -- (Channel rows before message rows, as completions lock them: the row
+    -- of the channel of a lock made ready again, which may be its pending
+    -- delivery.)
+    -- (The message by primary key only: a condition on its position let a
+    -- plan made on an empty queue walk message_ready_ix.)
+    PERFORM @extschema@._channel_row_lock(c.id)
+    FROM @extschema@.channel AS c
+    WHERE c.id = (
+        SELECT CASE WHEN m.position IS NOT NULL AND m.is_admitted THEN m.channel_id END
+        FROM @extschema@.message AS m
+        WHERE m.id = p_id
+    );
+    WITH old AS (
+        SELECT m.id, m.position IS NOT NULL AND m.is_admitted AS was_pending
+        FROM @extschema@.message AS m
+        WHERE
+            m.id = p_id AND m.num_attempts = p_num_attempts AND m.is_locked
+            AND COALESCE(m.locked_by = @extschema@._caller_role(), TRUE)
+        FOR UPDATE
+    )
+    UPDATE @extschema@.message AS m
+    SET dequeue_at = GREATEST(m.dequeue_at, @extschema@._clock_ms() + p_lock_ms), position = NULL, is_early = FALSE
+    FROM old AS o
+    WHERE m.id = o.id
+    RETURNING m.channel_id, o.was_pending INTO v_renewed;
+    -- (Such a lock of a channel with a release interval was its pending
+    -- delivery: the channel may admit another.)
+    IF v_renewed.was_pending THEN
+        PERFORM @extschema@._channel_admit(v_renewed.channel_id, 0, 1, FALSE, @extschema@._clock_ms(), NULL);
+    END IF;
+    RETURN v_renewed IS NOT NULL;
+END;
+$$;
+
 DO $$
 DECLARE
     v_setting record;

@@ -4,8 +4,7 @@
 -- lock's expiry): it enters the epoch first, then reads the clock.  A lock
 -- that had expired and was promoted (ready again, still locked: its holder may
 -- complete it until it is delivered again) is taken back out of the round
--- order (position NULL; is_early is left as it was, which readers of
--- message_early_ix ignore without a position): its holder keeps it.  When that
+-- order (position NULL, and so not early): its holder keeps it.  When that
 -- message was admitted, it was its channel's pending delivery: the channel's
 -- row lock is taken before the message row, as completions take them, and its
 -- admission runs (_channel_admit), which may admit another.
@@ -63,7 +62,7 @@ BEGIN
         FOR UPDATE
     )
     UPDATE @extschema@.message AS m
-    SET dequeue_at = GREATEST(m.dequeue_at, @extschema@._clock_ms() + p_lock_ms), position = NULL
+    SET dequeue_at = GREATEST(m.dequeue_at, @extschema@._clock_ms() + p_lock_ms), position = NULL, is_early = FALSE
     FROM old AS o
     WHERE m.id = o.id
     RETURNING m.channel_id, o.was_pending INTO v_renewed;

@@ -5,7 +5,7 @@
 -- of a channel without a row looks for its pattern only when it is 1, so
 -- a database that never sets a pattern pays no probe of
 -- channel_prefix_key (the worker loop: 0.90 to 0.95 x without the flag,
--- bench/results/2026-11-26-0.12.0-wip-ab.md).
+-- bench/results/README.md).
 CREATE SEQUENCE @extschema@.channel_pattern_seq AS bigint
 MINVALUE 0 MAXVALUE 1 START 0;
 

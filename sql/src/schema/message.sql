@@ -6,7 +6,8 @@
 -- producer's deduplication key (message_key holds the claim); attempt_log
 -- holds one JSON object per failed attempt, carried into dead_letter.
 --
--- Delivery (doc/dequeue-design.md).  A message is in one of four states:
+-- Delivery (doc/dequeue-design.md).  A message is in one of four states,
+-- named by _message_state:
 --   ready      position is set: its place in the round order
 --              (message_ready_ix), fixed when it became ready.  A ready
 --              message may still be locked: an expired lock that a dequeue
@@ -17,7 +18,15 @@
 --   scheduled  not locked, position NULL, not held: dequeue_at is when it
 --              becomes deliverable (message_due_ix: promotion);
 --   held       is_held: its channel's limit has no room for it
---              (message_held_ix: admission, in (dequeue_at, id) order).
+--              (message_held_ix: admission, in (dequeue_at, id) order).  A
+--              held message may still be locked: an expired lock of a
+--              limited or paused channel, whose holder may still complete
+--              or heartbeat it.
+-- The CHECK constraints state what no state combines: a held message is
+-- neither ready nor admitted, and only a ready message is early (a call
+-- that clears a position clears is_early with it).  Found by the suite run
+-- with a fourth candidate, held and never locked, which the expired locks
+-- of paused channels break.
 -- position = round * 2^20 + the channel's slot (the low 20 bits of
 -- channel_id): its channel's turn, one per round.  A turn delivers its
 -- channel's first ready message in (dequeue_at, id) order: the turn's
@@ -47,7 +56,10 @@ CREATE TABLE @extschema@.message (
     position bigint,
     is_held boolean NOT NULL DEFAULT FALSE,
     is_early boolean NOT NULL DEFAULT FALSE,
-    CONSTRAINT message_pkey PRIMARY KEY (id)
+    CONSTRAINT message_pkey PRIMARY KEY (id),
+    CONSTRAINT message_held_is_not_ready CHECK (NOT (is_held AND position IS NOT NULL)),
+    CONSTRAINT message_held_is_not_admitted CHECK (NOT (is_held AND is_admitted)),
+    CONSTRAINT message_early_is_ready CHECK (NOT is_early OR position IS NOT NULL)
 ) WITH (
     fillfactor = 70,
     autovacuum_vacuum_scale_factor = 0.02,

@@ -3,6 +3,7 @@
 -- nothing unless the channel has a priority message, a long transaction's
 -- or a recovered lock waiting), and delivers those that sort before the
 -- turns' holders.  Small: only messages more than a second out of order.
+-- Only ready messages are early (the CHECK message_early_is_ready).
 CREATE INDEX message_early_ix
 ON @extschema@.message (channel_id, dequeue_at, id)
-WHERE is_early AND position IS NOT NULL;
+WHERE is_early;
