@@ -14,6 +14,11 @@ the end of every test that uses a database (test/python/conftest.py), and
 by the concurrency, crash, upgrade and isolation-level tests at the points
 they name.
 
+With it, the message's states (sql/src/schema/message.sql): no row combines
+what no state has, a held message that is ready or admitted, or an early
+message without a position.  The tables enforce none of this (a CHECK
+constraint cost the worker loop 4.8 %): these checks are its enforcement.
+
 The marks are read first, in a statement of their own: they only rise, and
 a raise guarantees that nothing committed or in flight lies below what it
 set, so a message seen below them by a later snapshot is a violation, even
@@ -40,6 +45,13 @@ BELOW_THE_MARKS_SQL = (
 SCHEDULES_BELOW_THE_DUE_MARK_SQL = (
     "SELECT array_agg(s.name ORDER BY s.name) FROM lonnymq.schedule AS s"
     " WHERE greatest(s.next_at, s.set_at) < %(due_mark)s")
+
+
+# The combinations no state has (sql/src/schema/message.sql, _message_state).
+ILLEGAL_STATES_SQL = (
+    "SELECT array_agg(m.id ORDER BY m.id) FROM lonnymq.message AS m"
+    " WHERE m.is_held AND (m.position IS NOT NULL OR m.is_admitted)"
+    " OR m.is_early AND m.position IS NULL")
 
 
 # (0.13.1 on: channel.admit_from.)
@@ -88,8 +100,14 @@ def held_below_admit_from(conn) -> list[int]:
     return conn.execute(HELD_BELOW_ADMIT_FROM_SQL).fetchone()[0] or []
 
 
+def illegal_states(conn) -> list[int]:
+    """The ids of the messages whose columns combine what no state has."""
+    return conn.execute(ILLEGAL_STATES_SQL).fetchone()[0] or []
+
+
 def assert_nothing_below_the_marks(conn, what: str = "") -> None:
-    """Fail, naming the messages and schedules, when one lies below a mark."""
+    """Fail, naming the messages and schedules, when one lies below a mark,
+    or a message is in no state (illegal_states)."""
     ready, due, ids = below_the_marks(conn)
     assert (ready, due) == (0, 0), (
         f"{what + ': ' if what else ''}{ready} ready message(s) below the position mark and {due} below "
@@ -102,6 +120,10 @@ def assert_nothing_below_the_marks(conn, what: str = "") -> None:
     assert not held, (
         f"{what + ': ' if what else ''}{len(held)} message(s) waiting for their admission below their channel's "
         f"admit_from, never to be admitted; ids {held[:20]}")
+    illegal = illegal_states(conn)
+    assert not illegal, (
+        f"{what + ': ' if what else ''}{len(illegal)} message(s) in no state (held and ready or admitted, or early "
+        f"without a position); ids {illegal[:20]}")
 
 
 # The same checks as one function, for SQL-only callers: the isolation specs
@@ -122,7 +144,7 @@ def check_function_sql(schema: str = CHECK_SCHEMA) -> str:
     return f"""CREATE SCHEMA IF NOT EXISTS {schema};
 CREATE OR REPLACE FUNCTION {schema}.below_the_marks(
     OUT ready_below bigint, OUT due_below bigint, OUT ids bigint[],
-    OUT schedules_below text[], OUT held_below_admit_from bigint[])
+    OUT schedules_below text[], OUT held_below_admit_from bigint[], OUT in_no_state bigint[])
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
     v_mark bigint;
@@ -132,6 +154,7 @@ BEGIN
     {below} INTO ready_below, due_below, ids;
     {schedules} INTO schedules_below;
     {HELD_BELOW_ADMIT_FROM_SQL} INTO held_below_admit_from;
+    {ILLEGAL_STATES_SQL} INTO in_no_state;
 END
 $fn$;
 """

@@ -28,7 +28,7 @@ AS $$
     SELECT
         COALESCE(p_dequeue_at < (
             SELECT x.dequeue_at FROM @extschema@.message AS x
-            WHERE x.channel_id = p_channel_id AND x.is_early
+            WHERE x.channel_id = p_channel_id AND x.is_early AND x.position IS NOT NULL
             ORDER BY x.dequeue_at DESC, x.id DESC
             LIMIT 1
         ), FALSE)

@@ -22,11 +22,15 @@
 --              held message may still be locked: an expired lock of a
 --              limited or paused channel, whose holder may still complete
 --              or heartbeat it.
--- The CHECK constraints state what no state combines: a held message is
--- neither ready nor admitted, and only a ready message is early (a call
--- that clears a position clears is_early with it).  Found by the suite run
--- with a fourth candidate, held and never locked, which the expired locks
--- of paused channels break.
+-- No state combines these, and the tests check it after every test
+-- (lonnymq_dev/invariants.py, ILLEGAL_STATES_SQL): a held message is
+-- neither ready nor admitted, and only a ready message is early (every call
+-- that clears a position clears is_early with it).  Not CHECK constraints:
+-- PostgreSQL parses a table's CHECK expressions again for every INSERT and
+-- UPDATE statement, and one such constraint cost the worker loop 74k
+-- instructions per message, 4.8 % (doc/dequeue-design.md, "A message's
+-- states").  So readers that need a ready early message still test the
+-- position (message_early_ix).
 -- position = round * 2^20 + the channel's slot (the low 20 bits of
 -- channel_id): its channel's turn, one per round.  A turn delivers its
 -- channel's first ready message in (dequeue_at, id) order: the turn's
@@ -56,10 +60,7 @@ CREATE TABLE @extschema@.message (
     position bigint,
     is_held boolean NOT NULL DEFAULT FALSE,
     is_early boolean NOT NULL DEFAULT FALSE,
-    CONSTRAINT message_pkey PRIMARY KEY (id),
-    CONSTRAINT message_held_is_not_ready CHECK (NOT (is_held AND position IS NOT NULL)),
-    CONSTRAINT message_held_is_not_admitted CHECK (NOT (is_held AND is_admitted)),
-    CONSTRAINT message_early_is_ready CHECK (NOT is_early OR position IS NOT NULL)
+    CONSTRAINT message_pkey PRIMARY KEY (id)
 ) WITH (
     fillfactor = 70,
     autovacuum_vacuum_scale_factor = 0.02,

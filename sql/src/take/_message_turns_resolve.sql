@@ -49,7 +49,7 @@ BEGIN
             SELECT x.id, x.channel_id, x.dequeue_at, x.is_locked, x.position
             FROM @extschema@.message AS x
             WHERE
-                x.channel_id = c.channel_id AND x.is_early
+                x.channel_id = c.channel_id AND x.is_early AND x.position IS NOT NULL
                 AND x.id <> ALL(ARRAY(SELECT h.id FROM head AS h))
             ORDER BY x.dequeue_at, x.id
             LIMIT c.k

@@ -208,7 +208,7 @@ BEGIN
                 COALESCE(pg_catalog.bool_or(EXISTS (
                     SELECT 1 FROM @extschema@.message AS x
                     WHERE
-                        x.channel_id = h.channel_id AND x.is_early
+                        x.channel_id = h.channel_id AND x.is_early AND x.position IS NOT NULL
                         AND (x.dequeue_at, x.id) < (h.dequeue_at, h.id)
                 )), FALSE) AS is_passed,
                 -- The first and last positions of the round order this call

@@ -1,0 +1,34 @@
+"""The invariants that the suite checks after every test
+(lonnymq_dev/invariants.py) can fail: a message in no state (held and
+ready, held and admitted, early without a position) is reported, by the
+Python check and by the SQL function the isolation specs call.  The tables
+do not refuse such rows (CHECK constraints cost the worker loop 4.8 %:
+doc/dequeue-design.md, "A message's states"), so these checks are what
+would catch a call that writes one."""
+
+from __future__ import annotations
+
+import pytest
+
+from lonnymq_dev.invariants import assert_nothing_below_the_marks, check_function_sql, illegal_states
+
+ILLEGAL = [
+    ("is_held = TRUE", "ready"),                   # held and ready (it has a position)
+    ("position = NULL, is_held = TRUE, is_admitted = TRUE", "admitted"),
+    ("position = NULL, is_locked = TRUE, is_early = TRUE", "early"),
+]
+
+
+@pytest.mark.parametrize("assignment, what", ILLEGAL, ids=[w for _, w in ILLEGAL])
+def test_a_message_in_no_state_is_reported(db, assignment, what):
+    conn = db.connect(autocommit=True)
+    mid = conn.execute("SELECT lonnymq.message_create('c', 'x')").fetchone()[0]
+    assert illegal_states(conn) == []
+    conn.execute(check_function_sql())
+    with conn.transaction(force_rollback=True):
+        conn.execute(f"UPDATE lonnymq.message SET {assignment} WHERE id = %s", (mid,))
+        assert illegal_states(conn) == [mid]
+        with pytest.raises(AssertionError, match="in no state"):
+            assert_nothing_below_the_marks(conn, what)
+        assert conn.execute("SELECT in_no_state FROM lonnymq_check.below_the_marks()").fetchone()[0] == [mid]
+    assert illegal_states(conn) == []
