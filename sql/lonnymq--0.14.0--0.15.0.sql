@@ -4,6 +4,42 @@
 
 UPDATE @extschema@.message SET is_early = FALSE WHERE is_early AND position IS NULL;
 
+CREATE OR REPLACE FUNCTION @extschema@._max_error_bytes()
+RETURNS bigint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT 1048576::bigint
+$$;
+
+COMMENT ON FUNCTION @extschema@._max_error_bytes() IS
+'Internal: the largest error text message_fail records, in bytes (1 MiB).';
+
+REVOKE ALL ON FUNCTION @extschema@._max_error_bytes() FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._round_size()
+RETURNS bigint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT 1048576::bigint
+$$;
+
+COMMENT ON FUNCTION @extschema@._round_size() IS
+'Internal: the positions in one round of the round order (2^20; a channel''s slot is the low 20 bits of its id).';
+
+REVOKE ALL ON FUNCTION @extschema@._round_size() FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._early_margin_ms()
+RETURNS bigint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT 1000::bigint
+$$;
+
+COMMENT ON FUNCTION @extschema@._early_margin_ms() IS
+'Internal: how far (ms) a message with the default dequeue_at may sort before its channel''s last ready one without being early.';
+
+REVOKE ALL ON FUNCTION @extschema@._early_margin_ms() FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION @extschema@._message_state(p_message @extschema@.message)
 RETURNS text
 LANGUAGE sql IMMUTABLE
@@ -20,6 +56,932 @@ COMMENT ON FUNCTION @extschema@._message_state(@extschema@.message) IS
 'Internal: the name of a message''s state: held, ready, locked or scheduled (see the table message).';
 
 REVOKE ALL ON FUNCTION @extschema@._message_state(@extschema@.message) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._due_taken_note(p_key bigint)
+RETURNS void
+LANGUAGE sql VOLATILE
+AS $$
+    SELECT pg_catalog.set_config(
+        'lonnymq.due_taken',
+        LEAST(p_key, NULLIF(pg_catalog.current_setting('lonnymq.due_taken', TRUE), '')::bigint)::text,
+        TRUE
+    )
+$$;
+
+COMMENT ON FUNCTION @extschema@._due_taken_note(bigint) IS
+'Internal: note the least due key this transaction took out of the due view (promoted, completed, run), which a raise of the due mark in it must not pass.';
+
+REVOKE ALL ON FUNCTION @extschema@._due_taken_note(bigint) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._marks_raise(p_now bigint, p_taken bigint, p_taken_last bigint, p_from bigint)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    -- One raise at a time: the raise lock first, until this transaction
+    -- ends (another raise meanwhile does nothing), then the epoch and the
+    -- marks read under it (initialisers run in order; no other raise can
+    -- change them then), then the previous parity.  Two raises that both
+    -- read epoch E and both found its previous parity free both started
+    -- "epoch E + 1": the second, from its stale reads, set a bound above
+    -- and an epoch_at after what the writers that had entered the first
+    -- one wrote, and the next raise passed their positions and due entries
+    -- (the soak test, under load: a ready message below the position mark,
+    -- waiting ones below the due mark, never delivered).
+    v_is_alone boolean := pg_catalog.pg_try_advisory_xact_lock(1819111690, 2);
+    v_epoch bigint := pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq');
+    v_mark bigint := pg_catalog.pg_sequence_last_value('@extschema@.position_mark_seq');
+    v_due_mark bigint := pg_catalog.pg_sequence_last_value('@extschema@.due_mark_seq');
+    v_epoch_at bigint := pg_catalog.pg_sequence_last_value('@extschema@.epoch_at_seq');
+    -- (A setting, not a query.)
+    v_is_fresh boolean := pg_catalog.current_setting('transaction_isolation') = 'read committed';
+    -- The limits: the current epoch's at READ COMMITTED, else the previous one's.
+    v_bound bigint := CASE WHEN v_is_fresh THEN v_epoch >> 1 ELSE
+        pg_catalog.pg_sequence_last_value('@extschema@.epoch_previous_bound_seq') END;
+    v_start bigint := CASE WHEN v_is_fresh THEN v_epoch_at ELSE
+        pg_catalog.pg_sequence_last_value('@extschema@.epoch_previous_at_seq') END;
+    -- The least due key this transaction took out of the due view
+    -- (_due_taken_note), which its rollback would make due again.
+    v_due_taken bigint := NULLIF(pg_catalog.current_setting('lonnymq.due_taken', TRUE), '')::bigint;
+    v_front bigint;
+    v_first_due bigint;
+BEGIN
+    -- (Not at READ COMMITTED: the current epoch's raiser ended before this
+    -- transaction's snapshot; 0: none known.  Read after the raise lock.)
+    IF NOT (v_is_alone AND (v_is_fresh OR @extschema@._xact_seen(
+            pg_catalog.pg_sequence_last_value('@extschema@.epoch_raiser_seq')))
+        AND pg_catalog.pg_try_advisory_lock(1819111690, (1 - (v_epoch & 1))::integer)) THEN
+        RETURN FALSE;
+    END IF;
+    PERFORM pg_catalog.pg_advisory_unlock(1819111690, (1 - (v_epoch & 1))::integer);
+    -- The first ready position, below what the caller took or from p_from,
+    -- without walking the caller's own takes (dead entries to its read).
+    v_front := LEAST(
+        (SELECT r.position FROM @extschema@.message AS r WHERE r.position >= v_mark AND r.position < p_taken ORDER BY r.position LIMIT 1),
+        (SELECT r.position FROM @extschema@.message AS r WHERE r.position >= p_from ORDER BY r.position LIMIT 1)
+    );
+    -- The first due entry, only below the candidate due mark: the live
+    -- entries above it do not matter, and the completed locks up to them
+    -- are what the mark is there to skip.  And the first schedule's key,
+    -- which the delivery reads from the due mark on.  (One statement.)
+    v_first_due := LEAST(
+        (
+            SELECT GREATEST(d.dequeue_at, d.created_at) FROM @extschema@.message AS d
+            WHERE
+                GREATEST(d.dequeue_at, d.created_at) >= v_due_mark
+                AND GREATEST(d.dequeue_at, d.created_at) < v_start - 100
+                AND d.position IS NULL AND NOT d.is_held
+            ORDER BY GREATEST(d.dequeue_at, d.created_at) LIMIT 1
+        ),
+        (
+            SELECT GREATEST(sc.next_at, sc.set_at) FROM @extschema@.schedule AS sc
+            WHERE GREATEST(sc.next_at, sc.set_at) >= v_due_mark AND GREATEST(sc.next_at, sc.set_at) < v_start - 100
+            ORDER BY GREATEST(sc.next_at, sc.set_at) LIMIT 1
+        )
+    );
+    -- In this order (a prefix of it is safe: see the header).  The new
+    -- epoch's bound is the front, or past what the caller took when nothing
+    -- else is ready, so that new messages never take a consumed position
+    -- again (the marks could then never pass it).
+    PERFORM
+        pg_catalog.setval('@extschema@.position_mark_seq', GREATEST(v_mark, LEAST(v_front, p_taken, v_bound))),
+        pg_catalog.setval('@extschema@.due_mark_seq', GREATEST(v_due_mark, LEAST(v_start - 100, v_first_due, v_due_taken))),
+        pg_catalog.setval('@extschema@.position_bound_seq',
+            GREATEST(COALESCE(v_front, p_taken_last + 1), v_epoch >> 1) * 2 + 1 - (v_epoch & 1)),
+        pg_catalog.setval('@extschema@.epoch_at_seq', p_now),
+        pg_catalog.setval('@extschema@.epoch_raiser_seq', pg_catalog.pg_current_xact_id()::text::bigint),
+        pg_catalog.setval('@extschema@.epoch_previous_bound_seq', v_epoch >> 1),
+        pg_catalog.setval('@extschema@.epoch_previous_at_seq', v_epoch_at);
+    RETURN TRUE;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._message_place(
+    p_channel_id bigint,
+    p_bound bigint,
+    p_dequeue_at bigint,
+    p_margin bigint
+)
+RETURNS TABLE (place bigint, is_early boolean, last_dequeue_at bigint, last_is_early boolean)
+LANGUAGE sql STABLE
+AS $$
+    SELECT
+        s.low + ((p_channel_id - s.low) & (@extschema@._round_size() - 1)),
+        CASE
+            WHEN l.is_early
+                THEN @extschema@._message_early_behind(p_channel_id, p_bound, p_dequeue_at, p_margin)
+            ELSE COALESCE(p_dequeue_at < l.dequeue_at - p_margin, FALSE)
+        END,
+        l.dequeue_at,
+        l.is_early
+    FROM (SELECT) AS one
+    LEFT JOIN LATERAL (
+        SELECT r.position
+        FROM @extschema@.message AS r
+        WHERE r.position >= p_bound
+        ORDER BY r.position
+        LIMIT 1
+    ) AS f ON TRUE
+    LEFT JOIN LATERAL (
+        SELECT r.position, r.dequeue_at, r.is_early
+        FROM @extschema@.message AS r
+        WHERE r.channel_id = p_channel_id AND r.position >= p_bound
+        ORDER BY r.position DESC NULLS LAST
+        LIMIT 1
+    ) AS l ON TRUE
+    CROSS JOIN LATERAL (SELECT GREATEST(p_bound, f.position, l.position + @extschema@._round_size()) AS low) AS s
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.message_create(
+    p_channel text,
+    p_content bytea,
+    p_dequeue_at bigint DEFAULT NULL,
+    p_key text DEFAULT NULL
+)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_channel_id bigint := @extschema@._channel_id(p_channel);
+    -- The default is the transaction's start, so that messages created in one
+    -- transaction share a dequeue_at and keep their order by id.
+    v_dequeue_at bigint := COALESCE(p_dequeue_at, @extschema@._now_ms());
+    v_epoch bigint;
+    v_place bigint;
+    v_is_early boolean;
+    v_waits boolean;
+    -- (Read once: a setting, not a query.)
+    v_is_serializable boolean := pg_catalog.current_setting('transaction_isolation') = 'serializable';
+    v_max_size integer;
+    v_notify text;
+    v_now bigint;
+    v_id bigint;
+    v_created bigint;
+    v_counted bigint;
+    v_has_no_row boolean;
+BEGIN
+    -- One expression for valid input; the checks say what is wrong.
+    IF p_channel IS NULL OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 OR p_content IS NULL
+        OR pg_catalog.octet_length(p_content) > @extschema@._max_content_bytes()
+        OR pg_catalog.length(p_key) NOT BETWEEN 1 AND 1024 OR pg_catalog.right(p_channel, 1) = '*' THEN
+        PERFORM @extschema@._check_message_channel(p_channel);
+        PERFORM @extschema@._check_message(p_content, p_key);
+    END IF;
+
+    LOOP
+        -- k is one row whose columns are computed in order: the epoch is
+        -- read, its parity and the channel guard held, then the clock read
+        -- (a subquery with volatile columns is never flattened into its
+        -- caller).
+        SELECT
+            k.epoch,
+            k.now,
+            p.place,
+            p.is_early,
+            -- (_channel_admits(c) written out: c is not a whole row.)
+            COALESCE(c.max_concurrency IS NOT NULL OR c.release_interval_ms > 0 OR c.is_paused, FALSE)
+            OR v_is_serializable,
+            c.max_size,
+            CASE WHEN c.notify AND NOT c.is_paused THEN COALESCE(c.notify_payload, p_channel) END,
+            c.id IS NULL
+        INTO v_epoch, v_now, v_place, v_is_early, v_waits, v_max_size, v_notify, v_has_no_row
+        FROM (
+            SELECT
+                e.epoch,
+                @extschema@._epoch_hold(e.epoch) AS in_epoch,
+                @extschema@._channel_guard_shared(p_channel) AS in_channel,
+                @extschema@._clock_ms() AS now
+            FROM (SELECT pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') AS epoch) AS e
+        ) AS k
+        -- The channel's row, newest version first (_channel_row says why),
+        -- written out with the columns read: _channel_row's whole row
+        -- would have all 24 built at every call.  (The name, as there, a
+        -- condition no index serves: else channel_name_key and a sort.)
+        LEFT JOIN LATERAL (
+            SELECT r.id, r.max_size, r.max_concurrency, r.release_interval_ms, r.is_paused, r.notify, r.notify_payload
+            FROM @extschema@.channel AS r
+            WHERE r.id >= v_channel_id AND r.id <= v_channel_id AND (p_channel IS NULL OR r.name = p_channel)
+            ORDER BY r.id DESC
+            LIMIT 1
+        ) AS c ON TRUE
+        -- (A SERIALIZABLE producer's bound is NULL: the probes' condition
+        -- can never hold, so they read nothing.)
+        CROSS JOIN LATERAL @extschema@._message_place(
+            v_channel_id, CASE WHEN NOT v_is_serializable THEN k.epoch >> 1 END, v_dequeue_at,
+            CASE WHEN p_dequeue_at IS NULL THEN @extschema@._early_margin_ms() ELSE 0 END
+        ) AS p;
+
+        -- A channel without a row follows its pattern, if it has one: looked
+        -- for only once a pattern was ever set (channel_pattern_seq), so
+        -- that producers of a database without patterns read nothing more.
+        IF v_has_no_row AND pg_catalog.pg_sequence_last_value('@extschema@.channel_pattern_seq') > 0 THEN
+            SELECT
+                COALESCE(@extschema@._channel_admits(f), FALSE) OR v_is_serializable,
+                CASE WHEN f.notify THEN COALESCE(f.notify_payload, p_channel) END
+            INTO v_waits, v_notify
+            FROM (SELECT) AS one
+            LEFT JOIN LATERAL @extschema@._channel_pattern_config(p_channel) AS f ON TRUE;
+        END IF;
+
+        -- Once, not again when the epoch changed.
+        IF v_id IS NULL AND (p_key IS NOT NULL OR v_max_size IS NOT NULL) THEN
+            v_id := pg_catalog.nextval('@extschema@.message_id_seq');
+            IF p_key IS NOT NULL THEN
+                -- Each keyed create deletes up to two ended claims.
+                PERFORM @extschema@._message_key_reap(v_now, 2);
+                v_created := @extschema@._message_key_claim(v_channel_id, p_key, v_id, v_now);
+                IF v_created IS NOT NULL THEN
+                    RETURN v_created;
+                END IF;
+            END IF;
+            IF v_max_size IS NOT NULL AND @extschema@._channel_quota_take(v_channel_id, v_max_size, 1) = 0 THEN
+                IF p_key IS NOT NULL THEN
+                    PERFORM @extschema@._message_key_release(v_channel_id, p_key, v_id, 0, 0);
+                END IF;
+                RETURN NULL;
+            END IF;
+        END IF;
+
+        INSERT INTO @extschema@.message (id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early)
+        SELECT
+            COALESCE(v_id, pg_catalog.nextval('@extschema@.message_id_seq')), v_channel_id, p_channel, v_dequeue_at,
+            v_now, p_content, p_key,
+            CASE WHEN v_dequeue_at <= v_now AND NOT v_waits THEN v_place END,
+            v_dequeue_at <= v_now AND NOT v_waits AND v_is_early
+        WHERE pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') = v_epoch
+        -- (Counted, lonnymq_messages_created_total: a sequence, no row.)
+        RETURNING id, pg_catalog.nextval('@extschema@.messages_created_seq') INTO v_created, v_counted;
+        EXIT WHEN v_created IS NOT NULL;
+    END LOOP;
+    IF v_notify IS NOT NULL AND v_dequeue_at <= v_now THEN
+        PERFORM pg_catalog.pg_notify('lonnymq', v_notify);
+    END IF;
+    RETURN v_created;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.message_create_batch(
+    p_channel text,
+    p_contents bytea[],
+    p_dequeue_at bigint[] DEFAULT NULL,
+    p_keys text[] DEFAULT NULL
+)
+RETURNS SETOF bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_n integer;
+    v_bound bigint;
+    v_limited boolean;
+    v_next bigint;
+    v_last_at bigint;
+    v_last_is_early boolean;
+    v_now bigint;
+    v_default bigint;
+    v_channel @extschema@.channel%ROWTYPE;
+    v_ids bigint[];
+    v_out bigint[];
+    v_keep boolean[];
+    v_claimed bigint;
+    v_keyed bigint;
+    v_room integer;
+    v_dropped bigint[] := '{}';
+    v_dropped_keys text[] := '{}';
+    v_ready_at bigint;
+    v_key text;
+    v_existing bigint;
+    i integer;
+BEGIN
+    IF p_channel IS NULL OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 OR pg_catalog.right(p_channel, 1) = '*' THEN
+        PERFORM @extschema@._check_message_channel(p_channel);
+    END IF;
+    v_n := @extschema@._check_batch(p_contents, p_dequeue_at, p_keys);
+    IF v_n = 0 THEN
+        RETURN;
+    END IF;
+
+    PERFORM @extschema@._channel_guard_shared(p_channel);
+    v_bound := @extschema@._epoch_enter();
+    v_now := @extschema@._clock_ms();
+    v_default := @extschema@._now_ms();
+    v_channel := @extschema@._channel_config(@extschema@._channel_id(p_channel), p_channel);
+    -- Waiting for a dequeue to admit or place them, as message_create's:
+    -- a channel with limits, or a SERIALIZABLE producer.
+    v_limited := @extschema@._channel_admits(v_channel)
+        OR pg_catalog.current_setting('transaction_isolation') = 'serializable';
+    v_ids := ARRAY(
+        SELECT s.id
+        FROM (
+            SELECT pg_catalog.nextval('@extschema@.message_id_seq') AS id
+            FROM pg_catalog.generate_series(1, v_n)
+        ) AS s
+        ORDER BY s.id
+    );
+    v_out := v_ids;
+    v_keep := pg_catalog.array_fill(TRUE, ARRAY[v_n]);
+
+    IF p_keys IS NOT NULL THEN
+        -- Claim every key at once; the first occurrence of a repeated key
+        -- wins.  Only when fewer were claimed than given (a key held, or
+        -- repeated) are the others found, one probe each, and resolved one
+        -- by one: a batch of new keys costs one INSERT and no loop.
+        WITH claimed AS (
+            INSERT INTO @extschema@.message_key AS mk (channel_id, key, message_id)
+            SELECT v_channel.id, k.key, v_ids[k.i]
+            FROM ROWS FROM (pg_catalog.unnest(p_keys)) WITH ORDINALITY AS k (key, i)
+            WHERE k.key IS NOT NULL
+            ORDER BY k.i
+            ON CONFLICT (channel_id, key) DO NOTHING
+            RETURNING 1
+        )
+
+        SELECT
+            (SELECT pg_catalog.count(*) FROM claimed),
+            (SELECT pg_catalog.count(k.key) FROM pg_catalog.unnest(p_keys) AS k (key))
+        INTO v_claimed, v_keyed;
+        IF v_claimed < v_keyed THEN
+            FOR i IN
+                SELECT k.i
+                FROM ROWS FROM (pg_catalog.unnest(p_keys)) WITH ORDINALITY AS k (key, i)
+                WHERE
+                    k.key IS NOT NULL
+                    AND NOT EXISTS (
+                        SELECT FROM @extschema@.message_key AS mk
+                        WHERE mk.channel_id = v_channel.id AND mk.key = k.key AND mk.message_id = v_ids[k.i]
+                    )
+                ORDER BY k.i
+            LOOP
+                v_key := p_keys[pg_catalog.array_lower(p_keys, 1) + i - 1];
+                v_existing := @extschema@._message_key_claim(v_channel.id, v_key, v_ids[i], v_now);
+                IF v_existing IS NOT NULL THEN
+                    v_out[i] := v_existing;
+                    v_keep[i] := FALSE;
+                END IF;
+            END LOOP;
+        END IF;
+    END IF;
+
+    IF v_channel.max_size IS NOT NULL THEN
+        -- Room for the new ones (not the duplicates), in input order.
+        v_room := @extschema@._channel_quota_take(
+            v_channel.id, v_channel.max_size,
+            (SELECT pg_catalog.count(*)::integer FROM pg_catalog.unnest(v_keep) AS k (keep) WHERE k.keep)
+        );
+        FOR i IN 1..v_n LOOP
+            CONTINUE WHEN NOT v_keep[i];
+            IF v_room > 0 THEN
+                v_room := v_room - 1;
+            ELSE
+                v_keep[i] := FALSE;
+                v_dropped := v_dropped || v_ids[i];
+                IF p_keys IS NOT NULL THEN
+                    v_dropped_keys := v_dropped_keys || p_keys[pg_catalog.array_lower(p_keys, 1) + i - 1];
+                END IF;
+                v_out[i] := NULL;
+            END IF;
+        END LOOP;
+        IF pg_catalog.cardinality(v_dropped) > 0 THEN
+            DELETE FROM @extschema@.message_key AS k
+            WHERE
+                k.channel_id = v_channel.id
+                AND k.key = ANY(v_dropped_keys)
+                AND k.message_id = ANY(v_dropped);
+            -- A repeat of a dropped message's key is dropped with it.
+            FOR i IN 1..v_n LOOP
+                IF v_out[i] = ANY(v_dropped) THEN
+                    v_out[i] := NULL;
+                END IF;
+            END LOOP;
+        END IF;
+    END IF;
+
+    SELECT pg_catalog.min(COALESCE(r.dequeue_at, v_default)) INTO v_ready_at
+    FROM ROWS FROM (pg_catalog.unnest(p_dequeue_at), pg_catalog.unnest(v_keep)) AS r (dequeue_at, keep)
+    WHERE r.keep AND COALESCE(r.dequeue_at, v_default) <= v_now;
+    IF v_ready_at IS NOT NULL AND NOT v_limited THEN
+        SELECT p.place, p.last_dequeue_at, p.last_is_early
+        INTO v_next, v_last_at, v_last_is_early
+        FROM @extschema@._message_place(v_channel.id, v_bound, v_ready_at, @extschema@._early_margin_ms()) AS p;
+    END IF;
+
+    -- The ready ones take the channel's next turns, one a round, in
+    -- (dequeue_at, id) order; those more than a second before the channel's
+    -- last ready message are early (_message_place).
+    INSERT INTO @extschema@.message (
+        id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early, is_held
+    )
+    SELECT
+        v_ids[r.i], v_channel.id, v_channel.name, r.at, v_now, r.content, r.key,
+        CASE WHEN r.is_ready THEN
+            v_next + @extschema@._round_size() * (pg_catalog.row_number() OVER (PARTITION BY r.is_ready ORDER BY r.at, r.i) - 1)
+        END,
+        r.is_ready AND COALESCE(
+            r.at < v_last_at - CASE WHEN v_last_is_early OR NOT r.is_default THEN 0 ELSE @extschema@._early_margin_ms() END, FALSE
+        ),
+        FALSE
+    FROM (
+        SELECT c.content, COALESCE(c.dequeue_at, v_default) AS at, c.key, c.i, c.dequeue_at IS NULL AS is_default,
+            COALESCE(c.dequeue_at, v_default) <= v_now AND NOT v_limited AS is_ready,
+            -- (Counted, lonnymq_messages_created_total: a sequence, no row;
+            -- a volatile column, which the planner keeps.)
+            pg_catalog.nextval('@extschema@.messages_created_seq') AS counted
+        FROM ROWS FROM (
+            pg_catalog.unnest(p_contents),
+            pg_catalog.unnest(p_dequeue_at),
+            pg_catalog.unnest(p_keys)
+        ) WITH ORDINALITY AS c (content, dequeue_at, key, i)
+        WHERE v_keep[c.i]
+    ) AS r
+    ORDER BY r.i;
+
+    IF v_ready_at IS NOT NULL THEN
+        IF v_channel.notify AND NOT v_channel.is_paused THEN
+            PERFORM pg_catalog.pg_notify('lonnymq', COALESCE(v_channel.notify_payload, v_channel.name));
+        END IF;
+    END IF;
+
+    RETURN QUERY
+    SELECT o.id
+    FROM ROWS FROM (pg_catalog.unnest(v_out)) WITH ORDINALITY AS o (id, i)
+    ORDER BY o.i;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._message_promote(
+    p_now bigint,
+    p_due_mark bigint,
+    p_bound bigint,
+    p_limit integer
+)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_due record;
+    v_channel @extschema@.channel%ROWTYPE;
+    v_is_dead boolean;
+    v_is_held boolean;
+    v_noted boolean := FALSE;
+BEGIN
+    FOR v_due IN
+        SELECT
+            m.id, m.channel_id, m.channel, m.dequeue_at, m.is_locked, m.is_admitted, m.num_failures,
+            GREATEST(m.dequeue_at, m.created_at) AS due_key
+        FROM @extschema@.message AS m
+        WHERE
+            GREATEST(m.dequeue_at, m.created_at) >= p_due_mark AND GREATEST(m.dequeue_at, m.created_at) <= p_now
+            AND m.position IS NULL AND NOT m.is_held
+        ORDER BY GREATEST(m.dequeue_at, m.created_at), m.id
+        LIMIT p_limit
+        FOR UPDATE SKIP LOCKED
+    LOOP
+        -- The first row has the least key: noted for a raise later in this
+        -- transaction, which must not pass it (_due_taken_note).
+        IF NOT v_noted THEN
+            PERFORM @extschema@._due_taken_note(v_due.due_key);
+            v_noted := TRUE;
+        END IF;
+        -- A channel whose configuration is changing right now is left for
+        -- the next call (its change waits for no consumer).
+        CONTINUE WHEN NOT @extschema@._channel_guard_try_shared(v_due.channel);
+        v_channel := @extschema@._channel_config(v_due.channel_id, v_due.channel);
+        v_is_dead := COALESCE(v_due.is_locked AND v_due.num_failures + 1 >= v_channel.max_attempts, FALSE);
+        -- Paused: held.  With limits: held unless admitted already.
+        v_is_held := NOT v_is_dead AND @extschema@._channel_admits(v_channel)
+            AND (v_channel.is_paused OR NOT v_due.is_admitted);
+        -- Admission, a release, and a dead letter's count in a max_size
+        -- channel write the channel's row.  One whose row lock another
+        -- call holds (a complete, a take, another promotion of it) is left
+        -- due for a later dequeue: consumers never wait for a channel row
+        -- here (_channel_row_try_lock).
+        IF v_is_held OR v_is_dead AND (v_due.is_admitted OR v_channel.max_size IS NOT NULL)
+            OR v_due.is_admitted AND v_due.is_locked AND v_channel.release_interval_ms > 0 THEN
+            CONTINUE WHEN NOT @extschema@._channel_row_try_lock(v_due.channel_id);
+            -- (Read again under the lock: its release and pending count.)
+            v_channel := @extschema@._channel_config(v_due.channel_id, v_due.channel);
+        END IF;
+        -- A lapsed lock, found (counted, lonnymq_messages_lock_expired_total:
+        -- a sequence, no row).
+        IF v_due.is_locked THEN PERFORM pg_catalog.nextval('@extschema@.messages_lock_expired_seq'); END IF;
+        IF v_is_dead THEN
+            PERFORM @extschema@._message_bury(
+                v_due.id, v_due.channel_id, v_due.channel, 'lock expired', p_now, v_channel.dedup_window_ms
+            );
+        ELSIF v_is_held THEN
+            UPDATE @extschema@.message AS m SET is_held = TRUE, is_admitted = FALSE WHERE m.id = v_due.id;
+            -- A channel that follows a pattern with limits gets its row
+            -- (its admission counts) here, at its first admission; it goes
+            -- when they are back to nothing (_channel_admit).
+            IF v_channel.pattern IS NOT NULL THEN
+                v_channel.created_at := p_now;
+                INSERT INTO @extschema@.channel
+                SELECT (v_channel).*
+                ON CONFLICT DO NOTHING;
+            END IF;
+        ELSIF v_due.is_locked AND v_due.is_admitted AND v_channel.release_interval_ms > 0
+            AND (v_channel.release_at > p_now OR v_channel.num_pending > 0) THEN
+            -- An expired lock's new delivery waits for its channel's
+            -- release like any other: due again when the interval ends (a
+            -- later end when another delivery is pending).
+            UPDATE @extschema@.message AS m
+            SET dequeue_at = GREATEST(v_channel.release_at, p_now)
+                + CASE WHEN v_channel.num_pending > 0 THEN v_channel.release_interval_ms ELSE 0 END
+            WHERE m.id = v_due.id;
+        ELSE
+            -- (An expired lock of a channel with a release interval is
+            -- its one pending delivery.)
+            IF v_due.is_locked AND v_due.is_admitted AND v_channel.release_interval_ms > 0 THEN
+                -- (Under its row lock: the newest version is the row.)
+                UPDATE @extschema@.channel AS c SET num_pending = c.num_pending + 1
+                WHERE c.ctid = (
+                    SELECT r.ctid FROM @extschema@.channel AS r
+                    WHERE r.id >= v_due.channel_id AND r.id <= v_due.channel_id
+                    ORDER BY r.id DESC LIMIT 1
+                );
+            END IF;
+            -- Ready: a scheduled message, or an admitted one (an expired
+            -- lock stays admitted, and counted, until it is delivered again).
+            UPDATE @extschema@.message AS m
+            SET position = p.place, is_early = p.is_early
+            FROM @extschema@._message_place(v_due.channel_id, p_bound, v_due.dequeue_at, 0) AS p
+            WHERE m.id = v_due.id;
+        END IF;
+        -- An admitted message that ends, or goes back to be held, frees
+        -- its place; a held one may be admitted at once.
+        IF v_is_held OR v_is_dead AND v_due.is_admitted THEN
+            PERFORM @extschema@._channel_admit(
+                v_due.channel_id, v_due.is_admitted::integer, 0, FALSE, p_now, CASE WHEN v_is_held THEN v_due.dequeue_at END
+            );
+        END IF;
+    END LOOP;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.message_complete_dequeue(
+    p_ids bigint[],
+    p_num_attempts integer[],
+    p_lock_ms bigint,
+    p_limit integer DEFAULT 1,
+    p_channel text DEFAULT NULL
+)
+RETURNS SETOF @extschema@.delivery
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_limit integer := COALESCE(p_limit, 1);
+    -- Evaluated once, not once per message taken.
+    v_caller pg_catalog.regrole := @extschema@._caller_role();
+    v_channel_id bigint := @extschema@._channel_id(p_channel);
+    v_may_raise boolean := pg_catalog.pg_current_xact_id_if_assigned() IS NULL;
+    v_now bigint;
+    v_mark bigint;
+    v_due_mark bigint;
+    v_schedule_due boolean;
+    v_due boolean;
+    v_is_resolved boolean := FALSE;
+    v_is_passed boolean;
+    v_turns @extschema@._turn[];
+    v_first bigint;
+    v_last bigint;
+    v_out @extschema@.delivery[];
+    v_admitted bigint[];
+    v_delivery @extschema@.delivery;
+BEGIN
+    -- One expression for valid input; the checks say what is wrong.
+    IF p_lock_ms IS NULL OR p_lock_ms NOT BETWEEN 1 AND @extschema@._max_duration_ms()
+        OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 OR v_limit NOT BETWEEN 1 AND 1000 THEN
+        PERFORM @extschema@._check_lock_ms(p_lock_ms);
+        IF p_channel IS NOT NULL THEN
+            PERFORM @extschema@._check_channel_name(p_channel);
+        END IF;
+        RAISE EXCEPTION 'lonnymq: p_limit must be between 1 and 1000, got %', v_limit
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_ids IS NOT NULL OR p_num_attempts IS NOT NULL THEN
+        PERFORM @extschema@._message_complete_set(COALESCE(p_ids, '{}'), COALESCE(p_num_attempts, '{}'), v_caller, TRUE);
+    END IF;
+
+    -- 1.  k is one row whose columns are computed in order: the epoch's
+    -- parity is held before the clock is read, so that a lock's expiry
+    -- written with this clock is above the due mark (a subquery with
+    -- volatile columns is never flattened into its caller).
+    -- (Sub-selects of k: the due mark is a parameter of their index scan,
+    -- so the range starts at the mark whatever the plan.)
+    SELECT
+        k.now, k.mark, k.due_mark,
+        EXISTS (
+            SELECT 1
+            FROM @extschema@.schedule AS sc
+            WHERE GREATEST(sc.next_at, sc.set_at) >= k.due_mark AND GREATEST(sc.next_at, sc.set_at) <= k.now
+        ),
+        EXISTS (
+            SELECT 1
+            FROM @extschema@.message AS m
+            WHERE
+                GREATEST(m.dequeue_at, m.created_at) >= k.due_mark AND GREATEST(m.dequeue_at, m.created_at) <= k.now
+                AND m.position IS NULL AND NOT m.is_held
+        )
+    INTO v_now, v_mark, v_due_mark, v_schedule_due, v_due
+    FROM (
+        SELECT
+            @extschema@._epoch_hold(pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq')) AS in_epoch,
+            @extschema@._clock_ms() AS now,
+            pg_catalog.pg_sequence_last_value('@extschema@.position_mark_seq') AS mark,
+            pg_catalog.pg_sequence_last_value('@extschema@.due_mark_seq') AS due_mark
+    ) AS k;
+
+    -- 2.  (A promotion's positions are checked against the bound by its
+    -- own _epoch_enter.)
+    IF v_schedule_due THEN
+        PERFORM @extschema@._schedule_run(v_now, 4, v_due_mark);
+    END IF;
+    IF v_due OR v_schedule_due THEN
+        PERFORM @extschema@._message_promote(v_now, v_due_mark, @extschema@._epoch_enter(), 8);
+    END IF;
+
+    -- 3.  Of the head's two legs, the one p_channel does not ask for is not
+    -- executed.  The deliveries are taken by primary key only ("= ANY": an
+    -- index condition by shape, no join whose plan could walk
+    -- message_pkey).
+    LOOP
+        WITH head AS MATERIALIZED (
+            SELECT a.*
+            FROM (
+                SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position, r.is_early
+                FROM @extschema@.message AS r
+                WHERE p_channel IS NULL AND v_turns IS NULL AND r.position >= v_mark
+                ORDER BY r.position, r.dequeue_at, r.id
+                LIMIT v_limit
+                FOR UPDATE OF r SKIP LOCKED
+            ) AS a
+            UNION ALL
+            SELECT b.*
+            FROM (
+                SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position, r.is_early
+                FROM @extschema@.message AS r
+                WHERE
+                    p_channel IS NOT NULL AND v_turns IS NULL AND r.channel_id = v_channel_id
+                    AND r.position >= v_mark AND r.channel = p_channel
+                ORDER BY r.position NULLS FIRST, r.dequeue_at, r.id
+                LIMIT v_limit
+                FOR UPDATE OF r SKIP LOCKED
+            ) AS b
+        ),
+
+        -- The turns in order (one row): the take finds its messages by
+        -- primary key ("= ANY": an index condition by shape, no join whose
+        -- plan could walk message_pkey), and the k-th turn is what the k-th
+        -- delivery reports.  Once resolved (_message_turns_resolve), the
+        -- turns are those it gave, already locked, and the head is not read
+        -- again.
+        turns AS MATERIALIZED (
+            SELECT
+                COALESCE(
+                    pg_catalog.array_agg(ROW(h.id, h.channel_id, h.dequeue_at, h.is_locked, h.position)::@extschema@._turn),
+                    v_turns
+                ) AS turns,
+                COALESCE(pg_catalog.array_agg(h.id), ARRAY(SELECT r.id FROM pg_catalog.unnest(v_turns) AS r)) AS ids,
+                -- Whether an early message of a turn's channel sorts before
+                -- its holder (message_early_ix: one probe per turn).
+                COALESCE(pg_catalog.bool_or(EXISTS (
+                    SELECT 1 FROM @extschema@.message AS x
+                    WHERE
+                        x.channel_id = h.channel_id AND x.is_early AND x.position IS NOT NULL
+                        AND (x.dequeue_at, x.id) < (h.dequeue_at, h.id)
+                )), FALSE) AS is_passed,
+                -- The first and last positions of the round order this call
+                -- took, for the raise: FOR UPDATE returns a row that another
+                -- call's swap moved (an early one) while this call waited
+                -- for it, with its new, far position.
+                pg_catalog.min(h.position) AS first, pg_catalog.max(h.position) FILTER (WHERE NOT h.is_early) AS last
+            FROM head AS h
+        ),
+
+        taken AS (
+            UPDATE @extschema@.message AS m
+            SET
+                position = NULL, is_early = FALSE, is_locked = TRUE, locked_by = v_caller,
+                num_attempts = m.num_attempts + 1,
+                -- The clock when the row is taken, after another call's
+                -- promotion of it committed: a lock never starts before
+                -- its message became due.
+                dequeue_at = @extschema@._clock_ms() + p_lock_ms,
+                -- An expired lock was a failed delivery.
+                num_failures = m.num_failures + CASE WHEN m.is_locked THEN 1 ELSE 0 END,
+                attempt_log = CASE
+                    WHEN m.is_locked THEN
+                        @extschema@._attempt_log_append(m.attempt_log, m.num_attempts, v_now, 'lock expired')
+                    ELSE m.attempt_log
+                END
+            FROM turns AS u
+            WHERE
+                m.id = ANY(u.ids) AND NOT u.is_passed
+                -- A delivery in a channel with a release interval starts
+                -- the interval again (step 4), under the channel's row
+                -- lock, tried: else the message is left for a later call.
+                AND (NOT m.is_admitted OR @extschema@._channel_release_try_lock(m.channel_id))
+            RETURNING
+                m.id, m.channel, m.content, m.state, m.num_attempts, m.channel_id, m.is_admitted,
+                pg_catalog.array_position(u.ids, m.id) AS k,
+                -- (Counted, lonnymq_messages_delivered_total: a sequence, no row.)
+                pg_catalog.nextval('@extschema@.messages_delivered_seq') AS delivered
+        )
+
+        SELECT u.turns, u.is_passed, d.deliveries, d.admitted, COALESCE(u.first, v_first), COALESCE(u.last, v_last)
+        INTO v_turns, v_is_passed, v_out, v_admitted, v_first, v_last
+        FROM turns AS u
+        CROSS JOIN LATERAL (
+            SELECT
+                pg_catalog.array_agg(
+                    ROW(
+                        t.id, t.channel, t.content, t.state, t.num_attempts, (u.turns[t.k]).dequeue_at,
+                        (u.turns[t.k]).is_locked
+                    )::@extschema@.delivery
+                    ORDER BY t.k
+                ) AS deliveries,
+                pg_catalog.array_agg(t.channel_id) FILTER (WHERE t.is_admitted) AS admitted
+            FROM taken AS t
+        ) AS d;
+        EXIT WHEN NOT v_is_passed OR v_is_resolved;
+        v_turns := @extschema@._message_turns_resolve(v_turns);
+        v_is_resolved := TRUE;
+    END LOOP;
+
+    -- 4.
+    -- A take in a channel with a release interval starts the interval
+    -- again (its row lock is held already, from the take).
+    -- (The clock after the take: the interval never starts before a
+    -- delivery's lock.)
+    IF v_admitted IS NOT NULL THEN
+        PERFORM @extschema@._channel_admit(
+            c.id, 0, pg_catalog.cardinality(pg_catalog.array_positions(v_admitted, c.id)), TRUE, @extschema@._clock_ms(),
+            NULL
+        )
+        FROM (SELECT DISTINCT a.id FROM pg_catalog.unnest(v_admitted) AS a (id)) AS a
+        CROSS JOIN LATERAL @extschema@._channel_row(a.id, NULL) AS c
+        WHERE c.release_interval_ms > 0;
+    END IF;
+    -- Only a call whose transaction wrote nothing before it raises the
+    -- marks: it knows every position it took (its turns, in position
+    -- order, all taken when any was), which its own reads no longer see, and
+    -- which a rollback or a crash would make ready again.
+    IF v_may_raise AND (v_first >= v_mark + 16 * @extschema@._round_size() OR (v_turns[1]).id % 16 = 0
+        OR pg_catalog.cardinality(v_out) >= 16) THEN
+        -- (Other ready positions may lie after the last when the turns
+        -- were the first of the round order, else from the first.)
+        PERFORM @extschema@._marks_raise(v_now, v_first, COALESCE(v_last, v_first),
+            CASE WHEN p_channel IS NULL AND v_last IS NOT NULL THEN v_last + 1 ELSE v_first END);
+    END IF;
+    FOREACH v_delivery IN ARRAY COALESCE(v_out, '{}') LOOP
+        RETURN NEXT v_delivery;
+    END LOOP;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._message_complete_set(
+    p_ids bigint[],
+    p_num_attempts integer[],
+    p_caller pg_catalog.regrole,
+    p_report boolean DEFAULT FALSE
+)
+RETURNS bigint[]
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_now bigint;
+    v_gone_ids bigint[];
+    v_expired_key bigint;
+    v_followed @extschema@.message[];
+    v_key record;
+    v_admitted record;
+BEGIN
+    -- One expression for valid input; _check_pairs says what is wrong.
+    IF p_ids IS NULL OR p_num_attempts IS NULL
+        OR pg_catalog.cardinality(p_ids) <> pg_catalog.cardinality(p_num_attempts)
+        OR pg_catalog.cardinality(p_ids) > 10000
+        OR pg_catalog.array_ndims(p_ids) > 1 OR pg_catalog.array_ndims(p_num_attempts) > 1
+        OR pg_catalog.array_position(p_ids, NULL) IS NOT NULL
+        OR pg_catalog.array_position(p_num_attempts, NULL) IS NOT NULL
+        OR pg_catalog.cardinality(p_ids) = 0 THEN
+        PERFORM @extschema@._check_pairs(p_ids, p_num_attempts);
+        RETURN '{}';
+    END IF;
+    v_now := @extschema@._clock_ms();
+
+    -- By primary key only ("= ANY": an index condition by shape, no join
+    -- whose plan could walk message_pkey), each message checked against its
+    -- own pair's token (array_position: the first pair of its id; a
+    -- repeated id's later pairs are reported as not completed).
+    -- Channel rows before message rows: the channels whose counts the
+    -- completion changes (limits, max_size) have their row locks
+    -- (_channel_rows_lock) taken, in key order, before any message is
+    -- deleted (an InitPlan, evaluated before the first delete).  A
+    -- completion that deleted first and then waited for a channel row
+    -- deadlocked with a dequeue that held that row (its own completion's)
+    -- while its take followed the deleted message's update chain: FOR
+    -- UPDATE SKIP LOCKED waits there (soak test).
+    WITH gone AS (
+        DELETE FROM @extschema@.message AS m
+        WHERE
+            m.id = ANY(p_ids)
+            AND m.num_attempts = p_num_attempts[pg_catalog.array_position(p_ids, m.id)]
+            AND m.is_locked
+            AND COALESCE(m.locked_by = p_caller, TRUE)
+            -- (No channel row, no limit: nothing to lock.)
+            AND (
+                SELECT pg_catalog.pg_sequence_last_value('@extschema@.channel_row_seq') = 0
+                    OR @extschema@._channel_rows_lock(p_ids)
+            )
+        RETURNING
+            m.id, m.channel_id, m.channel, m.key, m.is_admitted, m AS message,
+            -- (Counted, lonnymq_messages_completed_total: a sequence, no row.)
+            pg_catalog.nextval('@extschema@.messages_completed_seq') AS counted
+    )
+
+    -- The messages something must follow: keyed, admitted, or of a
+    -- configured channel (history, max_size).
+    -- (Sub-selects, not joins: the message's channel is a parameter of
+    -- their probe, so the probe is one whatever the plan.)
+    SELECT
+        pg_catalog.array_agg(g.id),
+        pg_catalog.array_agg(g.message) FILTER (
+            WHERE g.key IS NOT NULL OR g.is_admitted
+            -- (Once a pattern was ever set, every message: its pattern may
+            -- keep its history.)
+            OR pg_catalog.pg_sequence_last_value('@extschema@.channel_pattern_seq') > 0
+            OR pg_catalog.pg_sequence_last_value('@extschema@.channel_row_seq') > 0
+            AND @extschema@._channel_has_row(g.channel_id)
+        ),
+        -- The least due key of the expired locks completed (a live lock's
+        -- is ahead of the clock, where no raise reaches).
+        pg_catalog.min(GREATEST((g.message).dequeue_at, (g.message).created_at)) FILTER (
+            WHERE (g.message).dequeue_at < v_now
+        )
+    INTO v_gone_ids, v_followed, v_expired_key
+    FROM gone AS g;
+    -- A raise later in this transaction must not pass it: rolled back, the
+    -- lock is due again (_due_taken_note).
+    IF v_expired_key IS NOT NULL THEN
+        PERFORM @extschema@._due_taken_note(v_expired_key);
+    END IF;
+
+    IF v_followed IS NOT NULL THEN
+        INSERT INTO @extschema@.message_history (id, channel, key, content, state, num_attempts, created_at, completed_at)
+        SELECT f.id, f.channel, f.key, f.content, f.state, f.num_attempts, f.created_at, v_now
+        FROM pg_catalog.unnest(v_followed) AS f
+        -- (Scalar sub-selects, which the planner does not turn into joins:
+        -- probes by the message's channel whatever the plan.)
+        WHERE COALESCE(
+            (SELECT c.retain_history FROM @extschema@._channel_row(f.channel_id, f.channel) AS c),
+            (SELECT p.retain_history FROM @extschema@._channel_pattern_config(f.channel) AS p)
+        );
+        -- Keys: each keyed message's claim lasts its channel's dedup window.
+        FOR v_key IN
+            SELECT
+                f.channel_id, f.key, f.id,
+                COALESCE(
+                    (SELECT c.dedup_window_ms FROM @extschema@._channel_row(f.channel_id, f.channel) AS c),
+                    (SELECT p.dedup_window_ms FROM @extschema@._channel_pattern_config(f.channel) AS p),
+                    0
+                ) AS window_ms
+            FROM pg_catalog.unnest(v_followed) AS f
+            WHERE f.key IS NOT NULL
+        LOOP
+            PERFORM @extschema@._message_key_release(v_key.channel_id, v_key.key, v_key.id, v_key.window_ms, v_now);
+        END LOOP;
+        PERFORM @extschema@._channel_removed(ARRAY(SELECT f.channel_id FROM pg_catalog.unnest(v_followed) AS f));
+        -- Admitted messages free their places: the next held ones are
+        -- admitted, channel rows locked in id order.
+        FOR v_admitted IN
+            SELECT
+                f.channel_id, pg_catalog.count(*)::integer AS n,
+                -- (An expired lock made ready again is its channel's
+                -- pending delivery.)
+                (pg_catalog.count(*) FILTER (WHERE f.position IS NOT NULL))::integer AS pending
+            FROM pg_catalog.unnest(v_followed) AS f
+            WHERE f.is_admitted
+            GROUP BY f.channel_id
+            ORDER BY f.channel_id
+        LOOP
+            PERFORM @extschema@._channel_admit(v_admitted.channel_id, v_admitted.n, v_admitted.pending, FALSE, v_now, NULL);
+        END LOOP;
+    END IF;
+    -- Looked for only when fewer were completed than asked (n x k
+    -- comparisons then), not on every batch.
+    IF p_report AND COALESCE(pg_catalog.cardinality(v_gone_ids), 0) < pg_catalog.cardinality(p_ids) THEN
+        FOR i IN 1..pg_catalog.cardinality(p_ids) LOOP
+            CONTINUE WHEN p_ids[i] = ANY(v_gone_ids);
+            RAISE NOTICE 'lonnymq: message % was not completed: stale token, not locked, or locked by another role',
+                p_ids[i]
+                USING ERRCODE = '01LQ1', DETAIL = pg_catalog.format('id=%s num_attempts=%s', p_ids[i], p_num_attempts[i]);
+        END LOOP;
+    END IF;
+    RETURN COALESCE(v_gone_ids, '{}');
+END;
+$$;
 
 CREATE OR REPLACE FUNCTION @extschema@.message_heartbeat(
     p_id bigint,
@@ -70,6 +1032,123 @@ BEGIN
         PERFORM @extschema@._channel_admit(v_renewed.channel_id, 0, 1, FALSE, @extschema@._clock_ms(), NULL);
     END IF;
     RETURN v_renewed IS NOT NULL;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.message_fail(
+    p_id bigint,
+    p_num_attempts integer,
+    p_error text DEFAULT NULL
+)
+RETURNS text
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_bound bigint;
+    v_now bigint;
+    v_channel @extschema@.channel%ROWTYPE;
+    v_message record;
+BEGIN
+    PERFORM @extschema@._check_token(p_id, p_num_attempts);
+    PERFORM @extschema@._check_size('p_error', pg_catalog.octet_length(p_error), @extschema@._max_error_bytes());
+    v_channel := @extschema@._message_channel(p_id);
+    IF v_channel.id IS NULL THEN
+        RETURN NULL;
+    END IF;
+    v_bound := @extschema@._epoch_enter();
+    v_now := @extschema@._clock_ms();
+
+    SELECT
+        m.num_failures + 1 AS num_failures, m.is_admitted, (m.position IS NOT NULL)::integer AS pending,
+        -- (Counted, lonnymq_messages_failed_total: a sequence, no row.)
+        pg_catalog.nextval('@extschema@.messages_failed_seq') AS counted
+    INTO v_message
+    FROM @extschema@.message AS m
+    WHERE
+        m.id = p_id
+        AND m.num_attempts = p_num_attempts
+        AND m.is_locked
+        AND COALESCE(m.locked_by = @extschema@._caller_role(), TRUE)
+    FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+
+    IF v_message.num_failures >= v_channel.max_attempts THEN
+        PERFORM @extschema@._message_bury(
+            p_id, v_channel.id, v_channel.name, p_error, v_now, v_channel.dedup_window_ms
+        );
+        IF v_message.is_admitted THEN
+            PERFORM @extschema@._channel_admit(v_channel.id, 1, v_message.pending, FALSE, v_now, NULL);
+        END IF;
+        RETURN 'dead';
+    END IF;
+
+    PERFORM @extschema@._message_requeue(
+        p_id, v_channel, v_message.is_admitted,
+        v_now + @extschema@._backoff_ms(v_channel, v_message.num_failures),
+        NULL, TRUE, p_error, v_bound, v_now
+    );
+    RETURN 'retry';
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._schedule_run(p_now bigint, p_limit integer, p_from bigint)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_schedule record;
+    v_due bigint;
+    v_missed bigint;
+    v_created integer := 0;
+    v_noted boolean := FALSE;
+BEGIN
+    FOR v_schedule IN
+        SELECT s.ctid AS tid, s.channel, s.content, s.every_ms, s.next_at, GREATEST(s.next_at, s.set_at) AS due_key
+        FROM @extschema@.schedule AS s
+        WHERE
+            GREATEST(s.next_at, s.set_at) >= p_from
+            AND GREATEST(s.next_at, s.set_at) <= p_now
+        ORDER BY GREATEST(s.next_at, s.set_at)
+        LIMIT p_limit
+        FOR UPDATE SKIP LOCKED
+    LOOP
+        -- The first row has the least key: noted for a raise later in this
+        -- transaction, which must not pass it (_due_taken_note).
+        IF NOT v_noted THEN
+            PERFORM @extschema@._due_taken_note(v_schedule.due_key);
+            v_noted := TRUE;
+        END IF;
+        -- What message_create would wait for, the channel guard (held by a
+        -- configuration change) and a size-limited channel's quota row, is
+        -- only tried: a schedule whose channel is busy waits for a later
+        -- call.
+        CONTINUE WHEN NOT @extschema@._channel_guard_try_shared(v_schedule.channel);
+        -- (Newest version first: a row every producer writes.)
+        PERFORM 1
+        FROM @extschema@.channel_quota AS q
+        WHERE
+            q.channel_id >= @extschema@._channel_id(v_schedule.channel)
+            AND q.channel_id <= @extschema@._channel_id(v_schedule.channel)
+        ORDER BY q.channel_id DESC LIMIT 1
+        FOR UPDATE SKIP LOCKED;
+        CONTINUE WHEN NOT FOUND AND EXISTS (
+            SELECT 1 FROM @extschema@.channel_quota AS q WHERE q.channel_id = @extschema@._channel_id(v_schedule.channel)
+        );
+        v_missed := LEAST(pg_catalog.div(p_now::numeric - v_schedule.next_at, v_schedule.every_ms), 9223372036854775807);
+        v_due := p_now - pg_catalog.mod(p_now::numeric - v_schedule.next_at, v_schedule.every_ms);
+        IF @extschema@.message_create(v_schedule.channel, v_schedule.content, v_due) IS NOT NULL THEN
+            v_created := v_created + 1;
+        END IF;
+        UPDATE @extschema@.schedule AS s
+        SET
+            next_at = v_due + v_schedule.every_ms, last_run_at = p_now, num_runs = s.num_runs + 1,
+            num_missed = LEAST(s.num_missed::numeric + v_missed, 9223372036854775807)
+        WHERE s.ctid = v_schedule.tid;
+    END LOOP;
+    RETURN v_created;
 END;
 $$;
 

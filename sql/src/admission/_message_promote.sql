@@ -29,7 +29,8 @@
 -- Returns: nothing (void).
 -- Calls: _channel_guard_try_shared, _channel_config,
 --   _channel_admits, _channel_row_try_lock, _message_bury, _message_place
---   (inlined), _channel_admit.
+--   (inlined), _channel_admit, _due_taken_note (the first row's key: a raise
+--   later in the transaction must not pass it).
 -- Tables: reads message (message_due_ix, from p_due_mark to p_now), channel
 --   (channel_pkey, backwards: a release's pending count);
 --   writes message (held, rescheduled or placed, by message_pkey), channel
@@ -59,9 +60,12 @@ DECLARE
     v_channel @extschema@.channel%ROWTYPE;
     v_is_dead boolean;
     v_is_held boolean;
+    v_noted boolean := FALSE;
 BEGIN
     FOR v_due IN
-        SELECT m.id, m.channel_id, m.channel, m.dequeue_at, m.is_locked, m.is_admitted, m.num_failures
+        SELECT
+            m.id, m.channel_id, m.channel, m.dequeue_at, m.is_locked, m.is_admitted, m.num_failures,
+            GREATEST(m.dequeue_at, m.created_at) AS due_key
         FROM @extschema@.message AS m
         WHERE
             GREATEST(m.dequeue_at, m.created_at) >= p_due_mark AND GREATEST(m.dequeue_at, m.created_at) <= p_now
@@ -70,6 +74,12 @@ BEGIN
         LIMIT p_limit
         FOR UPDATE SKIP LOCKED
     LOOP
+        -- The first row has the least key: noted for a raise later in this
+        -- transaction, which must not pass it (_due_taken_note).
+        IF NOT v_noted THEN
+            PERFORM @extschema@._due_taken_note(v_due.due_key);
+            v_noted := TRUE;
+        END IF;
         -- A channel whose configuration is changing right now is left for
         -- the next call (its change waits for no consumer).
         CONTINUE WHEN NOT @extschema@._channel_guard_try_shared(v_due.channel);

@@ -30,7 +30,8 @@
 --   _check_pairs's errors.
 -- Calls: _check_pairs, _clock_ms, _channel_rows_lock, _channel_has_row,
 --   _channel_row (inlined), _channel_pattern_config (inlined),
---   _message_key_release, _channel_removed, _channel_admit.
+--   _message_key_release, _channel_removed, _channel_admit, _due_taken_note
+--   (only when it completed an expired lock).
 -- Tables: reads channel_row_seq, channel_pattern_seq (whether a channel row or
 --   a pattern was ever made); writes message (deletes, by message_pkey),
 --   message_history (a copy, for channels that retain history),
@@ -60,6 +61,7 @@ AS $$
 DECLARE
     v_now bigint;
     v_gone_ids bigint[];
+    v_expired_key bigint;
     v_followed @extschema@.message[];
     v_key record;
     v_admitted record;
@@ -120,9 +122,19 @@ BEGIN
             OR pg_catalog.pg_sequence_last_value('@extschema@.channel_pattern_seq') > 0
             OR pg_catalog.pg_sequence_last_value('@extschema@.channel_row_seq') > 0
             AND @extschema@._channel_has_row(g.channel_id)
+        ),
+        -- The least due key of the expired locks completed (a live lock's
+        -- is ahead of the clock, where no raise reaches).
+        pg_catalog.min(GREATEST((g.message).dequeue_at, (g.message).created_at)) FILTER (
+            WHERE (g.message).dequeue_at < v_now
         )
-    INTO v_gone_ids, v_followed
+    INTO v_gone_ids, v_followed, v_expired_key
     FROM gone AS g;
+    -- A raise later in this transaction must not pass it: rolled back, the
+    -- lock is due again (_due_taken_note).
+    IF v_expired_key IS NOT NULL THEN
+        PERFORM @extschema@._due_taken_note(v_expired_key);
+    END IF;
 
     IF v_followed IS NOT NULL THEN
         INSERT INTO @extschema@.message_history (id, channel, key, content, state, num_attempts, created_at, completed_at)

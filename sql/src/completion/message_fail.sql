@@ -15,7 +15,7 @@
 -- Returns: 'retry', 'dead', or NULL (nothing changed).
 -- Calls: _check_token, _check_size, _message_channel, _epoch_enter, _clock_ms,
 --   _caller_role (inlined), _message_bury, _channel_admit, _backoff_ms,
---   _message_requeue.
+--   _message_requeue, _max_error_bytes (a constant).
 -- Tables: reads message (message_pkey, locked FOR UPDATE); writes
 --   messages_failed_seq (the counter).  (channel through _message_channel;
 --   message, dead_letter, message_key and channel written through
@@ -43,7 +43,7 @@ DECLARE
     v_message record;
 BEGIN
     PERFORM @extschema@._check_token(p_id, p_num_attempts);
-    PERFORM @extschema@._check_size('p_error', pg_catalog.octet_length(p_error), 1048576);
+    PERFORM @extschema@._check_size('p_error', pg_catalog.octet_length(p_error), @extschema@._max_error_bytes());
     v_channel := @extschema@._message_channel(p_id);
     IF v_channel.id IS NULL THEN
         RETURN NULL;

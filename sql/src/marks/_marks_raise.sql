@@ -32,7 +32,11 @@
 --   due mark <- least(start - 100 ms, the first key of message_due_ix,
 --     greatest(dequeue_at, created_at), below it (a scheduled, waiting or
 --     locked message), the first schedule's greatest(next_at, set_at)
---     below it); the margin covers a backward step of the
+--     below it, and the least key this transaction took out of those
+--     indexes, lonnymq.due_taken: what the dequeue promoted or buried,
+--     the expired locks it completed, the schedules it ran, which its own
+--     read no longer sees as due but which its rollback would make due
+--     again (_due_taken_note)); the margin covers a backward step of the
 --     system clock up to 100 ms between two backends' readings (tick()
 --     promotes from the beginning of the due index, for larger ones);
 --   neither mark ever moves down (what lies below a mark never changes);
@@ -58,8 +62,9 @@
 --   flight), p_taken after one channel's turns (other channels' turns lie
 --   between them: a bound past them sent every new message behind them).
 --   The caller's transaction had written nothing before the dequeue that
---   calls this (that call's own completions aside, which take no
---   position): it took nothing else; it has an xid (its take).
+--   calls this (that call's own completions, promotions and schedules
+--   aside, which take no position and note their due keys): it took
+--   nothing else; it has an xid (its take).
 -- Returns: whether the marks were raised.
 -- Calls: _xact_seen (only outside READ COMMITTED; not inlined: its
 --   argument, a sequence's last value, is volatile and used twice).
@@ -67,7 +72,7 @@
 --   p_from; message_due_ix, from the due mark), schedule (schedule_due_ix,
 --   from the due mark), position_bound_seq, position_mark_seq, due_mark_seq,
 --   epoch_at_seq, epoch_previous_bound_seq, epoch_previous_at_seq,
---   epoch_raiser_seq (their last values);
+--   epoch_raiser_seq (their last values), the setting lonnymq.due_taken;
 --   writes position_mark_seq, due_mark_seq, position_bound_seq, epoch_at_seq,
 --   epoch_raiser_seq, epoch_previous_bound_seq, epoch_previous_at_seq
 --   (setval, in this order).
@@ -102,6 +107,9 @@ DECLARE
         pg_catalog.pg_sequence_last_value('@extschema@.epoch_previous_bound_seq') END;
     v_start bigint := CASE WHEN v_is_fresh THEN v_epoch_at ELSE
         pg_catalog.pg_sequence_last_value('@extschema@.epoch_previous_at_seq') END;
+    -- The least due key this transaction took out of the due view
+    -- (_due_taken_note), which its rollback would make due again.
+    v_due_taken bigint := NULLIF(pg_catalog.current_setting('lonnymq.due_taken', TRUE), '')::bigint;
     v_front bigint;
     v_first_due bigint;
 BEGIN
@@ -144,7 +152,7 @@ BEGIN
     -- again (the marks could then never pass it).
     PERFORM
         pg_catalog.setval('@extschema@.position_mark_seq', GREATEST(v_mark, LEAST(v_front, p_taken, v_bound))),
-        pg_catalog.setval('@extschema@.due_mark_seq', GREATEST(v_due_mark, LEAST(v_start - 100, v_first_due))),
+        pg_catalog.setval('@extschema@.due_mark_seq', GREATEST(v_due_mark, LEAST(v_start - 100, v_first_due, v_due_taken))),
         pg_catalog.setval('@extschema@.position_bound_seq',
             GREATEST(COALESCE(v_front, p_taken_last + 1), v_epoch >> 1) * 2 + 1 - (v_epoch & 1)),
         pg_catalog.setval('@extschema@.epoch_at_seq', p_now),

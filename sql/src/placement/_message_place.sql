@@ -31,7 +31,8 @@
 -- Returns: one row: place, its position (NULL when p_bound is NULL);
 --   is_early; last_dequeue_at and last_is_early of the channel's last
 --   ready message (NULL when it has none).
--- Calls: _message_early_behind (only behind an early message).
+-- Calls: _message_early_behind (only behind an early message), _round_size
+--   (a constant).
 -- Tables: reads message (message_ready_ix: the front; message_channel_ix:
 --   the channel's last turn), from the bound.
 -- Locks: none.
@@ -45,7 +46,7 @@ RETURNS TABLE (place bigint, is_early boolean, last_dequeue_at bigint, last_is_e
 LANGUAGE sql STABLE
 AS $$
     SELECT
-        s.low + ((p_channel_id - s.low) & 1048575),
+        s.low + ((p_channel_id - s.low) & (@extschema@._round_size() - 1)),
         CASE
             WHEN l.is_early
                 THEN @extschema@._message_early_behind(p_channel_id, p_bound, p_dequeue_at, p_margin)
@@ -68,7 +69,7 @@ AS $$
         ORDER BY r.position DESC NULLS LAST
         LIMIT 1
     ) AS l ON TRUE
-    CROSS JOIN LATERAL (SELECT GREATEST(p_bound, f.position, l.position + 1048576) AS low) AS s
+    CROSS JOIN LATERAL (SELECT GREATEST(p_bound, f.position, l.position + @extschema@._round_size()) AS low) AS s
 $$;
 
 COMMENT ON FUNCTION @extschema@._message_place(bigint, bigint, bigint, bigint) IS

@@ -54,7 +54,7 @@
 --   _check_message, _epoch_hold (inlined), _channel_guard_shared (inlined),
 --   _clock_ms, _message_place (inlined), _channel_pattern_config,
 --   _channel_admits, _message_key_reap, _message_key_claim,
---   _channel_quota_take, _message_key_release.
+--   _channel_quota_take, _message_key_release, _early_margin_ms (a constant).
 -- Tables: reads position_bound_seq (the epoch, twice), channel
 --   (channel_pkey, backwards: newest version first), channel_pattern_seq;
 --   writes message (insert), message_id_seq, messages_created_seq (nextval)
@@ -146,7 +146,7 @@ BEGIN
         -- can never hold, so they read nothing.)
         CROSS JOIN LATERAL @extschema@._message_place(
             v_channel_id, CASE WHEN NOT v_is_serializable THEN k.epoch >> 1 END, v_dequeue_at,
-            CASE WHEN p_dequeue_at IS NULL THEN 1000 ELSE 0 END
+            CASE WHEN p_dequeue_at IS NULL THEN @extschema@._early_margin_ms() ELSE 0 END
         ) AS p;
 
         -- A channel without a row follows its pattern, if it has one: looked

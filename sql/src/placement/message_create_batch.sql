@@ -24,7 +24,8 @@
 --   holder's for a claimed key, NULL for one dropped at max_size.
 -- Calls: _check_message_channel, _check_batch, _channel_guard_shared,
 --   _epoch_enter, _clock_ms, _now_ms, _channel_config, _channel_id,
---   _channel_admits, _message_key_claim, _channel_quota_take, _message_place.
+--   _channel_admits, _message_key_claim, _channel_quota_take, _message_place,
+--   _round_size and _early_margin_ms (constants).
 -- Tables: reads message_key (message_key_pkey: the keys not claimed at
 --   once); writes message_id_seq (nextval, one per input), message_key
 --   (insert; delete of a dropped message's claim), message (insert),
@@ -179,7 +180,7 @@ BEGIN
     IF v_ready_at IS NOT NULL AND NOT v_limited THEN
         SELECT p.place, p.last_dequeue_at, p.last_is_early
         INTO v_next, v_last_at, v_last_is_early
-        FROM @extschema@._message_place(v_channel.id, v_bound, v_ready_at, 1000) AS p;
+        FROM @extschema@._message_place(v_channel.id, v_bound, v_ready_at, @extschema@._early_margin_ms()) AS p;
     END IF;
 
     -- The ready ones take the channel's next turns, one a round, in
@@ -191,10 +192,10 @@ BEGIN
     SELECT
         v_ids[r.i], v_channel.id, v_channel.name, r.at, v_now, r.content, r.key,
         CASE WHEN r.is_ready THEN
-            v_next + 1048576 * (pg_catalog.row_number() OVER (PARTITION BY r.is_ready ORDER BY r.at, r.i) - 1)
+            v_next + @extschema@._round_size() * (pg_catalog.row_number() OVER (PARTITION BY r.is_ready ORDER BY r.at, r.i) - 1)
         END,
         r.is_ready AND COALESCE(
-            r.at < v_last_at - CASE WHEN v_last_is_early OR NOT r.is_default THEN 0 ELSE 1000 END, FALSE
+            r.at < v_last_at - CASE WHEN v_last_is_early OR NOT r.is_default THEN 0 ELSE @extschema@._early_margin_ms() END, FALSE
         ),
         FALSE
     FROM (

@@ -24,7 +24,8 @@
 --   above it, so the row's key); p_limit, at most this many schedules; p_from,
 --   the least key read (the due mark, or the beginning).
 -- Returns: how many messages were created.
--- Calls: _channel_guard_try_shared, _channel_id, message_create.
+-- Calls: _due_taken_note (the first schedule's key), _channel_guard_try_shared,
+--   _channel_id, message_create.
 -- Tables: reads schedule (schedule_due_ix, from p_from), channel_quota
 --   (channel_quota_pkey, backwards: the newest version); writes schedule
 --   (next_at and the counts, by ctid).  (message and the rest through
@@ -44,9 +45,10 @@ DECLARE
     v_due bigint;
     v_missed bigint;
     v_created integer := 0;
+    v_noted boolean := FALSE;
 BEGIN
     FOR v_schedule IN
-        SELECT s.ctid AS tid, s.channel, s.content, s.every_ms, s.next_at
+        SELECT s.ctid AS tid, s.channel, s.content, s.every_ms, s.next_at, GREATEST(s.next_at, s.set_at) AS due_key
         FROM @extschema@.schedule AS s
         WHERE
             GREATEST(s.next_at, s.set_at) >= p_from
@@ -55,6 +57,12 @@ BEGIN
         LIMIT p_limit
         FOR UPDATE SKIP LOCKED
     LOOP
+        -- The first row has the least key: noted for a raise later in this
+        -- transaction, which must not pass it (_due_taken_note).
+        IF NOT v_noted THEN
+            PERFORM @extschema@._due_taken_note(v_schedule.due_key);
+            v_noted := TRUE;
+        END IF;
         -- What message_create would wait for, the channel guard (held by a
         -- configuration change) and a size-limited channel's quota row, is
         -- only tried: a schedule whose channel is busy waits for a later

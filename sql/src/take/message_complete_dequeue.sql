@@ -50,7 +50,8 @@
 --   _check_channel_name, _message_complete_set, _epoch_hold (inlined),
 --   _clock_ms, _schedule_run, _epoch_enter, _message_promote,
 --   _attempt_log_append, _channel_release_try_lock, _message_turns_resolve,
---   _channel_admit, _channel_row (inlined), _marks_raise.
+--   _channel_admit, _channel_row (inlined), _marks_raise, _round_size (a
+--   constant).
 -- Tables: reads position_bound_seq, position_mark_seq, due_mark_seq (their
 --   last values: the epoch and the marks), schedule (schedule_due_ix, from
 --   the due mark: whether one is due), message (message_due_ix, from the due
@@ -287,7 +288,7 @@ BEGIN
     -- marks: it knows every position it took (its turns, in position
     -- order, all taken when any was), which its own reads no longer see, and
     -- which a rollback or a crash would make ready again.
-    IF v_may_raise AND (v_first >= v_mark + 16 * 1048576 OR (v_turns[1]).id % 16 = 0
+    IF v_may_raise AND (v_first >= v_mark + 16 * @extschema@._round_size() OR (v_turns[1]).id % 16 = 0
         OR pg_catalog.cardinality(v_out) >= 16) THEN
         -- (Other ready positions may lie after the last when the turns
         -- were the first of the round order, else from the first.)
