@@ -230,7 +230,8 @@ MATRIX_MAJORS ?= 14 16 17 18
 MATRIX_TESTS = test/python/test_pgtap.py test/python/test_upgrade.py test/python/test_upgrade_released.py \
   test/python/test_concurrency.py test/python/test_races.py test/python/test_isolation_levels.py \
   test/python/test_faults.py test/python/test_poison_messages.py test/python/test_plans.py \
-  test/python/test_plan_shapes.py test/python/test_install_paths.py test/python/test_isolation_specs.py
+  test/python/test_plan_shapes.py test/python/test_install_paths.py test/python/test_rollback_after_raise.py \
+  test/python/test_isolation_specs.py
 test:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory all
