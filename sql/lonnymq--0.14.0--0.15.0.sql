@@ -477,9 +477,14 @@ BEGIN
         CASE WHEN r.is_ready THEN
             v_next + @extschema@._round_size() * (pg_catalog.row_number() OVER (PARTITION BY r.is_ready ORDER BY r.at, r.i) - 1)
         END,
-        r.is_ready AND COALESCE(
-            r.at < v_last_at - CASE WHEN v_last_is_early OR NOT r.is_default THEN 0 ELSE @extschema@._early_margin_ms() END, FALSE
-        ),
+        -- (Behind an early message, as message_create does: the latest
+        -- early one and the last that is not early, _message_early_behind.)
+        r.is_ready AND CASE
+            WHEN v_last_is_early THEN @extschema@._message_early_behind(
+                v_channel.id, v_bound, r.at, CASE WHEN r.is_default THEN @extschema@._early_margin_ms() ELSE 0 END
+            )
+            ELSE COALESCE(r.at < v_last_at - CASE WHEN r.is_default THEN @extschema@._early_margin_ms() ELSE 0 END, FALSE)
+        END,
         FALSE
     FROM (
         SELECT c.content, COALESCE(c.dequeue_at, v_default) AS at, c.key, c.i, c.dequeue_at IS NULL AS is_default,

@@ -1,6 +1,6 @@
 \ir include/setup.psql
 -- message_create_batch and message_complete_batch.
-SELECT plan(47);
+SELECT plan(49);
 
 -- Dequeue up to p_limit from one channel; contents in delivery order.
 CREATE FUNCTION pg_temp.take_from(p_channel text, p_limit integer DEFAULT 100, p_lock_ms bigint DEFAULT 60000)
@@ -247,6 +247,21 @@ SELECT is(
     'completing the same batch again completes nothing'
 );
 SELECT is(lonnymq.message_complete_batch('{}', '{}'), 0, 'an empty batch completes nothing');
+
+-- Behind a priority message (early, at the channel's back), a batch message
+-- that sorts before the channel's last message that is not early is early
+-- too, as message_create's is: the channel delivers in (dequeue_at, id)
+-- order, one turn at a time.
+SELECT lonnymq.message_create('eb', 'n', 1000000);
+SELECT lonnymq.message_create('eb', 'e', 10);
+SELECT lonnymq.message_create_batch('eb', ARRAY['x'::bytea], ARRAY[500000::bigint]);
+SELECT ok((SELECT m.is_early FROM lonnymq.message AS m WHERE m.channel = 'eb' AND m.content = 'x'),
+    'a batch message behind an early one that sorts before the last non-early one is early');
+SELECT is(
+    concat_ws(',', pg_temp.take_from('eb', 1), pg_temp.take_from('eb', 1), pg_temp.take_from('eb', 1)),
+    'e,x,n',
+    'one turn at a time, the channel delivers in (dequeue_at, id) order'
+);
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -12,8 +12,9 @@
 -- in (dequeue_at, id) order, from one _message_place.  Early, as
 -- message_create's are: one with the default dequeue_at more than a second
 -- before the channel's last ready message, one with a given dequeue_at any
--- time before it; when that last message is itself early, any time before
--- it (message_create asks _message_early_behind instead).  In a channel
+-- time before it; when that last message is itself early, by
+-- _message_early_behind (before the latest early message, or before the
+-- last one that is not early), per message.  In a channel
 -- with limits, or from a SERIALIZABLE producer, they all wait, due at once
 -- in message_due_ix, as message_create's do.
 -- Parameters: p_channel, the channel's name (not a pattern); p_contents,
@@ -25,7 +26,8 @@
 -- Calls: _check_message_channel, _check_batch, _channel_guard_shared,
 --   _epoch_enter, _clock_ms, _now_ms, _channel_config, _channel_id,
 --   _channel_admits, _message_key_claim, _channel_quota_take, _message_place,
---   _round_size and _early_margin_ms (constants).
+--   _message_early_behind (only behind an early message), _round_size and
+--   _early_margin_ms (constants).
 -- Tables: reads message_key (message_key_pkey: the keys not claimed at
 --   once); writes message_id_seq (nextval, one per input), message_key
 --   (insert; delete of a dropped message's claim), message (insert),
@@ -194,9 +196,14 @@ BEGIN
         CASE WHEN r.is_ready THEN
             v_next + @extschema@._round_size() * (pg_catalog.row_number() OVER (PARTITION BY r.is_ready ORDER BY r.at, r.i) - 1)
         END,
-        r.is_ready AND COALESCE(
-            r.at < v_last_at - CASE WHEN v_last_is_early OR NOT r.is_default THEN 0 ELSE @extschema@._early_margin_ms() END, FALSE
-        ),
+        -- (Behind an early message, as message_create does: the latest
+        -- early one and the last that is not early, _message_early_behind.)
+        r.is_ready AND CASE
+            WHEN v_last_is_early THEN @extschema@._message_early_behind(
+                v_channel.id, v_bound, r.at, CASE WHEN r.is_default THEN @extschema@._early_margin_ms() ELSE 0 END
+            )
+            ELSE COALESCE(r.at < v_last_at - CASE WHEN r.is_default THEN @extschema@._early_margin_ms() ELSE 0 END, FALSE)
+        END,
         FALSE
     FROM (
         SELECT c.content, COALESCE(c.dequeue_at, v_default) AS at, c.key, c.i, c.dequeue_at IS NULL AS is_default,
