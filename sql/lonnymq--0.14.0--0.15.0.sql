@@ -480,14 +480,15 @@ BEGIN
         -- (Behind an early message, as message_create does: the latest
         -- early one and the last that is not early, _message_early_behind.)
         r.is_ready AND CASE
-            WHEN v_last_is_early THEN @extschema@._message_early_behind(
-                v_channel.id, v_bound, r.at, CASE WHEN r.is_default THEN @extschema@._early_margin_ms() ELSE 0 END
-            )
-            ELSE COALESCE(r.at < v_last_at - CASE WHEN r.is_default THEN @extschema@._early_margin_ms() ELSE 0 END, FALSE)
+            WHEN v_last_is_early THEN @extschema@._message_early_behind(v_channel.id, v_bound, r.at, r.margin)
+            ELSE COALESCE(r.at < v_last_at - r.margin, FALSE)
         END,
         FALSE
     FROM (
-        SELECT c.content, COALESCE(c.dequeue_at, v_default) AS at, c.key, c.i, c.dequeue_at IS NULL AS is_default,
+        SELECT c.content, COALESCE(c.dequeue_at, v_default) AS at, c.key, c.i,
+            -- (How far before the channel's last ready message it may sort
+            -- without being early: a default dequeue_at's margin, else none.)
+            CASE WHEN c.dequeue_at IS NULL THEN @extschema@._early_margin_ms() ELSE 0 END AS margin,
             COALESCE(c.dequeue_at, v_default) <= v_now AND NOT v_limited AS is_ready,
             -- (Counted, lonnymq_messages_created_total: a sequence, no row;
             -- a volatile column, which the planner keeps.)

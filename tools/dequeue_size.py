@@ -37,12 +37,9 @@ SRC = ROOT / "sql" / "src"
 def functions() -> dict[str, str]:
     """Each function's body, by name."""
     found: dict[str, str] = {}
-    for path in manifest.functions():
-        text = path.read_text()
-        for match in re.finditer(r"CREATE FUNCTION @extschema@\.(\w+)\((.*?)AS \$\$(.*?)\$\$;", text, re.S):
-            name, header, body = match.groups()
-            constant = re.fullmatch(r"\s*SELECT [-0-9.]+(::\w+)?\s*", body)
-            found[name] = "" if constant and re.search(r"LANGUAGE sql\s+IMMUTABLE", header) else body
+    for d in manifest.definitions():
+        constant = re.fullmatch(r"\s*SELECT [-0-9.]+(::\w+)?\s*", d.body)
+        found[d.name] = "" if constant and re.search(r"LANGUAGE sql\s+IMMUTABLE", d.attributes) else d.body
     return found
 
 

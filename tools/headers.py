@@ -52,9 +52,9 @@ LOCKS_FILE = manifest.SRC / "LOCKS.md"
 
 
 class Function:
-    def __init__(self, path, name, params, header, body, language):
+    def __init__(self, path, name, params, header, body):
         self.path, self.name, self.params = path, name, params
-        self.header, self.body, self.language = header, body, language
+        self.header, self.body = header, body
 
 
 def strip_comments(sql: str) -> str:
@@ -63,21 +63,15 @@ def strip_comments(sql: str) -> str:
 
 def functions() -> list[Function]:
     found = []
-    for path in manifest.functions():
-        lines = path.read_text().splitlines()
-        text = "\n".join(lines)
-        for match in re.finditer(r"^CREATE FUNCTION @extschema@\.(\w+)\((.*?)\)\s*\nRETURNS(.*?)AS \$\$(.*?)\$\$;",
-                                 text, re.S | re.M):
-            name, signature, attributes, body = match.groups()
-            start = text[:match.start()].count("\n")
-            header: list[str] = []
-            i = start - 1
-            while i >= 0 and lines[i].startswith("--"):
-                header.insert(0, re.sub(r"^--\s?", "", lines[i]))
-                i -= 1
-            params = re.findall(r"\b(p_\w+)\b", strip_comments(signature))
-            language = (re.search(r"LANGUAGE (\w+)", attributes) or [None, "?"])[1]
-            found.append(Function(path, name, params, header, body, language))
+    for d in manifest.definitions():
+        lines = d.path.read_text().splitlines()
+        header: list[str] = []
+        i = d.line - 1
+        while i >= 0 and lines[i].startswith("--"):
+            header.insert(0, re.sub(r"^--\s?", "", lines[i]))
+            i -= 1
+        params = re.findall(r"\b(p_\w+)\b", strip_comments(d.signature))
+        found.append(Function(d.path, d.name, params, header, d.body))
     return found
 
 
@@ -128,9 +122,7 @@ def body_uses(f: Function, names: set[str], tables: set[str], sequences: set[str
             continue
         if name in sequences:
             (writes if re.search(r"(nextval|setval)\s*\(\s*'$", before) else reads).add(name)
-        elif re.search(r"\b(INSERT\s+INTO|UPDATE|DELETE\s+FROM|MERGE\s+INTO)\s+$", before, re.I):
-            writes.add(name)
-        elif re.search(r"\bUPDATE\s+(ONLY\s+)?$", before, re.I):
+        elif re.search(r"\b(INSERT\s+INTO|UPDATE(\s+ONLY)?|DELETE\s+FROM|MERGE\s+INTO)\s+$", before, re.I):
             writes.add(name)
         else:
             reads.add(name)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import pathlib
 import re
 import sys
+from typing import NamedTuple
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SRC = ROOT / "sql" / "src"
@@ -74,6 +75,31 @@ def sources() -> list[pathlib.Path]:
 def functions() -> list[pathlib.Path]:
     """The source files that create functions, in load order."""
     return [p for p in sources() if re.search(r"^CREATE FUNCTION ", p.read_text(), re.M)]
+
+
+class Definition(NamedTuple):
+    """One CREATE FUNCTION of a source file: its name, the text of its
+    parameter list, its attributes (RETURNS ... up to AS), its body (between
+    AS $$ and $$;) and the index of its first line in the file."""
+    path: pathlib.Path
+    name: str
+    signature: str
+    attributes: str
+    body: str
+    line: int
+
+
+DEFINITION = re.compile(r"^CREATE FUNCTION @extschema@\.(\w+)\((.*?)\)\s*RETURNS(.*?)AS \$\$(.*?)\$\$;", re.S | re.M)
+
+
+def definitions() -> list[Definition]:
+    """Every function definition of the sources, in load order."""
+    found = []
+    for path in functions():
+        text = path.read_text()
+        for m in DEFINITION.finditer(text):
+            found.append(Definition(path, *m.groups(), text.count("\n", 0, m.start())))
+    return found
 
 
 def main() -> int:

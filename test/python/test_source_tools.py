@@ -82,7 +82,7 @@ END;
 
 
 def function(header: str, body: str = BODY) -> headers.Function:
-    return headers.Function(pathlib.Path("take/f.sql"), "f", ["p_limit"], header.splitlines(), body, "plpgsql")
+    return headers.Function(pathlib.Path("take/f.sql"), "f", ["p_limit"], header.splitlines(), body)
 
 
 def check(header: str, body: str = BODY) -> list[str]:
