@@ -2,11 +2,14 @@
 
 No ready message lies below the position mark, and no message of
 message_due_ix (scheduled, locked, or waiting for its admission or its
-place) lies below the due mark, and no schedule's key in schedule_due_ix,
-greatest(next_at, set_at), lies below the due mark (0.13.1).  A message or
-a schedule below a mark is never delivered nor materialised by a dequeue:
-every probe of the take, of the promotion and of the schedules starts at
-the mark (tick() still finds such a schedule: its safety net).  And no
+place; a schedule's pending occurrence, 0.15.0) lies below the due mark.  A
+message below a mark is never delivered nor promoted by a dequeue: every
+probe of the take and of the promotion starts at the mark (tick() still
+finds such a message: its safety net).  Every schedule has exactly one
+pending occurrence, scheduled and nothing else, and no occurrence is
+without its schedule (0.15.0): else the schedule would make no message
+again.  (0.13.1 to 0.14.0: no schedule's key in schedule_due_ix,
+greatest(next_at, set_at), lies below the due mark.)  And no
 message waiting for its admission (is_held) lies below its channel's
 admit_from (0.13.1), where the admission's walk starts: it would wait for
 ever.  Checked at
@@ -41,10 +44,25 @@ BELOW_THE_MARKS_SQL = (
     " WHERE m.below IS NOT NULL")
 
 
-# Parameter: the due mark.  (0.13.1 on: set_at.)
+# Parameter: the due mark.  (0.13.1 to 0.14.0: set_at, schedule_due_ix.)
 SCHEDULES_BELOW_THE_DUE_MARK_SQL = (
     "SELECT array_agg(s.name ORDER BY s.name) FROM lonnymq.schedule AS s"
     " WHERE greatest(s.next_at, s.set_at) < %(due_mark)s")
+
+
+# (0.15.0 on: message.schedule, schedule.occurrence_id.)  The names of the
+# schedules without exactly one pending occurrence that is only scheduled
+# (not ready, held, locked nor admitted), and of the occurrences whose
+# schedule does not point at them.
+SCHEDULES_STUCK_SQL = (
+    "SELECT array_agg(x.name ORDER BY x.name) FROM ("
+    " SELECT s.name FROM lonnymq.schedule AS s"
+    " WHERE (SELECT count(*) FROM lonnymq.message AS m WHERE m.id = s.occurrence_id AND m.schedule = s.name"
+    " AND m.position IS NULL AND NOT m.is_held AND NOT m.is_locked AND NOT m.is_admitted) <> 1"
+    " UNION ALL"
+    " SELECT m.schedule FROM lonnymq.message AS m WHERE m.schedule IS NOT NULL AND NOT EXISTS ("
+    " SELECT 1 FROM lonnymq.schedule AS s WHERE s.name = m.schedule AND s.occurrence_id = m.id)"
+    ") AS x")
 
 
 # The combinations no state has (sql/src/schema/message.sql, _message_state).
@@ -83,9 +101,14 @@ def _has_column(conn, table: str, column: str) -> bool:
                         (table, column)).fetchone()[0]
 
 
-def schedules_below_the_due_mark(conn) -> list[str]:
-    """The names of the schedules whose key lies below the due mark (none
-    when the invariant holds; none before 0.13.1, which had no set_at)."""
+def schedules_stuck(conn) -> list[str]:
+    """The names of the schedules that no dequeue would run again (none when
+    the invariant holds): from 0.15.0, those without exactly one pending
+    occurrence, and stray occurrences (SCHEDULES_STUCK_SQL); 0.13.1 to
+    0.14.0, those whose key lies below the due mark; before, none (no
+    set_at)."""
+    if _has_column(conn, "lonnymq.message", "schedule"):
+        return conn.execute(SCHEDULES_STUCK_SQL).fetchone()[0] or []
     if not _has_column(conn, "lonnymq.schedule", "set_at"):
         return []
     _, due_mark = marks(conn)
@@ -112,10 +135,10 @@ def assert_nothing_below_the_marks(conn, what: str = "") -> None:
     assert (ready, due) == (0, 0), (
         f"{what + ': ' if what else ''}{ready} ready message(s) below the position mark and {due} below "
         f"the due mark, never to be delivered; ids {ids[:20]}")
-    schedules = schedules_below_the_due_mark(conn)
+    schedules = schedules_stuck(conn)
     assert not schedules, (
-        f"{what + ': ' if what else ''}schedule(s) below the due mark, never materialised by a dequeue: "
-        f"{schedules[:20]}")
+        f"{what + ': ' if what else ''}schedule(s) that no dequeue would run again (no pending occurrence, "
+        f"or one that is not only scheduled, or a stray occurrence): {schedules[:20]}")
     held = held_below_admit_from(conn)
     assert not held, (
         f"{what + ': ' if what else ''}{len(held)} message(s) waiting for their admission below their channel's "
@@ -140,11 +163,10 @@ def check_function_sql(schema: str = CHECK_SCHEMA) -> str:
     (0, 0, NULL, NULL, NULL) when the invariant holds, else the counts and
     the ids or names of what lies below a mark (never to be delivered)."""
     below = BELOW_THE_MARKS_SQL.replace("%(mark)s", "v_mark").replace("%(due_mark)s", "v_due_mark")
-    schedules = SCHEDULES_BELOW_THE_DUE_MARK_SQL.replace("%(due_mark)s", "v_due_mark")
     return f"""CREATE SCHEMA IF NOT EXISTS {schema};
 CREATE OR REPLACE FUNCTION {schema}.below_the_marks(
     OUT ready_below bigint, OUT due_below bigint, OUT ids bigint[],
-    OUT schedules_below text[], OUT held_below_admit_from bigint[], OUT in_no_state bigint[])
+    OUT schedules_stuck text[], OUT held_below_admit_from bigint[], OUT in_no_state bigint[])
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
     v_mark bigint;
@@ -152,7 +174,7 @@ DECLARE
 BEGIN
     {MARKS_SQL} INTO v_mark, v_due_mark;
     {below} INTO ready_below, due_below, ids;
-    {schedules} INTO schedules_below;
+    {SCHEDULES_STUCK_SQL} INTO schedules_stuck;
     {HELD_BELOW_ADMIT_FROM_SQL} INTO held_below_admit_from;
     {ILLEGAL_STATES_SQL} INTO in_no_state;
 END

@@ -4,6 +4,26 @@
 
 UPDATE @extschema@.message SET is_early = FALSE WHERE is_early AND position IS NULL;
 
+ALTER TABLE @extschema@.message ADD COLUMN schedule text;
+
+ALTER TABLE @extschema@.schedule ADD COLUMN occurrence_id bigint;
+
+WITH occurrence AS (
+    INSERT INTO @extschema@.message (channel_id, channel, dequeue_at, created_at, content, schedule)
+    SELECT @extschema@._channel_id(s.channel), s.channel, s.next_at, s.set_at, s.content, s.name
+    FROM @extschema@.schedule AS s
+    RETURNING id, schedule
+)
+UPDATE @extschema@.schedule AS s SET occurrence_id = o.id
+FROM occurrence AS o
+WHERE s.name = o.schedule;
+
+DROP INDEX @extschema@.schedule_due_ix;
+
+DROP FUNCTION @extschema@._schedule_run(bigint, integer, bigint);
+
+DROP FUNCTION @extschema@._message_promote(bigint, bigint, bigint, integer);
+
 CREATE OR REPLACE FUNCTION @extschema@._max_error_bytes()
 RETURNS bigint
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -56,6 +76,225 @@ COMMENT ON FUNCTION @extschema@._message_state(@extschema@.message) IS
 'Internal: the name of a message''s state: held, ready, locked or scheduled (see the table message).';
 
 REVOKE ALL ON FUNCTION @extschema@._message_state(@extschema@.message) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@.channel_set(
+    p_channel text,
+    p_max_concurrency integer DEFAULT NULL,
+    p_max_size integer DEFAULT NULL,
+    p_release_interval_ms bigint DEFAULT 0,
+    p_max_attempts integer DEFAULT NULL,
+    p_backoff_base_ms bigint DEFAULT 1000,
+    p_backoff_factor double precision DEFAULT 2.0,
+    p_backoff_max_ms bigint DEFAULT 3600000,
+    p_backoff_jitter double precision DEFAULT 0.1,
+    p_dedup_window_ms bigint DEFAULT 0,
+    p_retain_history boolean DEFAULT FALSE,
+    p_notify boolean DEFAULT FALSE,
+    p_notify_payload text DEFAULT 'name',
+    p_ordered boolean DEFAULT FALSE
+)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_now bigint;
+    v_interval bigint := COALESCE(p_release_interval_ms, 0);
+    v_base bigint := COALESCE(p_backoff_base_ms, 1000);
+    v_factor double precision := COALESCE(p_backoff_factor, 2.0);
+    v_max bigint := COALESCE(p_backoff_max_ms, 3600000);
+    v_jitter double precision := COALESCE(p_backoff_jitter, 0.1);
+    v_window bigint := COALESCE(p_dedup_window_ms, 0);
+    v_bound bigint;
+    v_channel @extschema@.channel%ROWTYPE;
+    v_new @extschema@.channel%ROWTYPE;
+    v_held bigint;
+    v_was_limited boolean;
+BEGIN
+    PERFORM @extschema@._check_channel_name(p_channel);
+    IF p_ordered AND p_max_concurrency <> 1 THEN
+        RAISE EXCEPTION 'lonnymq: an ordered channel delivers one message at a time: p_max_concurrency must be NULL or 1, got %',
+            p_max_concurrency
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_max_size IS NOT NULL AND pg_catalog.right(p_channel, 1) = '*' THEN
+        RAISE EXCEPTION 'lonnymq: a pattern (a name ending in *) cannot set p_max_size: set it on each channel'
+            USING ERRCODE = '0A000';
+    END IF;
+    IF p_max_concurrency < 1 THEN
+        RAISE EXCEPTION 'lonnymq: p_max_concurrency must be NULL (unlimited) or at least 1, got %',
+            p_max_concurrency
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_max_size < 1 THEN
+        RAISE EXCEPTION 'lonnymq: p_max_size must be NULL (unlimited) or at least 1, got %',
+            p_max_size
+            USING ERRCODE = '22023';
+    END IF;
+    IF v_interval NOT BETWEEN 0 AND @extschema@._max_duration_ms() THEN
+        RAISE EXCEPTION 'lonnymq: p_release_interval_ms must be between 0 and % (365 days), got %',
+            @extschema@._max_duration_ms(), v_interval
+            USING ERRCODE = '22023';
+    END IF;
+
+    IF p_max_attempts < 1 THEN
+        RAISE EXCEPTION 'lonnymq: p_max_attempts must be NULL (unlimited) or at least 1, got %',
+            p_max_attempts
+            USING ERRCODE = '22023';
+    END IF;
+    IF v_base NOT BETWEEN 0 AND @extschema@._max_duration_ms() OR v_max NOT BETWEEN 0 AND @extschema@._max_duration_ms() THEN
+        RAISE EXCEPTION 'lonnymq: p_backoff_base_ms and p_backoff_max_ms must be between 0 and %, got % and %',
+            @extschema@._max_duration_ms(), v_base, v_max
+            USING ERRCODE = '22023';
+    END IF;
+    IF NOT v_factor BETWEEN 1.0 AND 1000.0 THEN
+        RAISE EXCEPTION 'lonnymq: p_backoff_factor must be between 1 and 1000, got %', v_factor
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_notify_payload NOT IN ('name', 'id', 'none') THEN
+        RAISE EXCEPTION 'lonnymq: p_notify_payload must be name, id or none, got "%"', p_notify_payload
+            USING ERRCODE = '22023';
+    END IF;
+    IF NOT v_jitter BETWEEN 0.0 AND 1.0 THEN
+        RAISE EXCEPTION 'lonnymq: p_backoff_jitter must be between 0 and 1, got %', v_jitter
+            USING ERRCODE = '22023';
+    END IF;
+    IF v_window NOT BETWEEN 0 AND @extschema@._max_duration_ms() THEN
+        RAISE EXCEPTION 'lonnymq: p_dedup_window_ms must be between 0 and % (365 days), got %',
+            @extschema@._max_duration_ms(), v_window
+            USING ERRCODE = '22023';
+    END IF;
+
+    v_bound := @extschema@._epoch_enter();
+    v_now := @extschema@._clock_ms();
+    -- The guard first, then the row: producers hold the guard when they
+    -- lock the row (admission).
+    PERFORM @extschema@._channel_guard_exclusive(p_channel);
+    -- (A pattern: whether what applied to its prefix before had limits.)
+    IF pg_catalog.right(p_channel, 1) = '*' THEN
+        v_was_limited := @extschema@._channel_admits(COALESCE(
+            (SELECT f FROM @extschema@._channel_pattern_config(pg_catalog.left(p_channel, -1)) AS f),
+            @extschema@._channel_defaults(p_channel, 0)
+        ));
+    END IF;
+    v_channel := @extschema@._channel_lock(p_channel, v_now);
+
+    -- Wait for the calls in flight that remove or settle the channel's
+    -- messages (completes, fails: they lock a message row, not the guard),
+    -- so that the counts below are their outcome.
+    PERFORM 1
+    FROM @extschema@.message AS m
+    WHERE m.channel_id = v_channel.id AND m.channel = v_channel.name AND m.is_locked
+    FOR SHARE;
+    IF p_max_size IS NOT NULL THEN
+        -- (A schedule's pending occurrence is counted at its boundary.)
+        SELECT pg_catalog.count(*) INTO v_held
+        FROM @extschema@.message AS m
+        WHERE m.channel_id = v_channel.id AND m.channel = v_channel.name AND m.schedule IS NULL;
+        INSERT INTO @extschema@.channel_quota AS q (channel_id, num_created)
+        VALUES (v_channel.id, v_channel.num_removed + v_held)
+        ON CONFLICT (channel_id) DO UPDATE
+            SET num_created = excluded.num_created;
+    ELSE
+        DELETE FROM @extschema@.channel_quota AS q
+        WHERE q.channel_id = v_channel.id;
+    END IF;
+
+    UPDATE @extschema@.channel AS c
+    SET
+        -- (An ordered channel is one at a time.)
+        max_concurrency = CASE WHEN p_ordered THEN 1 ELSE p_max_concurrency END,
+        is_ordered = COALESCE(p_ordered, FALSE),
+        max_size = p_max_size,
+        release_interval_ms = v_interval,
+        max_attempts = p_max_attempts,
+        backoff_base_ms = v_base,
+        backoff_factor = v_factor,
+        backoff_max_ms = v_max,
+        backoff_jitter = v_jitter,
+        dedup_window_ms = v_window,
+        retain_history = COALESCE(p_retain_history, FALSE),
+        notify = COALESCE(p_notify, FALSE),
+        notify_payload = CASE p_notify_payload WHEN 'id' THEN c.id::text WHEN 'none' THEN '' END,
+        -- (Its own configuration now, if it followed a pattern.)
+        pattern = NULL,
+        prefix = CASE WHEN pg_catalog.right(p_channel, 1) = '*' THEN pg_catalog.left(p_channel, -1) END
+    WHERE c.id = v_channel.id
+    RETURNING c.* INTO v_new;
+    IF v_new.prefix IS NOT NULL THEN
+        -- (From now on producers and completions look for patterns.)
+        PERFORM pg_catalog.setval('@extschema@.channel_pattern_seq', 1);
+        PERFORM @extschema@._channel_pattern_apply(v_new.prefix, v_was_limited, v_bound, v_now);
+    -- New limits: the channel's messages are admitted again under them.
+    ELSIF (v_new.max_concurrency, v_new.release_interval_ms, v_new.is_ordered) IS DISTINCT FROM
+        (v_channel.max_concurrency, v_channel.release_interval_ms, v_channel.is_ordered) THEN
+        PERFORM @extschema@._channel_readmit(v_new, v_bound, v_now);
+    END IF;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.channel_drop(
+    p_channel text,
+    p_purge boolean DEFAULT FALSE
+)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_channel_id bigint;
+    v_pattern @extschema@.channel%ROWTYPE;
+BEGIN
+    PERFORM @extschema@._check_channel_name(p_channel);
+    IF p_purge IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_purge must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+
+    v_channel_id := @extschema@._channel_id(p_channel);
+    PERFORM @extschema@._channel_guard_exclusive(p_channel);
+    PERFORM @extschema@._channel_row_lock(v_channel_id);
+    -- A pattern: its followers follow what applies to them without it.
+    IF pg_catalog.right(p_channel, 1) = '*' THEN
+        DELETE FROM @extschema@.channel AS c
+        WHERE c.id = v_channel_id AND c.name = p_channel
+        RETURNING c.* INTO v_pattern;
+        IF NOT FOUND THEN
+            RETURN FALSE;
+        END IF;
+        PERFORM @extschema@._channel_pattern_apply(
+            v_pattern.prefix, @extschema@._channel_admits(v_pattern), @extschema@._epoch_enter(), @extschema@._clock_ms()
+        );
+        RETURN TRUE;
+    END IF;
+    -- A channel exists while it has a row (configuration) or messages.
+    PERFORM 1
+    FROM @extschema@.channel AS c
+    WHERE c.id = v_channel_id AND c.name = p_channel
+    FOR UPDATE;
+    IF NOT FOUND AND NOT EXISTS (
+        SELECT 1 FROM @extschema@.message AS m
+        WHERE m.channel_id = v_channel_id AND m.channel = p_channel AND m.schedule IS NULL
+    ) THEN
+        RETURN FALSE;
+    END IF;
+
+    IF NOT p_purge AND EXISTS (
+        SELECT 1 FROM @extschema@.message AS m
+        WHERE m.channel_id = v_channel_id AND m.channel = p_channel AND m.schedule IS NULL
+    ) THEN
+        RAISE EXCEPTION 'lonnymq: channel "%" still holds messages', p_channel
+            USING ERRCODE = '55006',
+            HINT = 'Pass p_purge => true to delete them with the channel.';
+    END IF;
+
+    DELETE FROM @extschema@.message AS m WHERE m.channel_id = v_channel_id AND m.channel = p_channel AND m.schedule IS NULL;
+    DELETE FROM @extschema@.message_key AS k WHERE k.channel_id = v_channel_id;
+    DELETE FROM @extschema@.channel_quota AS q WHERE q.channel_id = v_channel_id;
+    DELETE FROM @extschema@.channel AS c WHERE c.id = v_channel_id;
+    RETURN TRUE;
+END;
+$$;
 
 CREATE OR REPLACE FUNCTION @extschema@._due_taken_note(p_key bigint)
 RETURNS void
@@ -122,22 +361,14 @@ BEGIN
     );
     -- The first due entry, only below the candidate due mark: the live
     -- entries above it do not matter, and the completed locks up to them
-    -- are what the mark is there to skip.  And the first schedule's key,
-    -- which the delivery reads from the due mark on.  (One statement.)
-    v_first_due := LEAST(
-        (
-            SELECT GREATEST(d.dequeue_at, d.created_at) FROM @extschema@.message AS d
-            WHERE
-                GREATEST(d.dequeue_at, d.created_at) >= v_due_mark
-                AND GREATEST(d.dequeue_at, d.created_at) < v_start - 100
-                AND d.position IS NULL AND NOT d.is_held
-            ORDER BY GREATEST(d.dequeue_at, d.created_at) LIMIT 1
-        ),
-        (
-            SELECT GREATEST(sc.next_at, sc.set_at) FROM @extschema@.schedule AS sc
-            WHERE GREATEST(sc.next_at, sc.set_at) >= v_due_mark AND GREATEST(sc.next_at, sc.set_at) < v_start - 100
-            ORDER BY GREATEST(sc.next_at, sc.set_at) LIMIT 1
-        )
+    -- are what the mark is there to skip.
+    v_first_due := (
+        SELECT GREATEST(d.dequeue_at, d.created_at) FROM @extschema@.message AS d
+        WHERE
+            GREATEST(d.dequeue_at, d.created_at) >= v_due_mark
+            AND GREATEST(d.dequeue_at, d.created_at) < v_start - 100
+            AND d.position IS NULL AND NOT d.is_held
+        ORDER BY GREATEST(d.dequeue_at, d.created_at) LIMIT 1
     );
     -- In this order (a prefix of it is safe: see the header).  The new
     -- epoch's bound is the front, or past what the caller took when nothing
@@ -515,13 +746,48 @@ BEGIN
 END;
 $$;
 
+CREATE OR REPLACE FUNCTION @extschema@.message_cancel(p_id bigint)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_channel @extschema@.channel%ROWTYPE;
+    v_gone record;
+BEGIN
+    IF p_id IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_id must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    v_channel := @extschema@._message_channel(p_id);
+    IF v_channel.id IS NULL THEN
+        RETURN FALSE;
+    END IF;
+    DELETE FROM @extschema@.message AS m
+    WHERE m.id = p_id AND NOT m.is_locked AND m.schedule IS NULL
+    RETURNING m.key, m.is_admitted INTO v_gone;
+    IF NOT FOUND THEN
+        RETURN FALSE;
+    END IF;
+    IF v_gone.key IS NOT NULL THEN
+        PERFORM @extschema@._message_key_release(v_channel.id, v_gone.key, p_id, 0, 0);
+    END IF;
+    PERFORM @extschema@._channel_removed(ARRAY[v_channel.id]);
+    IF v_gone.is_admitted THEN
+        -- Admitted and not delivered: it also held the release interval's turn.
+        PERFORM @extschema@._channel_admit(v_channel.id, 1, 1, FALSE, @extschema@._clock_ms(), NULL);
+    END IF;
+    RETURN TRUE;
+END;
+$$;
+
 CREATE OR REPLACE FUNCTION @extschema@._message_promote(
     p_now bigint,
     p_due_mark bigint,
     p_bound bigint,
     p_limit integer
 )
-RETURNS void
+RETURNS integer
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
@@ -530,10 +796,11 @@ DECLARE
     v_is_dead boolean;
     v_is_held boolean;
     v_noted boolean := FALSE;
+    v_periodic integer := 0;
 BEGIN
     FOR v_due IN
         SELECT
-            m.id, m.channel_id, m.channel, m.dequeue_at, m.is_locked, m.is_admitted, m.num_failures,
+            m.id, m.channel_id, m.channel, m.dequeue_at, m.is_locked, m.is_admitted, m.num_failures, m.schedule,
             GREATEST(m.dequeue_at, m.created_at) AS due_key
         FROM @extschema@.message AS m
         WHERE
@@ -553,6 +820,14 @@ BEGIN
         -- the next call (its change waits for no consumer).
         CONTINUE WHEN NOT @extschema@._channel_guard_try_shared(v_due.channel);
         v_channel := @extschema@._channel_config(v_due.channel_id, v_due.channel);
+        -- A schedule's occurrence: the following one is created, and this
+        -- one is its schedule's message at the latest boundary passed
+        -- (NULL: left due, or deleted).
+        IF v_due.schedule IS NOT NULL THEN
+            v_due.dequeue_at := @extschema@._schedule_next(v_due.id, v_due.schedule, v_due.dequeue_at, v_channel, p_now);
+            CONTINUE WHEN v_due.dequeue_at IS NULL;
+            v_periodic := v_periodic + 1;
+        END IF;
         v_is_dead := COALESCE(v_due.is_locked AND v_due.num_failures + 1 >= v_channel.max_attempts, FALSE);
         -- Paused: held.  With limits: held unless admitted already.
         v_is_held := NOT v_is_dead AND @extschema@._channel_admits(v_channel)
@@ -622,8 +897,14 @@ BEGIN
             );
         END IF;
     END LOOP;
+    RETURN v_periodic;
 END;
 $$;
+
+COMMENT ON FUNCTION @extschema@._message_promote(bigint, bigint, bigint, integer) IS
+'Internal: make up to p_limit due messages (scheduled, retried, deferred, expired locks, waiting for admission) ready, held for admission, or dead letters.';
+
+REVOKE ALL ON FUNCTION @extschema@._message_promote(bigint, bigint, bigint, integer) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION @extschema@.message_complete_dequeue(
     p_ids bigint[],
@@ -645,7 +926,6 @@ DECLARE
     v_now bigint;
     v_mark bigint;
     v_due_mark bigint;
-    v_schedule_due boolean;
     v_due boolean;
     v_is_resolved boolean := FALSE;
     v_is_passed boolean;
@@ -680,17 +960,12 @@ BEGIN
         k.now, k.mark, k.due_mark,
         EXISTS (
             SELECT 1
-            FROM @extschema@.schedule AS sc
-            WHERE GREATEST(sc.next_at, sc.set_at) >= k.due_mark AND GREATEST(sc.next_at, sc.set_at) <= k.now
-        ),
-        EXISTS (
-            SELECT 1
             FROM @extschema@.message AS m
             WHERE
                 GREATEST(m.dequeue_at, m.created_at) >= k.due_mark AND GREATEST(m.dequeue_at, m.created_at) <= k.now
                 AND m.position IS NULL AND NOT m.is_held
         )
-    INTO v_now, v_mark, v_due_mark, v_schedule_due, v_due
+    INTO v_now, v_mark, v_due_mark, v_due
     FROM (
         SELECT
             @extschema@._epoch_hold(pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq')) AS in_epoch,
@@ -701,10 +976,7 @@ BEGIN
 
     -- 2.  (A promotion's positions are checked against the bound by its
     -- own _epoch_enter.)
-    IF v_schedule_due THEN
-        PERFORM @extschema@._schedule_run(v_now, 4, v_due_mark);
-    END IF;
-    IF v_due OR v_schedule_due THEN
+    IF v_due THEN
         PERFORM @extschema@._message_promote(v_now, v_due_mark, @extschema@._epoch_enter(), 8);
     END IF;
 
@@ -1100,63 +1372,257 @@ BEGIN
 END;
 $$;
 
-CREATE OR REPLACE FUNCTION @extschema@._schedule_run(p_now bigint, p_limit integer, p_from bigint)
-RETURNS integer
+CREATE OR REPLACE FUNCTION @extschema@._schedule_next(
+    p_id bigint,
+    p_name text,
+    p_at bigint,
+    p_channel @extschema@.channel,
+    p_now bigint
+)
+RETURNS bigint
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
     v_schedule record;
     v_due bigint;
-    v_missed bigint;
-    v_created integer := 0;
-    v_noted boolean := FALSE;
+    v_next bigint;
 BEGIN
-    FOR v_schedule IN
-        SELECT s.ctid AS tid, s.channel, s.content, s.every_ms, s.next_at, GREATEST(s.next_at, s.set_at) AS due_key
-        FROM @extschema@.schedule AS s
-        WHERE
-            GREATEST(s.next_at, s.set_at) >= p_from
-            AND GREATEST(s.next_at, s.set_at) <= p_now
-        ORDER BY GREATEST(s.next_at, s.set_at)
-        LIMIT p_limit
-        FOR UPDATE SKIP LOCKED
-    LOOP
-        -- The first row has the least key: noted for a raise later in this
-        -- transaction, which must not pass it (_due_taken_note).
-        IF NOT v_noted THEN
-            PERFORM @extschema@._due_taken_note(v_schedule.due_key);
-            v_noted := TRUE;
-        END IF;
-        -- What message_create would wait for, the channel guard (held by a
-        -- configuration change) and a size-limited channel's quota row, is
-        -- only tried: a schedule whose channel is busy waits for a later
-        -- call.
-        CONTINUE WHEN NOT @extschema@._channel_guard_try_shared(v_schedule.channel);
-        -- (Newest version first: a row every producer writes.)
+    -- (Newest version first: a row updated once a period, which an old
+    -- snapshot keeps every version of.)
+    SELECT s.ctid AS tid, s.channel, s.content, s.every_ms, s.occurrence_id INTO v_schedule
+    FROM @extschema@.schedule AS s
+    WHERE s.name >= p_name AND s.name <= p_name
+    ORDER BY s.name DESC
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED;
+    IF NOT FOUND AND EXISTS (SELECT 1 FROM @extschema@.schedule AS s WHERE s.name = p_name) THEN
+        RETURN NULL;
+    END IF;
+    IF v_schedule.occurrence_id IS DISTINCT FROM p_id THEN
+        DELETE FROM @extschema@.message AS m WHERE m.id = p_id;
+        RETURN NULL;
+    END IF;
+    IF p_channel.max_size IS NOT NULL THEN
         PERFORM 1
         FROM @extschema@.channel_quota AS q
-        WHERE
-            q.channel_id >= @extschema@._channel_id(v_schedule.channel)
-            AND q.channel_id <= @extschema@._channel_id(v_schedule.channel)
-        ORDER BY q.channel_id DESC LIMIT 1
+        WHERE q.channel_id >= p_channel.id AND q.channel_id <= p_channel.id
+        ORDER BY q.channel_id DESC
+        LIMIT 1
         FOR UPDATE SKIP LOCKED;
-        CONTINUE WHEN NOT FOUND AND EXISTS (
-            SELECT 1 FROM @extschema@.channel_quota AS q WHERE q.channel_id = @extschema@._channel_id(v_schedule.channel)
-        );
-        v_missed := LEAST(pg_catalog.div(p_now::numeric - v_schedule.next_at, v_schedule.every_ms), 9223372036854775807);
-        v_due := p_now - pg_catalog.mod(p_now::numeric - v_schedule.next_at, v_schedule.every_ms);
-        IF @extschema@.message_create(v_schedule.channel, v_schedule.content, v_due) IS NOT NULL THEN
-            v_created := v_created + 1;
+        IF NOT FOUND AND EXISTS (SELECT 1 FROM @extschema@.channel_quota AS q WHERE q.channel_id = p_channel.id) THEN
+            RETURN NULL;
         END IF;
-        UPDATE @extschema@.schedule AS s
+    END IF;
+    v_due := p_now - pg_catalog.mod(p_now::numeric - p_at, v_schedule.every_ms);
+    -- The following occurrence: scheduled, in the epoch the caller entered
+    -- before it read p_now (its key, greatest(dequeue_at, created_at), is
+    -- above the due mark).
+    INSERT INTO @extschema@.message (channel_id, channel, dequeue_at, created_at, content, schedule)
+    VALUES (p_channel.id, v_schedule.channel, v_due + v_schedule.every_ms, p_now, v_schedule.content, p_name)
+    RETURNING id INTO v_next;
+    UPDATE @extschema@.schedule AS s
+    SET
+        next_at = v_due + v_schedule.every_ms, last_run_at = p_now, num_runs = s.num_runs + 1,
+        num_missed = LEAST(
+            s.num_missed::numeric + pg_catalog.div(v_due::numeric - p_at, v_schedule.every_ms), 9223372036854775807
+        ),
+        occurrence_id = v_next
+    WHERE s.ctid = v_schedule.tid;
+    IF p_channel.max_size IS NOT NULL AND @extschema@._channel_quota_take(p_channel.id, p_channel.max_size, 1) = 0 THEN
+        DELETE FROM @extschema@.message AS m WHERE m.id = p_id;
+        RETURN NULL;
+    END IF;
+    -- A message of its channel from now on, created now (counted,
+    -- lonnymq_messages_created_total: a sequence, no row).
+    UPDATE @extschema@.message AS m
+    SET schedule = NULL, dequeue_at = v_due, created_at = p_now
+    WHERE m.id = p_id AND pg_catalog.nextval('@extschema@.messages_created_seq') > 0;
+    -- Deliverable now: its channel's notification, as a producer's would be.
+    IF p_channel.notify AND NOT p_channel.is_paused THEN
+        PERFORM pg_catalog.pg_notify('lonnymq', COALESCE(p_channel.notify_payload, v_schedule.channel));
+    END IF;
+    RETURN v_due;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._schedule_next(bigint, text, bigint, @extschema@.channel, bigint) IS
+'Internal: a schedule''s pending occurrence came due: create the following one, and make this one the message of the latest boundary passed (NULL: left due, or deleted).';
+
+REVOKE ALL ON FUNCTION @extschema@._schedule_next(bigint, text, bigint, @extschema@.channel, bigint) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@.schedule_set(
+    p_name text,
+    p_channel text,
+    p_content bytea,
+    p_every_ms bigint,
+    p_start_at bigint DEFAULT NULL
+)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_now bigint;
+    v_start bigint;
+    v_next_at bigint;
+    v_occurrence bigint;
+BEGIN
+    IF p_name IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_name must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    IF pg_catalog.length(p_name) NOT BETWEEN 1 AND 255 THEN
+        RAISE EXCEPTION 'lonnymq: a schedule name must be 1 to 255 characters, got %',
+            pg_catalog.length(p_name)
+            USING ERRCODE = '22023';
+    END IF;
+    PERFORM @extschema@._check_message_channel(p_channel);
+    IF p_content IS NULL OR p_every_ms IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_content and p_every_ms must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    PERFORM @extschema@._check_size('p_content', pg_catalog.octet_length(p_content), @extschema@._max_content_bytes());
+    IF p_every_ms NOT BETWEEN 1 AND @extschema@._max_duration_ms() THEN
+        RAISE EXCEPTION 'lonnymq: p_every_ms must be between 1 and % (365 days), got %',
+            @extschema@._max_duration_ms(), p_every_ms
+            USING ERRCODE = '22023';
+    END IF;
+    -- Years 1 to 9999: every period boundary of such a schedule, and its
+    -- distance from any clock reading, fits a bigint.
+    IF p_start_at NOT BETWEEN -62135596800000 AND 253402300799999 THEN
+        RAISE EXCEPTION 'lonnymq: p_start_at must be between -62135596800000 and 253402300799999 (years 1 to 9999), got %',
+            p_start_at
+            USING ERRCODE = '22023';
+    END IF;
+    -- One schedule_set at a time, until this transaction ends: one row per
+    -- name without a unique index (see the schedule table).
+    PERFORM pg_catalog.pg_advisory_xact_lock(1819111684, 0);
+    -- In the epoch before the clock: the occurrence's created_at, this
+    -- clock, is above the due mark.
+    PERFORM @extschema@._epoch_enter();
+    v_now := @extschema@._clock_ms();
+    v_start := COALESCE(p_start_at, v_now);
+    UPDATE @extschema@.schedule AS s
+    SET
+        channel = p_channel,
+        content = p_content,
+        every_ms = p_every_ms,
+        start_at = CASE
+            WHEN s.every_ms = p_every_ms AND (p_start_at IS NULL OR s.start_at = p_start_at) THEN s.start_at
+            ELSE v_start
+        END,
+        next_at = CASE
+            WHEN s.every_ms = p_every_ms AND (p_start_at IS NULL OR s.start_at = p_start_at) THEN s.next_at
+            ELSE v_start
+        END,
+        set_at = v_now
+    WHERE s.name = p_name
+    RETURNING s.next_at, s.occurrence_id INTO v_next_at, v_occurrence;
+    IF FOUND THEN
+        -- Its pending occurrence follows (the update of the schedule waited
+        -- for a promotion of it, and read the occurrence that one created).
+        UPDATE @extschema@.message AS m
         SET
-            next_at = v_due + v_schedule.every_ms, last_run_at = p_now, num_runs = s.num_runs + 1,
-            num_missed = LEAST(s.num_missed::numeric + v_missed, 9223372036854775807)
-        WHERE s.ctid = v_schedule.tid;
-    END LOOP;
+            channel_id = @extschema@._channel_id(p_channel), channel = p_channel, content = p_content,
+            dequeue_at = v_next_at, created_at = v_now
+        WHERE m.id = v_occurrence AND m.schedule = p_name;
+        IF FOUND THEN
+            RETURN;
+        END IF;
+    -- A transaction snapshot may miss a row inserted since it was taken:
+    -- only when the last inserter had ended before it.
+    ELSIF pg_catalog.current_setting('transaction_isolation') <> 'read committed'
+        AND NOT @extschema@._xact_seen(pg_catalog.pg_sequence_last_value('@extschema@.schedule_changer_seq')) THEN
+        RAISE EXCEPTION 'lonnymq: could not serialize access due to a concurrent schedule_set'
+            USING ERRCODE = '40001', HINT = 'Retry the transaction.';
+    END IF;
+    -- The occurrence of a new schedule, or of one whose occurrence was
+    -- deleted by hand (the schedule goes on).
+    INSERT INTO @extschema@.message (channel_id, channel, dequeue_at, created_at, content, schedule)
+    VALUES (@extschema@._channel_id(p_channel), p_channel, COALESCE(v_next_at, v_start), v_now, p_content, p_name)
+    RETURNING id INTO v_occurrence;
+    IF v_next_at IS NOT NULL THEN
+        UPDATE @extschema@.schedule AS s SET occurrence_id = v_occurrence WHERE s.name = p_name;
+        RETURN;
+    END IF;
+    INSERT INTO @extschema@.schedule (name, channel, content, every_ms, start_at, next_at, created_at, set_at, occurrence_id)
+    VALUES (p_name, p_channel, p_content, p_every_ms, v_start, v_start, v_now, v_now, v_occurrence);
+    PERFORM pg_catalog.setval('@extschema@.schedule_changer_seq', pg_catalog.pg_current_xact_id()::text::bigint);
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.schedule_drop(p_name text)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_occurrence bigint;
+BEGIN
+    IF p_name IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_name must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    DELETE FROM @extschema@.schedule AS s WHERE s.name = p_name RETURNING s.occurrence_id INTO v_occurrence;
+    IF NOT FOUND THEN
+        RETURN FALSE;
+    END IF;
+    DELETE FROM @extschema@.message AS m WHERE m.id = v_occurrence AND m.schedule = p_name;
+    RETURN TRUE;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.tick()
+RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_bound bigint;
+    v_now bigint;
+    v_created integer := 0;
+BEGIN
+    v_bound := @extschema@._epoch_enter();
+    v_now := @extschema@._clock_ms();
+    -- Due messages and schedules' occurrences, from the beginning of
+    -- message_due_ix (not from the due mark): also one that a backward step
+    -- of the clock left below it.
+    v_created := @extschema@._message_promote(v_now, -9223372036854775808, v_bound, 10000);
+    -- Ended claims, up to 10000 in one statement (_message_key_reap).
+    PERFORM @extschema@._message_key_reap(v_now, 10000);
+    -- Rows of pattern followers that drained inside their release interval
+    -- (_channel_admit keeps them until it has passed), up to 10000; one
+    -- whose row lock another call holds is left for the next call.
+    DELETE FROM @extschema@.channel AS c
+    WHERE c.id = ANY(ARRAY(
+        SELECT f.id
+        FROM @extschema@.channel AS f
+        WHERE f.pattern IS NOT NULL AND f.num_admitted = 0 AND NOT f.is_paused AND f.release_at <= v_now
+        LIMIT 10000
+    ))
+    AND @extschema@._channel_row_try_lock(c.id)
+    AND c.num_admitted = 0 AND NOT c.is_paused AND c.release_at <= v_now;
     RETURN v_created;
 END;
 $$;
+
+COMMENT ON FUNCTION @extschema@.tick() IS
+'Housekeeping for pg_cron (optional): promote due messages, periodic ones among them, and delete expired deduplication claims. Returns how many periodic messages were made.';
+
+COMMENT ON COLUMN @extschema@.message.schedule IS
+'Periodic messages, internal state maintained by the queue functions, not to be written by hand: the name of the schedule whose pending occurrence this is (scheduled at its next boundary, not counted by max_size, not cancellable; schedule_drop drops it); NULL: any other message.';
+
+COMMENT ON TABLE @extschema@.schedule IS
+'Periodic messages (schedule_set): one message per period boundary start_at + k * every_ms, its pending occurrence promoted by message_dequeue or tick(); missed boundaries coalesce.';
+
+COMMENT ON COLUMN @extschema@.schedule.last_run_at IS
+'The clock, in epoch ms, when its last occurrence was promoted; NULL: none yet.';
+
+COMMENT ON COLUMN @extschema@.schedule.num_runs IS
+'Occurrences promoted so far, one per promotion however many boundaries it coalesced, counting those whose message a full channel refused.';
+
+COMMENT ON COLUMN @extschema@.schedule.occurrence_id IS
+'The id of its pending occurrence: the scheduled message (message.schedule = name) that becomes its message at next_at (0.15.0).';
 
 DO $$
 DECLARE

@@ -194,7 +194,14 @@ def main(head_path: str, out_path: str, extension: str) -> int:
         for statement in sqlscript.split(access_functions.read_text())
         if statement.head.upper().startswith("CREATE FUNCTION")
     )
-    drops = re.search(r"^\s*DROP\s+FUNCTION\b", head.read_text(), re.I | re.M)
+    # (An internal function, which no set names, is granted to nobody: its
+    # drop needs nothing re-applied.)
+    access_text = access_functions.read_text()
+    drops = any(
+        re.search(rf"\b{re.escape(name)}\(", access_text)
+        for name in re.findall(r"^\s*DROP\s+FUNCTION\s+(?:IF\s+EXISTS\s+)?(?:@extschema@\.)?(\w+)",
+                               head.read_text(), re.I | re.M)
+    )
     if sets_changed or drops:
         parts.append("SELECT @extschema@._access_apply();\n")
         parts.append(INIT_PRIVS_FIX.format(extension=extension))

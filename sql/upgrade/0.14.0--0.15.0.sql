@@ -10,3 +10,28 @@
 -- without clearing is_early: such rows are cleared.  (message_early_ix tests
 -- the position, so they were never taken for early ones.)
 UPDATE @extschema@.message SET is_early = FALSE WHERE is_early AND position IS NULL;
+
+-- Periodic messages leave the take's path (schedules/_schedule_next.sql): a
+-- schedule's next boundary becomes a scheduled message, its pending
+-- occurrence (message.schedule names the schedule; schedule.occurrence_id
+-- points at it), promoted like any other, and schedule_due_ix, which every
+-- dequeue probed, goes.  Each schedule gets its occurrence at its next_at,
+-- created at its set_at: the key in message_due_ix, greatest(dequeue_at,
+-- created_at), is the key it had in schedule_due_ix, at or above the due
+-- mark.  (The ALTERs hold both tables exclusively until the upgrade
+-- commits: no schedule_set or promotion is in flight.)
+ALTER TABLE @extschema@.message ADD COLUMN schedule text;
+ALTER TABLE @extschema@.schedule ADD COLUMN occurrence_id bigint;
+WITH occurrence AS (
+    INSERT INTO @extschema@.message (channel_id, channel, dequeue_at, created_at, content, schedule)
+    SELECT @extschema@._channel_id(s.channel), s.channel, s.next_at, s.set_at, s.content, s.name
+    FROM @extschema@.schedule AS s
+    RETURNING id, schedule
+)
+UPDATE @extschema@.schedule AS s SET occurrence_id = o.id
+FROM occurrence AS o
+WHERE s.name = o.schedule;
+DROP INDEX @extschema@.schedule_due_ix;
+DROP FUNCTION @extschema@._schedule_run(bigint, integer, bigint);
+-- (It now returns how many periodic messages it made, for tick().)
+DROP FUNCTION @extschema@._message_promote(bigint, bigint, bigint, integer);

@@ -25,7 +25,7 @@ FROM lonnymq.message_dequeue(1000, 10, 'warm') AS d;
 SELECT lonnymq.message_create('warm', 'w');
 SELECT lonnymq.message_fail(d.id, d.num_attempts, 'warm') FROM lonnymq.message_dequeue(1000, 1, 'warm') AS d;
 SELECT lonnymq.message_cancel(m.id) FROM lonnymq.message AS m WHERE m.channel = 'warm';
--- A schedule of the warm channel, due: the first dequeue plans _schedule_run.
+-- A schedule of the warm channel, due: the first dequeue plans _schedule_next.
 SELECT lonnymq.schedule_set('warm', 'warm', 's', 3600000, :t0 - 10);
 SELECT count(*) FROM lonnymq.message_dequeue(1000, 1, 'warm');
 SELECT lonnymq.history_prune(86400000);
@@ -82,10 +82,12 @@ INSERT INTO costs SELECT 'fail: dead', * FROM pg_temp.lmq_cost(
 SELECT min(m.id) AS cid FROM lonnymq.message AS m WHERE m.channel = 'backlog' AND NOT m.is_locked \gset
 INSERT INTO costs SELECT 'cancel', * FROM pg_temp.lmq_cost(format($$ SELECT lonnymq.message_cancel(%s)::text $$, :cid));
 
--- (Due as a schedule_set with a past start leaves it: set_at, the key's
--- other half, is the clock; a next_at alone moved below the due mark is
--- tick()'s to find.)
-UPDATE lonnymq.schedule SET next_at = :t0 - 1, set_at = lonnymq._clock_ms() WHERE name = 'sched5000';
+-- (Its occurrence due at the due mark: the oldest due entry, ahead of the
+-- 50,000 expired locks that promotion takes 8 a call, oldest first.)
+UPDATE lonnymq.schedule SET next_at = pg_sequence_last_value('lonnymq.due_mark_seq') WHERE name = 'sched5000';
+UPDATE lonnymq.message
+SET dequeue_at = pg_sequence_last_value('lonnymq.due_mark_seq'), created_at = pg_sequence_last_value('lonnymq.due_mark_seq')
+WHERE id = (SELECT occurrence_id FROM lonnymq.schedule WHERE name = 'sched5000');
 INSERT INTO costs SELECT 'dequeue: a schedule is due', * FROM pg_temp.lmq_cost(
     $$ SELECT count(*)::text FROM lonnymq.message_dequeue(60000, 1, 'target') $$);
 -- (The view lists every channel, those without a row by a probe each, before
@@ -137,7 +139,7 @@ SELECT is((SELECT result FROM costs WHERE what = 'fail: retry'), 'retry', 'a fai
 SELECT is((SELECT result FROM costs WHERE what = 'fail: dead'), 'dead', 'a last failure is dead');
 SELECT is((SELECT result FROM costs WHERE what = 'cancel'), 'true', 'a waiting message is cancelled');
 SELECT is((SELECT result FROM costs WHERE what = 'dequeue: a schedule is due'), '1', 'a dequeue with a due schedule');
-SELECT is((SELECT num_runs FROM lonnymq.schedule WHERE name = 'sched5000'), 1::bigint, 'materialised it');
+SELECT is((SELECT num_runs FROM lonnymq.schedule WHERE name = 'sched5000'), 1::bigint, 'promoted its occurrence');
 SELECT is((SELECT result FROM costs WHERE what = 'channel_stats of one channel'), '0/0/1/0', 'channel_stats of one channel');
 SELECT is((SELECT result FROM costs WHERE what = 'history_prune, nothing old enough'), '0', 'nothing is pruned');
 SELECT is((SELECT result FROM costs WHERE what = 'redrive 10 by id'), '10', 'ten dead letters are redriven');

@@ -1,15 +1,37 @@
 \ir include/setup.psql
--- Periodic messages: schedule_set, schedule_drop, tick() and message_dequeue's step 0.
-SELECT plan(53);
+-- Periodic messages: schedule_set, schedule_drop, tick() and the promotion
+-- of a schedule's pending occurrence (_schedule_next).
+SELECT plan(68);
 
--- Messages of a channel: "content@dequeue_at" in id order.
+-- Messages a channel's schedules made: "content@dequeue_at" in id order
+-- (their pending occurrences aside).
 CREATE FUNCTION pg_temp.msgs(p_channel text)
 RETURNS text
 LANGUAGE sql
 AS $$
     SELECT string_agg(convert_from(m.content, 'UTF8') || '@' || m.dequeue_at, ',' ORDER BY m.id)
     FROM lonnymq.message AS m
-    WHERE m.channel = p_channel
+    WHERE m.channel = p_channel AND m.schedule IS NULL
+$$;
+
+-- How many messages the channel holds, its schedules' occurrences aside.
+CREATE FUNCTION pg_temp.made(p_channel text)
+RETURNS bigint
+LANGUAGE sql
+AS $$
+    SELECT count(*) FROM lonnymq.message AS m WHERE m.channel = p_channel AND m.schedule IS NULL
+$$;
+
+-- A schedule's pending occurrence: "channel content@dequeue_at state",
+-- when the schedule points at it; NULL: none.
+CREATE FUNCTION pg_temp.occurrence(p_name text)
+RETURNS text
+LANGUAGE sql
+AS $$
+    SELECT m.channel || ' ' || convert_from(m.content, 'UTF8') || '@' || m.dequeue_at || ' ' || lonnymq._message_state(m)
+    FROM lonnymq.schedule AS s
+    JOIN lonnymq.message AS m ON m.id = s.occurrence_id AND m.schedule = s.name
+    WHERE s.name = p_name
 $$;
 
 -- A schedule's row: "next_at-start_at num_runs num_missed aligned".
@@ -31,12 +53,21 @@ SELECT is(
     'h tick 3600000 t t 0 t',
     'schedule_set stores the schedule, its first period at start_at'
 );
-SELECT is(pg_temp.lmq_count('h'), 0::bigint, 'schedule_set itself creates no message');
-SELECT is(lonnymq.tick(), 1, 'tick() materialises the due period: 1');
+SELECT is(pg_temp.made('h'), 0::bigint, 'schedule_set itself creates no message');
+SELECT is(pg_temp.occurrence('hourly'), 'h tick@' || :h_start || ' scheduled',
+    'but its pending occurrence, a scheduled message at start_at');
+SELECT is(lonnymq.message_cancel((SELECT occurrence_id FROM lonnymq.schedule WHERE name = 'hourly')), FALSE,
+    'message_cancel refuses the occurrence (schedule_drop drops it)');
+SELECT is(lonnymq.channel_drop('h'), FALSE, 'a channel that holds only an occurrence has nothing to drop');
+SELECT is(lonnymq.tick(), 1, 'tick() promotes the due occurrence: 1');
 SELECT is(pg_temp.msgs('h'), 'tick@' || :h_start, 'one message, due at the period boundary');
 SELECT is(lonnymq.tick(), 0, 'a second tick() in the same period: 0');
-SELECT is(pg_temp.lmq_count('h'), 1::bigint, 'still one message');
+SELECT is(pg_temp.made('h'), 1::bigint, 'still one message');
 SELECT is(pg_temp.sched('hourly'), '3600000 1 0 aligned', 'next_at moved one period on');
+SELECT is(pg_temp.occurrence('hourly'), 'h tick@' || (:h_start + 3600000) || ' scheduled',
+    'and the following occurrence is scheduled at it');
+SELECT ok((SELECT created_at BETWEEN lonnymq.to_epoch(now()) AND pg_temp.lmq_now() FROM lonnymq.message WHERE channel = 'h' AND schedule IS NULL),
+    'the message was created at its promotion');
 SELECT ok((SELECT last_run_at BETWEEN lonnymq.to_epoch(now()) AND pg_temp.lmq_now() FROM lonnymq.schedule WHERE name = 'hourly'),
     'last_run_at is the time of the run');
 SELECT is(pg_temp.lmq_take(), 'h:tick', 'the message is delivered like any other');
@@ -46,7 +77,7 @@ SELECT lonnymq.schedule_set('deq', 'dq', 'from-dequeue', 3600000, pg_temp.lmq_no
 CREATE TEMP TABLE deq_got AS SELECT * FROM lonnymq.message_dequeue(60000, 10);
 INSERT INTO deq_got SELECT * FROM lonnymq.message_dequeue(60000, 10);
 INSERT INTO deq_got SELECT * FROM lonnymq.message_dequeue(60000, 10);
-SELECT is(pg_temp.lmq_count('dq'), 1::bigint, 'message_dequeue materialises a due schedule, once');
+SELECT is(pg_temp.made('dq'), 1::bigint, 'message_dequeue promotes a due occurrence, once');
 SELECT is((SELECT string_agg(channel || ':' || convert_from(content, 'UTF8'), ',') FROM deq_got), 'dq:from-dequeue',
     'and it is delivered');
 SELECT is(lonnymq.tick(), 0, 'tick() then finds nothing due');
@@ -55,7 +86,7 @@ SELECT is(lonnymq.tick(), 0, 'tick() then finds nothing due');
 -- that channel exists.
 SELECT lonnymq.schedule_set('deq2', 'dq2', 'for-worker', 3600000, pg_temp.lmq_now() - 10);
 CREATE TEMP TABLE deq2_got AS SELECT * FROM lonnymq.message_dequeue(60000, 10, 'dq2');
-SELECT is(pg_temp.lmq_count('dq2'), 1::bigint, 'dequeue with p_channel materialises the schedule feeding it, even into a new channel');
+SELECT is(pg_temp.made('dq2'), 1::bigint, 'dequeue with p_channel promotes the occurrence of the schedule feeding it, even into a new channel');
 INSERT INTO deq2_got SELECT * FROM lonnymq.message_dequeue(60000, 10, 'dq2');
 SELECT is((SELECT string_agg(channel || ':' || convert_from(content, 'UTF8'), ',') FROM deq2_got), 'dq2:for-worker',
     'and that worker gets the message');
@@ -74,7 +105,11 @@ SELECT is(pg_temp.sched('fast'), '600 2 0 aligned', 'two runs, nothing missed');
 -- A start in the future: nothing before it.
 SELECT lonnymq.schedule_set('later', 'lt', 'x', 1000, pg_temp.lmq_now() + 3600000);
 SELECT is(lonnymq.tick(), 0, 'a schedule starting in an hour is not due');
-SELECT is(pg_temp.lmq_count('lt'), 0::bigint, 'and has created nothing');
+SELECT is(pg_temp.made('lt'), 0::bigint, 'and has created nothing');
+DELETE FROM lonnymq.message WHERE schedule = 'later';
+SELECT lonnymq.schedule_set('later', 'lt', 'x', 1000);
+SELECT is(pg_temp.occurrence('later'), 'lt x@' || (SELECT next_at FROM lonnymq.schedule WHERE name = 'later') || ' scheduled',
+    'schedule_set gives a schedule whose occurrence was deleted by hand a new one, at its next boundary');
 
 -- ---------------------------------------------------------------- catch-up
 -- Started 10.5 periods ago: 11 boundaries are due, one message is created
@@ -109,23 +144,42 @@ SELECT ok(
     (SELECT next_at = start_at AND start_at BETWEEN :before_set AND pg_temp.lmq_now() AND num_runs = 1 FROM lonnymq.schedule WHERE name = 'hourly'),
     'a new period restarts it from now'
 );
+SELECT ok((SELECT pg_temp.occurrence('hourly') = 'h tock@' || next_at || ' scheduled' FROM lonnymq.schedule WHERE name = 'hourly'),
+    'its occurrence follows: the new content, at the new start');
 SELECT is(lonnymq.tick(), 1, 'so it is due at once');
-SELECT is((SELECT string_agg(convert_from(m.content, 'UTF8'), ',' ORDER BY m.id) FROM lonnymq.message AS m WHERE m.channel = 'h'),
+SELECT is((SELECT string_agg(convert_from(m.content, 'UTF8'), ',' ORDER BY m.id) FROM lonnymq.message AS m WHERE m.channel = 'h' AND m.schedule IS NULL),
     'tick,tock', 'with its new content');
+SELECT lonnymq.schedule_set('hourly', 'h2', 'moved', 7200000);
+SELECT is(split_part(pg_temp.occurrence('hourly'), ' ', 1), 'h2', 'a new channel: the occurrence moves with it');
+SELECT is(
+    (SELECT count(*) FROM lonnymq.message WHERE schedule = 'hourly'), 1::bigint,
+    'one occurrence per schedule, however often it is set'
+);
 
 -- ---------------------------------------------------------------- max_size
 SELECT lonnymq.channel_set('full', p_max_size => 1);
 SELECT lonnymq.message_create('full', 'held');
 SELECT lonnymq.schedule_set('into-full', 'full', 'x', 3600000, pg_temp.lmq_now() - 10);
+SELECT is((SELECT num_created FROM lonnymq.channel_quota WHERE channel_id = lonnymq._channel_id('full')), 1::bigint,
+    'max_size does not count the pending occurrence');
 SELECT is(lonnymq.tick(), 0, 'a full channel misses the period: nothing created');
-SELECT is(pg_temp.lmq_count('full'), 1::bigint, 'the channel still holds one');
+SELECT is(pg_temp.made('full'), 1::bigint, 'the channel still holds one');
 SELECT is(pg_temp.sched('into-full'), '3600000 1 0 aligned', 'and the schedule moved on to the next period');
+SELECT is(pg_temp.occurrence('into-full'), 'full x@' || (SELECT next_at FROM lonnymq.schedule WHERE name = 'into-full') || ' scheduled',
+    'with its following occurrence');
 
 -- ---------------------------------------------------------------- drop
 SELECT is(lonnymq.schedule_drop('hourly'), TRUE, 'schedule_drop: true');
+SELECT is((SELECT count(*) FROM lonnymq.message WHERE schedule = 'hourly'), 0::bigint, 'its occurrence goes with it');
 SELECT is(lonnymq.schedule_drop('hourly'), FALSE, 'again: false');
 SELECT is(lonnymq.schedule_drop('never-was'), FALSE, 'an unknown schedule: false');
 SELECT is(pg_temp.lmq_count('h'), 2::bigint, 'the messages it created stay');
+-- A channel dropped with its messages keeps its schedule's occurrence.
+SELECT lonnymq.schedule_set('into-dropped', 'dropped', 'y', 3600000, pg_temp.lmq_now() + 3600000);
+SELECT lonnymq.message_create('dropped', 'other');
+SELECT is(lonnymq.channel_drop('dropped', TRUE), TRUE, 'channel_drop with p_purge');
+SELECT is(pg_temp.occurrence('into-dropped'), 'dropped y@' || (SELECT next_at FROM lonnymq.schedule WHERE name = 'into-dropped') || ' scheduled',
+    'deletes its messages but not the occurrence: the next period creates the channel again');
 
 -- ---------------------------------------------------------------- bad input
 CREATE TEMP TABLE sched_before AS SELECT s::text AS r FROM lonnymq.schedule AS s;
@@ -148,13 +202,19 @@ SELECT is(
 );
 
 -- A schedule that 0.7.0 stored at the very beginning of bigint (its upgrade
--- keeps it; 0.13.1's sets its set_at to the clock, as a due schedule's):
--- materialising it overflows nothing, and the dequeues that meet it go on.
-INSERT INTO lonnymq.schedule (name, channel, content, every_ms, start_at, next_at, created_at, set_at)
-VALUES ('ancient', 'anc', 'x', 1, -9223372036854775807, -9223372036854775807, 0, lonnymq._clock_ms());
+-- keeps it; 0.13.1's sets its set_at to the clock, as a due schedule's;
+-- 0.15.0's gives it its occurrence at next_at, created at set_at):
+-- promoting it overflows nothing, and the dequeues that meet it go on.
+WITH o AS (
+    INSERT INTO lonnymq.message (channel_id, channel, dequeue_at, created_at, content, schedule)
+    VALUES (lonnymq._channel_id('anc'), 'anc', -9223372036854775807, lonnymq._clock_ms(), 'x', 'ancient')
+    RETURNING id
+)
+INSERT INTO lonnymq.schedule (name, channel, content, every_ms, start_at, next_at, created_at, set_at, occurrence_id)
+SELECT 'ancient', 'anc', 'x', 1, -9223372036854775807, -9223372036854775807, 0, lonnymq._clock_ms(), o.id FROM o;
 SELECT lives_ok($$ SELECT * FROM lonnymq.message_dequeue(60000, 1) $$, 'a dequeue meets it without error');
 SELECT is(
-    pg_temp.lmq_count('anc'),
+    pg_temp.made('anc'),
     1::bigint,
     'one message for every missed period'
 );
@@ -162,6 +222,14 @@ SELECT ok(
     (SELECT s.next_at > pg_temp.lmq_now() - 1000 AND s.num_missed > 0 FROM lonnymq.schedule AS s WHERE s.name = 'ancient'),
     'the schedule is caught up, its missed periods counted'
 );
+
+-- An occurrence whose schedule is gone (a row deleted by hand) is not left
+-- due for ever: its promotion deletes it.
+DELETE FROM lonnymq.schedule WHERE name = 'ancient';
+SELECT pg_sleep(0.005);
+SELECT lonnymq.tick();
+SELECT is((SELECT count(*) FROM lonnymq.message WHERE schedule = 'ancient'), 0::bigint,
+    'a stray occurrence is deleted when it comes due');
 
 SELECT * FROM finish();
 ROLLBACK;

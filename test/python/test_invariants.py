@@ -1,7 +1,9 @@
 """The invariants that the suite checks after every test
 (lonnymq_dev/invariants.py) can fail: a message in no state (held and
-ready, held and admitted, early without a position) is reported, by the
-Python check and by the SQL function the isolation specs call.  The tables
+ready, held and admitted, early without a position), and a schedule
+without exactly one pending occurrence that is only scheduled, are
+reported, by the Python check and by the SQL function the isolation specs
+call.  The tables
 do not refuse such rows (CHECK constraints cost the worker loop 4.8 %:
 doc/dequeue-design.md, "A message's states"), so these checks are what
 would catch a call that writes one."""
@@ -32,3 +34,30 @@ def test_a_message_in_no_state_is_reported(db, assignment, what):
             assert_nothing_below_the_marks(conn, what)
         assert conn.execute("SELECT in_no_state FROM lonnymq_check.below_the_marks()").fetchone()[0] == [mid]
     assert illegal_states(conn) == []
+
+
+STUCK = [
+    # The schedule's occurrence deleted by hand: no message would come again.
+    ("DELETE FROM lonnymq.message WHERE schedule = 'beat'", "no occurrence"),
+    # Its occurrence made ready, or locked, while still an occurrence.
+    ("UPDATE lonnymq.message SET position = 1 WHERE schedule = 'beat'", "ready"),
+    ("UPDATE lonnymq.message SET is_locked = TRUE WHERE schedule = 'beat'", "locked"),
+    # A second occurrence the schedule does not point at.
+    ("INSERT INTO lonnymq.message (channel_id, channel, dequeue_at, created_at, content, schedule)"
+     " SELECT channel_id, channel, dequeue_at, created_at, content, schedule FROM lonnymq.message"
+     " WHERE schedule = 'beat'", "stray"),
+]
+
+
+@pytest.mark.parametrize("change, what", STUCK, ids=[w for _, w in STUCK])
+def test_a_schedule_without_exactly_one_pending_occurrence_is_reported(db, change, what):
+    conn = db.connect(autocommit=True)
+    conn.execute("SELECT lonnymq.schedule_set('beat', 'beats', 'b', 3600000, lonnymq.to_epoch(now()) + 3600000)")
+    assert_nothing_below_the_marks(conn)
+    conn.execute(check_function_sql())
+    with conn.transaction(force_rollback=True):
+        conn.execute(change)
+        with pytest.raises(AssertionError, match="no dequeue would run again"):
+            assert_nothing_below_the_marks(conn, what)
+        assert conn.execute("SELECT schedules_stuck FROM lonnymq_check.below_the_marks()").fetchone()[0] == ["beat"]
+    assert_nothing_below_the_marks(conn)

@@ -210,7 +210,8 @@ def test_every_hot_statement_is_an_index_probe(pathological_db):
             "SELECT lonnymq.message_create_batch('keyed', ARRAY['a', 'b']::bytea[], NULL, ARRAY['key-9', 'k-new'])",
             "SELECT lonnymq.message_create_batch('sized', ARRAY['a', 'b', 'c', 'd', 'e', 'f']::bytea[])",
             "SELECT * FROM lonnymq.message_dequeue(60000, 1, 'poison')",
-            "UPDATE lonnymq.schedule SET next_at = 0, set_at = lonnymq._clock_ms() WHERE name = 'sched77'",
+            "UPDATE lonnymq.message SET dequeue_at = 0, created_at = lonnymq._clock_ms()"
+            " WHERE id = (SELECT occurrence_id FROM lonnymq.schedule WHERE name = 'sched77')",
             "SELECT * FROM lonnymq.message_dequeue(60000, 1, 'target')",
             "SELECT lonnymq.history_prune(86400000)",
             "SELECT lonnymq.dead_letter_redrive('future5', NULL)",

@@ -96,11 +96,12 @@ def test_the_tour_runs_as_written(server):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     # What the SQL did: the order was worked and logged, the payment died and
-    # was redriven, the reminder waits an hour, the report waits for tomorrow.
+    # was redriven, the reminder waits an hour, the report waits for tomorrow
+    # (its schedule's pending occurrence, 0.15.0).
     assert _psql(env, "SELECT body FROM order_log") == '{"order": 1001}'
     assert _psql(env, "SELECT count(*) FROM lonnymq.dead_letter") == "0"
-    assert _psql(env, "SELECT channel || ':' || (dequeue_at > lonnymq.to_epoch(now())) FROM lonnymq.message"
-                      " ORDER BY channel") == "emails:true\npayments:false"
+    assert _psql(env, "SELECT channel || ':' || (dequeue_at > lonnymq.to_epoch(now())) || ':' || (schedule IS NOT NULL)"
+                      " FROM lonnymq.message ORDER BY channel") == "emails:true:false\npayments:false:false\nreports:true:true"
     assert _psql(env, "SELECT next_at > lonnymq.to_epoch(now()) FROM lonnymq.schedule") == "t"
 
     producer, worker = _blocks("python")
@@ -124,4 +125,5 @@ def test_the_tour_runs_as_written(server):
         os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C
         proc.wait(timeout=30)
     assert sorted(done) == sorted(["done: b'charge order 1001'", "done: b'{\"order\": 1002}'"]), done
-    assert _psql(env, "SELECT channel FROM lonnymq.message ORDER BY channel") == "emails"
+    # Left: the reminder, and the report's pending occurrence.
+    assert _psql(env, "SELECT channel FROM lonnymq.message ORDER BY channel") == "emails\nreports"

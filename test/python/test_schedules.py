@@ -72,7 +72,7 @@ def test_missed_periods_coalesce_into_one_message(db):
     admin.execute("SELECT lonnymq.schedule_set('late', 'late', 'x', 1000, %s)", (start,))
     assert scalar(admin, "SELECT lonnymq.tick()") == 1
     rows = admin.execute(
-        "SELECT dequeue_at FROM lonnymq.message WHERE channel = 'late'").fetchall()
+        "SELECT dequeue_at FROM lonnymq.message WHERE channel = 'late' AND schedule IS NULL").fetchall()
     assert len(rows) == 1
     assert rows[0][0] == start + 10 * 1000, "the message is for the latest missed boundary"
     runs, missed, next_at = admin.execute(
@@ -133,11 +133,11 @@ def test_tick_skips_a_busy_channel_and_advances_every_other_schedule(db):
     assert scalar(admin, "SELECT count(*) FROM lonnymq.schedule WHERE next_at <= lonnymq.to_epoch(clock_timestamp())") == 0
 
 
-def test_a_start_below_the_due_mark_is_materialised_by_the_next_dequeue(db):
+def test_a_start_below_the_due_mark_is_promoted_by_the_next_dequeue(db):
     """A schedule set with a start in the past is due at once, whatever the
-    marks: the delivery's probes of schedule_due_ix start at the due mark,
-    and its key is greatest(next_at, set_at), set_at being schedule_set's
-    clock (sql/src/schema/schedule.sql)."""
+    marks: the promotion's probe of message_due_ix starts at the due mark,
+    and its occurrence's key there is greatest(dequeue_at, created_at),
+    created_at being schedule_set's clock (sql/src/schedules/schedule_set.sql)."""
     conn = db.connect()
     conn.execute("SELECT count(*) FROM lonnymq.message_create_batch('filler', array_fill('m'::bytea, ARRAY[200]))")
     start = now_ms(conn) - 3_600_000

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from conftest import DEFAULT_VERSION, RELEASED
+from lonnymq_dev.invariants import assert_nothing_below_the_marks
 from lonnymq_dev.pgservers import SYSTEM_MAJOR
 from upgrade import schema, scenario
 
@@ -170,6 +171,9 @@ def test_rows_survive_by_column_name(dbs):
 
 def test_rows_survive_and_the_queue_works_on(dbs):
     with scenario.connect(dbs["cluster"], dbs["upgraded"]) as conn:
+        # The marks' invariant and the states, as the upgrade left them: the
+        # schedule's pending occurrence among them (0.15.0).
+        assert_nothing_below_the_marks(conn, f"upgraded from {dbs['from']}")
         # Tokens handed out by the old version still complete, on both kinds of channel.
         for row in dbs["locked"] + dbs["held"]:
             assert conn.execute("SELECT lonnymq.message_complete(%s, %s)", row).fetchone()[0] is True

@@ -1,7 +1,11 @@
 -- Internal: promote up to p_limit messages of message_due_ix whose time has
 -- come (from the due mark, oldest first, SKIP LOCKED), for a dequeue or
--- tick(); the one path of scheduled messages, retries, defers, a limited
--- channel's new messages and lock recovery:
+-- tick(); the one path of scheduled messages, periodic messages, retries,
+-- defers, a limited channel's new messages and lock recovery:
+--   * a schedule's pending occurrence: it becomes the schedule's message of
+--     its boundary, and the following occurrence is created
+--     (_schedule_next); then it goes on as any scheduled message below (or
+--     is left due, when its schedule's row is busy);
 --   * an expired lock that is its message's max_attempts-th failure: a dead
 --     letter ("lock expired", _message_bury);
 --   * a message of a paused channel, or of a channel with limits that is
@@ -26,8 +30,8 @@
 --   message_due_ix starts (the due mark; tick() passes the beginning);
 --   p_bound, the epoch's bound (the caller entered the epoch); p_limit, at
 --   most how many due messages it takes.
--- Returns: nothing (void).
--- Calls: _channel_guard_try_shared, _channel_config,
+-- Returns: how many periodic messages it made (tick() reports it).
+-- Calls: _channel_guard_try_shared, _channel_config, _schedule_next,
 --   _channel_admits, _channel_row_try_lock, _message_bury, _message_place
 --   (inlined), _channel_admit, _due_taken_note (the first row's key: a raise
 --   later in the transaction must not pass it).
@@ -37,22 +41,25 @@
 --   (a follower's new row; num_pending), messages_lock_expired_seq
 --   (nextval) (the channel's configuration read by _channel_config;
 --   message, dead_letter, message_key and channel written by _message_bury
---   and _channel_admit).
+--   and _channel_admit; schedule, message and channel_quota by
+--   _schedule_next).
 -- Locks: the due messages FOR UPDATE SKIP LOCKED, which it updates (or
 --   _message_bury deletes); the channel guard (1819111681, or from a
 --   transaction's 33rd guard its bucket guard 1819111682) tried shared
 --   (_channel_guard_try_shared), and, when its promotion writes the
 --   channel row, the channel row lock (1819111683) tried
 --   (_channel_row_try_lock), both until the transaction ends; then
---   _channel_admit's, whose row lock is held already: the channel row FOR
---   NO KEY UPDATE, held messages FOR UPDATE SKIP LOCKED.
+--   _schedule_next's, which only tries (a schedule's row and a max_size
+--   channel's quota row FOR UPDATE SKIP LOCKED); _channel_admit's, whose
+--   row lock is held already: the channel row FOR NO KEY UPDATE, held
+--   messages FOR UPDATE SKIP LOCKED.
 CREATE FUNCTION @extschema@._message_promote(
     p_now bigint,
     p_due_mark bigint,
     p_bound bigint,
     p_limit integer
 )
-RETURNS void
+RETURNS integer
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
@@ -61,10 +68,11 @@ DECLARE
     v_is_dead boolean;
     v_is_held boolean;
     v_noted boolean := FALSE;
+    v_periodic integer := 0;
 BEGIN
     FOR v_due IN
         SELECT
-            m.id, m.channel_id, m.channel, m.dequeue_at, m.is_locked, m.is_admitted, m.num_failures,
+            m.id, m.channel_id, m.channel, m.dequeue_at, m.is_locked, m.is_admitted, m.num_failures, m.schedule,
             GREATEST(m.dequeue_at, m.created_at) AS due_key
         FROM @extschema@.message AS m
         WHERE
@@ -84,6 +92,14 @@ BEGIN
         -- the next call (its change waits for no consumer).
         CONTINUE WHEN NOT @extschema@._channel_guard_try_shared(v_due.channel);
         v_channel := @extschema@._channel_config(v_due.channel_id, v_due.channel);
+        -- A schedule's occurrence: the following one is created, and this
+        -- one is its schedule's message at the latest boundary passed
+        -- (NULL: left due, or deleted).
+        IF v_due.schedule IS NOT NULL THEN
+            v_due.dequeue_at := @extschema@._schedule_next(v_due.id, v_due.schedule, v_due.dequeue_at, v_channel, p_now);
+            CONTINUE WHEN v_due.dequeue_at IS NULL;
+            v_periodic := v_periodic + 1;
+        END IF;
         v_is_dead := COALESCE(v_due.is_locked AND v_due.num_failures + 1 >= v_channel.max_attempts, FALSE);
         -- Paused: held.  With limits: held unless admitted already.
         v_is_held := NOT v_is_dead AND @extschema@._channel_admits(v_channel)
@@ -153,6 +169,7 @@ BEGIN
             );
         END IF;
     END LOOP;
+    RETURN v_periodic;
 END;
 $$;
 

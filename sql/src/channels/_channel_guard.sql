@@ -1,8 +1,8 @@
 -- Internal: the channel guard, a transaction-scoped advisory lock keyed by
 -- the channel's name (1819111681, hashtext(name)).  Every call that decides
 -- a message's state from its channel's configuration (a create, a batch, a
--- redrive, a retry, a defer: waiting; a promotion, a schedule's run:
--- trying, and skipping the channel when it is held) holds it shared until
+-- redrive, a retry, a defer: waiting; a promotion, a schedule's
+-- occurrence among them: trying, and skipping the channel when it is held) holds it shared until
 -- it commits; a call that changes what that decision reads (channel_set,
 -- channel_pause, channel_resume, channel_drop, a pattern's application)
 -- takes it exclusively, waiting for those in flight, so that no message put
@@ -113,7 +113,7 @@ REVOKE ALL ON FUNCTION @extschema@._channel_guard_shared(text) FROM PUBLIC;
 -- Internal: try the channel's guard shared; never waits.  A false answer
 -- means a configuration change of the channel (or, past the transaction's
 -- 32nd guard, of a channel of its bucket) is in flight: the caller
--- (_message_promote, _schedule_run) skips the channel and comes back later.
+-- (_message_promote) skips the channel and comes back later.
 -- Parameters: p_channel, the channel's name.
 -- Returns: whether the guard is now held.
 -- Calls: _channel_guard_later (past the transaction's first guard).

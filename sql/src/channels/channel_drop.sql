@@ -2,7 +2,8 @@
 -- which deletes them, locked ones included (their workers' tokens then go
 -- stale), and its deduplication keys.  Its dead letters and history are
 -- kept (they are filed by channel name), and so are schedules producing into
--- it: the next period creates the channel again.  Waits for producers and
+-- it, with their pending occurrences, which are not its messages yet: the
+-- next period creates the channel again.  Waits for producers and
 -- consumers in flight on the channel (its guard, its row lock, the locks
 -- of the rows it deletes).  A pattern (a name ending in '*';
 -- p_purge does nothing there) goes with its row: the channels that
@@ -66,21 +67,21 @@ BEGIN
     FOR UPDATE;
     IF NOT FOUND AND NOT EXISTS (
         SELECT 1 FROM @extschema@.message AS m
-        WHERE m.channel_id = v_channel_id AND m.channel = p_channel
+        WHERE m.channel_id = v_channel_id AND m.channel = p_channel AND m.schedule IS NULL
     ) THEN
         RETURN FALSE;
     END IF;
 
     IF NOT p_purge AND EXISTS (
         SELECT 1 FROM @extschema@.message AS m
-        WHERE m.channel_id = v_channel_id AND m.channel = p_channel
+        WHERE m.channel_id = v_channel_id AND m.channel = p_channel AND m.schedule IS NULL
     ) THEN
         RAISE EXCEPTION 'lonnymq: channel "%" still holds messages', p_channel
             USING ERRCODE = '55006',
             HINT = 'Pass p_purge => true to delete them with the channel.';
     END IF;
 
-    DELETE FROM @extschema@.message AS m WHERE m.channel_id = v_channel_id AND m.channel = p_channel;
+    DELETE FROM @extschema@.message AS m WHERE m.channel_id = v_channel_id AND m.channel = p_channel AND m.schedule IS NULL;
     DELETE FROM @extschema@.message_key AS k WHERE k.channel_id = v_channel_id;
     DELETE FROM @extschema@.channel_quota AS q WHERE q.channel_id = v_channel_id;
     DELETE FROM @extschema@.channel AS c WHERE c.id = v_channel_id;

@@ -157,9 +157,10 @@ BEGIN
     WHERE m.channel_id = v_channel.id AND m.channel = v_channel.name AND m.is_locked
     FOR SHARE;
     IF p_max_size IS NOT NULL THEN
+        -- (A schedule's pending occurrence is counted at its boundary.)
         SELECT pg_catalog.count(*) INTO v_held
         FROM @extschema@.message AS m
-        WHERE m.channel_id = v_channel.id AND m.channel = v_channel.name;
+        WHERE m.channel_id = v_channel.id AND m.channel = v_channel.name AND m.schedule IS NULL;
         INSERT INTO @extschema@.channel_quota AS q (channel_id, num_created)
         VALUES (v_channel.id, v_channel.num_removed + v_held)
         ON CONFLICT (channel_id) DO UPDATE

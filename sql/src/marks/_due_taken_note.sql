@@ -1,8 +1,8 @@
 -- Internal: note, for a raise of the marks later in this transaction, the
--- least key of message_due_ix or schedule_due_ix (greatest(dequeue_at,
--- created_at), greatest(next_at, set_at)) of a row that this transaction
--- took out of the due view: a due message it promoted or buried, an
--- expired lock it completed, a schedule it ran.  The raise reads the queue
+-- least key of message_due_ix (greatest(dequeue_at, created_at)) of a row
+-- that this transaction took out of the due view: a due message it promoted
+-- or buried (a schedule's occurrence among them), an expired lock it
+-- completed.  The raise reads the queue
 -- as this transaction sees it, where such a row is no longer due; if the
 -- transaction then rolls back (a worker that crashes, a SERIALIZABLE commit
 -- that fails), the row is due again with that key, and a due mark raised

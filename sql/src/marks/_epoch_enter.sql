@@ -1,5 +1,5 @@
 -- Internal: enter the current epoch before writing a position or an entry
--- of message_due_ix (a lock's expiry, a schedule).  Holds the epoch's parity
+-- of message_due_ix (a lock's expiry, a schedule's occurrence).  Holds the epoch's parity
 -- (advisory lock 1819111690, parity) shared until the transaction ends, so
 -- that _marks_raise, which needs the previous epoch's parity free before it
 -- raises the marks, waits for this writer; and re-reads the epoch after the

@@ -31,10 +31,9 @@
 --     counts;
 --   due mark <- least(start - 100 ms, the first key of message_due_ix,
 --     greatest(dequeue_at, created_at), below it (a scheduled, waiting or
---     locked message), the first schedule's greatest(next_at, set_at)
---     below it, and the least key this transaction took out of those
---     indexes, lonnymq.due_taken: what the dequeue promoted or buried,
---     the expired locks it completed, the schedules it ran, which its own
+--     locked message, a schedule's pending occurrence), and the least key
+--     this transaction took out of that index, lonnymq.due_taken: what the
+--     dequeue promoted or buried, the expired locks it completed, which its own
 --     read no longer sees as due but which its rollback would make due
 --     again (_due_taken_note)); the margin covers a backward step of the
 --     system clock up to 100 ms between two backends' readings (tick()
@@ -62,15 +61,14 @@
 --   flight), p_taken after one channel's turns (other channels' turns lie
 --   between them: a bound past them sent every new message behind them).
 --   The caller's transaction had written nothing before the dequeue that
---   calls this (that call's own completions, promotions and schedules
---   aside, which take no position and note their due keys): it took
+--   calls this (that call's own completions and promotions aside, which
+--   take no position and note their due keys): it took
 --   nothing else; it has an xid (its take).
 -- Returns: whether the marks were raised.
 -- Calls: _xact_seen (only outside READ COMMITTED; not inlined: its
 --   argument, a sequence's last value, is volatile and used twice).
 -- Tables: reads message (message_ready_ix, from the position mark and from
---   p_from; message_due_ix, from the due mark), schedule (schedule_due_ix,
---   from the due mark), position_bound_seq, position_mark_seq, due_mark_seq,
+--   p_from; message_due_ix, from the due mark), position_bound_seq, position_mark_seq, due_mark_seq,
 --   epoch_at_seq, epoch_previous_bound_seq, epoch_previous_at_seq,
 --   epoch_raiser_seq (their last values), the setting lonnymq.due_taken;
 --   writes position_mark_seq, due_mark_seq, position_bound_seq, epoch_at_seq,
@@ -129,22 +127,14 @@ BEGIN
     );
     -- The first due entry, only below the candidate due mark: the live
     -- entries above it do not matter, and the completed locks up to them
-    -- are what the mark is there to skip.  And the first schedule's key,
-    -- which the delivery reads from the due mark on.  (One statement.)
-    v_first_due := LEAST(
-        (
-            SELECT GREATEST(d.dequeue_at, d.created_at) FROM @extschema@.message AS d
-            WHERE
-                GREATEST(d.dequeue_at, d.created_at) >= v_due_mark
-                AND GREATEST(d.dequeue_at, d.created_at) < v_start - 100
-                AND d.position IS NULL AND NOT d.is_held
-            ORDER BY GREATEST(d.dequeue_at, d.created_at) LIMIT 1
-        ),
-        (
-            SELECT GREATEST(sc.next_at, sc.set_at) FROM @extschema@.schedule AS sc
-            WHERE GREATEST(sc.next_at, sc.set_at) >= v_due_mark AND GREATEST(sc.next_at, sc.set_at) < v_start - 100
-            ORDER BY GREATEST(sc.next_at, sc.set_at) LIMIT 1
-        )
+    -- are what the mark is there to skip.
+    v_first_due := (
+        SELECT GREATEST(d.dequeue_at, d.created_at) FROM @extschema@.message AS d
+        WHERE
+            GREATEST(d.dequeue_at, d.created_at) >= v_due_mark
+            AND GREATEST(d.dequeue_at, d.created_at) < v_start - 100
+            AND d.position IS NULL AND NOT d.is_held
+        ORDER BY GREATEST(d.dequeue_at, d.created_at) LIMIT 1
     );
     -- In this order (a prefix of it is safe: see the header).  The new
     -- epoch's bound is the front, or past what the caller took when nothing

@@ -1,7 +1,8 @@
 -- Cancel (delete) a message that is not locked: waiting, scheduled or
 -- deferred.  Returns false, changing nothing, when it does not exist or a
 -- worker holds it (a locked message is the worker's to complete or fail,
--- even once its lock has expired).  Its deduplication key is released at
+-- even once its lock has expired), or when it is a schedule's pending
+-- occurrence (not a message yet: schedule_drop drops it).  Its deduplication key is released at
 -- once (a cancelled message was never processed).  A max_size channel
 -- counts it removed (_channel_removed); an admitted message frees its
 -- place, and the release interval's pending delivery it held, and the
@@ -11,7 +12,7 @@
 -- taking the message concurrently wins, and cancel then returns false.
 -- Parameters: p_id, the message's id.
 -- Returns: true when the message was deleted; false when it does not
---   exist or is locked.
+--   exist, is locked, or is a schedule's occurrence.
 -- Calls: _message_channel, _message_key_release, _channel_removed,
 --   _channel_admit, _clock_ms.
 -- Tables: writes message (delete, by message_pkey) (the message's
@@ -40,7 +41,7 @@ BEGIN
         RETURN FALSE;
     END IF;
     DELETE FROM @extschema@.message AS m
-    WHERE m.id = p_id AND NOT m.is_locked
+    WHERE m.id = p_id AND NOT m.is_locked AND m.schedule IS NULL
     RETURNING m.key, m.is_admitted INTO v_gone;
     IF NOT FOUND THEN
         RETURN FALSE;

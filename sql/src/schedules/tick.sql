@@ -3,27 +3,25 @@
 -- The take (message_dequeue, message_complete_dequeue) does most of this work
 -- as it goes, from the due mark, and keyed creates delete ended claims two at
 -- a time; tick() covers a quiet queue and what the take skips.  It
--- materialises every due schedule (up to 10000 per call; one whose channel is
--- busy right now, or whose row a worker holds, is left for later), promotes up
--- to 10000 due messages (scheduled, retried, deferred, expired locks) from the
--- beginning of message_due_ix, not from the due mark, so that one a backward
+-- promotes up to 10000 due messages (scheduled, periodic, retried,
+-- deferred, expired locks; a schedule's occurrence whose channel is busy
+-- right now, or whose schedule's row another call holds, is left for later)
+-- from the beginning of message_due_ix, not from the due mark, so that one a backward
 -- step of the server's clock put below the mark is not left there, and deletes
 -- up to 10000 ended deduplication claims and the rows of up to 10000 pattern
 -- followers that drained inside their release interval (_channel_admit keeps
 -- those until it has passed; one whose row lock another call holds is left for
 -- the next call).
 -- Parameters: none.
--- Returns: how many periodic messages it created.
--- Calls: _epoch_enter, _clock_ms, _schedule_run, _message_promote,
---   _message_key_reap, _channel_row_try_lock.
+-- Returns: how many periodic messages it made.
+-- Calls: _epoch_enter, _clock_ms, _message_promote, _message_key_reap,
+--   _channel_row_try_lock.
 -- Tables: reads channel (followers' rows, channel_pattern_ix); writes channel
 --   (deletes drained followers' rows).  (schedule, message, dead_letter and
---   message_key through _schedule_run, _message_promote and
---   _message_key_reap.)
+--   message_key through _message_promote and _message_key_reap.)
 -- Locks: the epoch's parity (1819111690) shared until the transaction ends
---   (_epoch_enter); _schedule_run's (schedule rows FOR UPDATE SKIP LOCKED,
---   channel guards tried); _message_promote's (due messages FOR UPDATE SKIP
---   LOCKED, channel row locks tried); _message_key_reap's (ended claims FOR
+--   (_epoch_enter); _message_promote's (due messages and schedule rows FOR
+--   UPDATE SKIP LOCKED, channel guards and channel row locks tried); _message_key_reap's (ended claims FOR
 --   UPDATE SKIP LOCKED); for each drained follower, advisory (1819111683,
 --   hashint8(channel id)) tried exclusively, held until the transaction ends
 --   (_channel_row_try_lock), then its row deleted.
@@ -39,12 +37,10 @@ DECLARE
 BEGIN
     v_bound := @extschema@._epoch_enter();
     v_now := @extschema@._clock_ms();
-    -- Every due schedule (up to 10000 a call), one pass: a schedule whose
-    -- channel is busy right now is skipped and left for the next call.
-    v_created := @extschema@._schedule_run(v_now, 10000, -9223372036854775808);
-    -- Due messages, from the beginning of message_due_ix (not from the due
-    -- mark): also one that a backward step of the clock left below it.
-    PERFORM @extschema@._message_promote(v_now, -9223372036854775808, v_bound, 10000);
+    -- Due messages and schedules' occurrences, from the beginning of
+    -- message_due_ix (not from the due mark): also one that a backward step
+    -- of the clock left below it.
+    v_created := @extschema@._message_promote(v_now, -9223372036854775808, v_bound, 10000);
     -- Ended claims, up to 10000 in one statement (_message_key_reap).
     PERFORM @extschema@._message_key_reap(v_now, 10000);
     -- Rows of pattern followers that drained inside their release interval
@@ -64,6 +60,6 @@ END;
 $$;
 
 COMMENT ON FUNCTION @extschema@.tick() IS
-'Housekeeping for pg_cron (optional): create due periodic messages and delete expired deduplication claims. Returns how many periodic messages were created.';
+'Housekeeping for pg_cron (optional): promote due messages, periodic ones among them, and delete expired deduplication claims. Returns how many periodic messages were made.';
 
 REVOKE ALL ON FUNCTION @extschema@.tick() FROM PUBLIC;

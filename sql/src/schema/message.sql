@@ -42,6 +42,11 @@
 -- counted by its channel's admission (channel.num_admitted).
 -- channel is the channel's name and channel_id its hash (_channel_id): a
 -- channel without configuration has no row.
+-- schedule: set only on a schedule's pending occurrence, a scheduled
+-- message that its promotion turns into the schedule's message of that
+-- boundary, creating the following occurrence (_schedule_next).  NULL on
+-- every other message, so it costs a bit of the null bitmap, and it has no
+-- index: one would be written by every INSERT and UPDATE of the worker loop.
 CREATE TABLE @extschema@.message (
     id bigint NOT NULL DEFAULT pg_catalog.nextval('@extschema@.message_id_seq'),
     channel_id bigint NOT NULL,
@@ -60,6 +65,7 @@ CREATE TABLE @extschema@.message (
     position bigint,
     is_held boolean NOT NULL DEFAULT FALSE,
     is_early boolean NOT NULL DEFAULT FALSE,
+    schedule text,
     CONSTRAINT message_pkey PRIMARY KEY (id)
 ) WITH (
     fillfactor = 70,
@@ -125,3 +131,6 @@ COMMENT ON COLUMN @extschema@.message.is_held IS
 
 COMMENT ON COLUMN @extschema@.message.is_early IS
 'Delivery, internal state maintained by the queue functions, not to be written by hand: the message sorts before the holder of an earlier turn of its channel (a priority message, a recovered lock), which delivers it instead; in message_early_ix.';
+
+COMMENT ON COLUMN @extschema@.message.schedule IS
+'Periodic messages, internal state maintained by the queue functions, not to be written by hand: the name of the schedule whose pending occurrence this is (scheduled at its next boundary, not counted by max_size, not cancellable; schedule_drop drops it); NULL: any other message.';

@@ -12,12 +12,10 @@
 -- index probes:
 --   1. one statement: the epoch, whose parity it holds shared (the take
 --      writes lock expiries into message_due_ix), the marks, and whether a
---      schedule or a message of message_due_ix is due (one probe each, from
---      the due mark);
---   2. only when something is due: up to 4 periodic messages
---      (_schedule_run) and up to 8 due messages promoted (_message_promote:
---      scheduled messages, retries, recovered locks, dead letters,
---      admission);
+--      message of message_due_ix is due (one probe, from the due mark);
+--   2. only when something is due: up to 8 due messages promoted
+--      (_message_promote: scheduled messages, schedules' occurrences,
+--      retries, recovered locks, dead letters, admission);
 --   3. the take, one statement: the first p_limit turns of the round order
 --      from the position mark (or p_channel's first turns), FOR UPDATE SKIP
 --      LOCKED, locked and counted by primary key.  A batch of N is N
@@ -48,18 +46,17 @@
 --   no rows when nothing is ready.
 -- Calls: _caller_role, _channel_id, _max_duration_ms, _check_lock_ms,
 --   _check_channel_name, _message_complete_set, _epoch_hold (inlined),
---   _clock_ms, _schedule_run, _epoch_enter, _message_promote,
+--   _clock_ms, _epoch_enter, _message_promote,
 --   _attempt_log_append, _channel_release_try_lock, _message_turns_resolve,
 --   _channel_admit, _channel_row (inlined), _marks_raise, _round_size (a
 --   constant).
 -- Tables: reads position_bound_seq, position_mark_seq, due_mark_seq (their
---   last values: the epoch and the marks), schedule (schedule_due_ix, from
---   the due mark: whether one is due), message (message_due_ix, from the due
+--   last values: the epoch and the marks), message (message_due_ix, from the due
 --   mark: whether one is due; message_ready_ix, from the position mark, or
 --   message_channel_ix, p_channel's first turns: the head; message_early_ix:
 --   one probe per turn); writes message (the taken ones, by message_pkey),
 --   messages_delivered_seq (nextval) (what the callees read and write:
---   completions, schedules, promotions, admissions, the marks).
+--   completions, promotions, admissions, the marks).
 -- Locks: the head's message rows FOR UPDATE OF r SKIP LOCKED, until the
 --   transaction ends, which it updates (takes), but for an admitted one
 --   whose channel's release lock it could not have (left for a later
@@ -68,9 +65,9 @@
 --   of the channels with limits or max_size, in key order, then the
 --   completed rows); the epoch's parity (1819111690) shared until the
 --   transaction ends (_epoch_hold; _epoch_enter before a promotion);
---   _schedule_run's and _message_promote's, which only try or skip (the
---   schedule rows and due messages FOR UPDATE SKIP LOCKED, the channel guard
---   1819111681 and the channel row lock 1819111683 tried);
+--   _message_promote's, which only try or skip (the due messages, a
+--   schedule's row and a quota row FOR UPDATE SKIP LOCKED, the channel
+--   guard 1819111681 and the channel row lock 1819111683 tried);
 --   _message_turns_resolve's early messages FOR UPDATE SKIP LOCKED; the
 --   channel row lock (1819111683) tried, until the transaction ends, for an
 --   admitted message of a channel with a release interval
@@ -99,7 +96,6 @@ DECLARE
     v_now bigint;
     v_mark bigint;
     v_due_mark bigint;
-    v_schedule_due boolean;
     v_due boolean;
     v_is_resolved boolean := FALSE;
     v_is_passed boolean;
@@ -134,17 +130,12 @@ BEGIN
         k.now, k.mark, k.due_mark,
         EXISTS (
             SELECT 1
-            FROM @extschema@.schedule AS sc
-            WHERE GREATEST(sc.next_at, sc.set_at) >= k.due_mark AND GREATEST(sc.next_at, sc.set_at) <= k.now
-        ),
-        EXISTS (
-            SELECT 1
             FROM @extschema@.message AS m
             WHERE
                 GREATEST(m.dequeue_at, m.created_at) >= k.due_mark AND GREATEST(m.dequeue_at, m.created_at) <= k.now
                 AND m.position IS NULL AND NOT m.is_held
         )
-    INTO v_now, v_mark, v_due_mark, v_schedule_due, v_due
+    INTO v_now, v_mark, v_due_mark, v_due
     FROM (
         SELECT
             @extschema@._epoch_hold(pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq')) AS in_epoch,
@@ -155,10 +146,7 @@ BEGIN
 
     -- 2.  (A promotion's positions are checked against the bound by its
     -- own _epoch_enter.)
-    IF v_schedule_due THEN
-        PERFORM @extschema@._schedule_run(v_now, 4, v_due_mark);
-    END IF;
-    IF v_due OR v_schedule_due THEN
+    IF v_due THEN
         PERFORM @extschema@._message_promote(v_now, v_due_mark, @extschema@._epoch_enter(), 8);
     END IF;
 

@@ -500,6 +500,56 @@ def project(conn, before: dict) -> tuple[dict, dict]:
 
 
 def carry(conn, before: dict, now: int) -> dict:
+    """What the upgrades make of the rows of `before`: those to 0.11.0
+    (_carry_admission), then the one to 0.15.0 (_carry_occurrences)."""
+    return _carry_occurrences(conn, before, _carry_admission(conn, before, now))
+
+
+# A schedule's pending occurrence (0.15.0), by the message's column: what the
+# upgrade writes, from the schedule's row as the upgrade left it.
+OCCURRENCE_COLUMNS = {
+    "id": lambda s: s["occurrence_id"], "channel_id": lambda s: s["channel_id"],
+    "dequeue_at": lambda s: s["next_at"], "created_at": lambda s: s["set_at"],
+    "content": lambda s: s["content"], "channel": lambda s: s["channel"],
+    "is_locked": lambda s: False, "num_attempts": lambda s: 0, "state": lambda s: None,
+    "key": lambda s: None, "attempt_log": lambda s: None, "is_admitted": lambda s: False,
+    "locked_by": lambda s: None, "num_failures": lambda s: 0, "position": lambda s: None,
+    "is_held": lambda s: False, "is_early": lambda s: False,
+}
+
+
+def _carry_occurrences(conn, before: dict, carried: dict) -> dict:
+    """The upgrade to 0.15.0 gives each schedule its pending occurrence: one
+    message per schedule (message.schedule, not in `before`, names it), at
+    its next_at, created at its set_at, with an id from message_id_seq
+    (the sequence moves on by one per schedule).  The ids and set_at are
+    read from the upgraded schedule rows (their own comparison checks
+    set_at); the ids must be the sequence's next ones."""
+    if "schedule" in before["columns"]["message"] or not conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'lonnymq.message'::regclass"
+            " AND attname = 'schedule')").fetchone()[0]:
+        return carried
+    names = [s["name"] for s in before["tables"].get("schedule", [])]
+    upgraded = {r[0]: {"occurrence_id": r[1], "set_at": r[2], "next_at": r[3], "channel": r[4], "content": r[5],
+                       "channel_id": r[6]}
+                for r in conn.execute("SELECT name, occurrence_id, set_at, next_at, channel, content,"
+                                      " pg_catalog.hashtextextended(channel, 0) FROM lonnymq.schedule"
+                                      " WHERE name = ANY(%s)", (names,)).fetchall()}
+    last, _ = carried["sequences"]["message_id_seq"]
+    columns = list(carried["tables"]["message"][0]) if carried["tables"]["message"] else []
+    messages = list(carried["tables"]["message"])
+    for name in names:
+        schedule = upgraded[name]
+        assert last < schedule["occurrence_id"] <= last + len(names), (name, schedule["occurrence_id"], last)
+        messages.append({c: OCCURRENCE_COLUMNS[c](schedule) for c in columns})
+    tables = dict(carried["tables"], message=messages)
+    sequences = dict(carried["sequences"])
+    if names:
+        sequences["message_id_seq"] = (last + len(names), True)
+    return {"tables": tables, "sequences": sequences}
+
+
+def _carry_admission(conn, before: dict, now: int) -> dict:
     """What the upgrade to 0.11.0 makes of the rows of `before` (read by
     snapshot() under 0.10.1 or older), by the rules above, in project()'s
     shape: the expected projection of the upgraded database.  `now` is any
