@@ -781,6 +781,100 @@ BEGIN
 END;
 $$;
 
+CREATE OR REPLACE FUNCTION @extschema@._channel_admit(
+    p_channel_id bigint,
+    p_ended integer,
+    p_pending_done integer,
+    p_is_delivery boolean,
+    p_now bigint,
+    p_held_at bigint
+)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_channel record;
+    v_room integer;
+    v_admitted integer := 0;
+    v_bound bigint;
+    v_held record;
+BEGIN
+    PERFORM @extschema@._channel_row_lock(p_channel_id);
+    -- Newest version first, and written by the ctid it was locked at
+    -- (_channel_row says why).
+    SELECT c.ctid AS tid, c.* INTO v_channel
+    FROM @extschema@.channel AS c
+    WHERE c.id >= p_channel_id AND c.id <= p_channel_id
+    ORDER BY c.id DESC
+    LIMIT 1
+    FOR NO KEY UPDATE;
+    IF NOT FOUND THEN
+        RETURN 0;
+    END IF;
+    v_channel.num_admitted := pg_catalog.int4larger(v_channel.num_admitted - p_ended, 0);
+    v_channel.admit_from := LEAST(v_channel.admit_from, p_held_at);
+    IF v_channel.release_interval_ms > 0 THEN
+        v_channel.num_pending := pg_catalog.int4larger(v_channel.num_pending - p_pending_done, 0);
+        IF p_is_delivery THEN
+            v_channel.release_at := p_now + v_channel.release_interval_ms;
+        END IF;
+    END IF;
+    v_room := CASE WHEN v_channel.is_paused THEN 0 ELSE LEAST(
+        COALESCE(v_channel.max_concurrency - v_channel.num_admitted, 1000),
+        CASE WHEN v_channel.release_interval_ms > 0 THEN 1 - v_channel.num_pending ELSE 1000 END
+    ) END;
+    IF v_room > 0 THEN
+        v_bound := @extschema@._epoch_enter();
+        FOR v_held IN
+            SELECT m.id, m.dequeue_at
+            FROM @extschema@.message AS m
+            WHERE m.channel_id = v_channel.id AND m.is_held AND m.dequeue_at >= v_channel.admit_from
+            ORDER BY m.dequeue_at, m.id
+            LIMIT v_room
+            FOR UPDATE SKIP LOCKED
+        LOOP
+            IF v_channel.release_at > p_now THEN
+                -- (Never before its own dequeue_at: p_now may be a clock
+                -- read before another backend's, which found it due.)
+                UPDATE @extschema@.message AS m
+                SET is_held = FALSE, is_admitted = TRUE, dequeue_at = GREATEST(v_channel.release_at, v_held.dequeue_at)
+                WHERE m.id = v_held.id;
+            ELSE
+                UPDATE @extschema@.message AS m
+                SET is_held = FALSE, is_admitted = TRUE, position = p.place, is_early = p.is_early
+                FROM @extschema@._message_place(v_channel.id, v_bound, v_held.dequeue_at, 0) AS p
+                WHERE m.id = v_held.id;
+            END IF;
+            v_admitted := v_admitted + 1;
+        END LOOP;
+        IF v_admitted > 0 AND pg_catalog.current_setting('transaction_isolation') = 'read committed' THEN
+            v_channel.admit_from := COALESCE((
+                SELECT m.dequeue_at FROM @extschema@.message AS m
+                WHERE m.channel_id = v_channel.id AND m.is_held AND m.dequeue_at >= v_channel.admit_from
+                ORDER BY m.dequeue_at, m.id LIMIT 1
+            ), GREATEST(v_held.dequeue_at, v_channel.admit_from));
+        END IF;
+    END IF;
+    -- A pattern's follower whose counts are back to nothing (nothing
+    -- admitted, so nothing held either: it had room; its release passed)
+    -- has nothing in its row that its pattern does not say: the row goes,
+    -- and its next admission makes it again.
+    IF v_channel.pattern IS NOT NULL AND v_channel.num_admitted + v_admitted = 0 AND NOT v_channel.is_paused
+        AND COALESCE(v_channel.release_at <= p_now, TRUE) THEN
+        DELETE FROM @extschema@.channel AS c WHERE c.ctid = v_channel.tid;
+        RETURN 0;
+    END IF;
+    UPDATE @extschema@.channel AS c
+    SET
+        num_admitted = v_channel.num_admitted + v_admitted,
+        num_pending = v_channel.num_pending + CASE WHEN v_channel.release_interval_ms > 0 THEN v_admitted ELSE 0 END,
+        release_at = v_channel.release_at,
+        admit_from = v_channel.admit_from
+    WHERE c.ctid = v_channel.tid;
+    RETURN v_admitted;
+END;
+$$;
+
 CREATE OR REPLACE FUNCTION @extschema@._message_promote(
     p_now bigint,
     p_due_mark bigint,

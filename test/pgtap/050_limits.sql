@@ -1,5 +1,5 @@
 \ir include/setup.psql
-SELECT plan(15);
+SELECT plan(16);
 
 -- max_concurrency
 SELECT lonnymq.channel_set('lim', p_max_concurrency => 2);
@@ -54,6 +54,24 @@ SELECT is(
     (SELECT count(*) FROM lonnymq.message_dequeue(60000, 10)),
     0::bigint,
     'nothing else is ready anywhere'
+);
+
+-- An admission under a clock read before another backend's (a completion
+-- that read its clock, then admitted the message another backend's
+-- promotion, with a later clock, found due and held): the interval's end
+-- is the message's dequeue_at only when that is later.  (The soak test
+-- once saw a release-interval message delivered 4 ms before its
+-- dequeue_at.)
+SELECT lonnymq.channel_set('lc', p_release_interval_ms => 1000);
+SELECT pg_temp.lmq_now() + 60000 AS lc_at \gset
+UPDATE lonnymq.channel SET release_at = :lc_at - 50 WHERE name = 'lc';
+INSERT INTO lonnymq.message (channel_id, channel, dequeue_at, created_at, content, is_held)
+VALUES (lonnymq._channel_id('lc'), 'lc', :lc_at, :lc_at, 'x', TRUE);
+SELECT lonnymq._channel_admit(lonnymq._channel_id('lc'), 0, 0, FALSE, :lc_at - 100, NULL);
+SELECT is(
+    (SELECT m.dequeue_at - :lc_at || ' ' || m.is_admitted FROM lonnymq.message AS m WHERE m.channel = 'lc'),
+    '0 true',
+    'an admission never moves a message before its own dequeue_at'
 );
 
 SELECT * FROM finish();

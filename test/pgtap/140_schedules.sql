@@ -1,7 +1,7 @@
 \ir include/setup.psql
 -- Periodic messages: schedule_set, schedule_drop, tick() and the promotion
 -- of a schedule's pending occurrence (_schedule_next).
-SELECT plan(68);
+SELECT plan(69);
 
 -- Messages a channel's schedules made: "content@dequeue_at" in id order
 -- (their pending occurrences aside).
@@ -106,6 +106,8 @@ SELECT is(pg_temp.sched('fast'), '600 2 0 aligned', 'two runs, nothing missed');
 SELECT lonnymq.schedule_set('later', 'lt', 'x', 1000, pg_temp.lmq_now() + 3600000);
 SELECT is(lonnymq.tick(), 0, 'a schedule starting in an hour is not due');
 SELECT is(pg_temp.made('lt'), 0::bigint, 'and has created nothing');
+SELECT is((SELECT s.ready || '/' || s.scheduled FROM lonnymq.channel_stats('lt') AS s), '0/1',
+    'channel_stats counts its pending occurrence among the scheduled messages');
 DELETE FROM lonnymq.message WHERE schedule = 'later';
 SELECT lonnymq.schedule_set('later', 'lt', 'x', 1000);
 SELECT is(pg_temp.occurrence('later'), 'lt x@' || (SELECT next_at FROM lonnymq.schedule WHERE name = 'later') || ' scheduled',

@@ -100,8 +100,10 @@ BEGIN
             FOR UPDATE SKIP LOCKED
         LOOP
             IF v_channel.release_at > p_now THEN
+                -- (Never before its own dequeue_at: p_now may be a clock
+                -- read before another backend's, which found it due.)
                 UPDATE @extschema@.message AS m
-                SET is_held = FALSE, is_admitted = TRUE, dequeue_at = v_channel.release_at
+                SET is_held = FALSE, is_admitted = TRUE, dequeue_at = GREATEST(v_channel.release_at, v_held.dequeue_at)
                 WHERE m.id = v_held.id;
             ELSE
                 UPDATE @extschema@.message AS m
