@@ -24,6 +24,18 @@ DROP FUNCTION @extschema@._schedule_run(bigint, integer, bigint);
 
 DROP FUNCTION @extschema@._message_promote(bigint, bigint, bigint, integer);
 
+CREATE SEQUENCE @extschema@.marks_delivered_seq AS bigint
+MINVALUE 0 START 0;
+
+SELECT pg_catalog.setval('@extschema@.marks_delivered_seq', 0, TRUE);
+
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.marks_delivered_seq', '');
+
+COMMENT ON SEQUENCE @extschema@.marks_delivered_seq IS
+'Delivery, internal state maintained by the queue functions, not to be written by hand: messages_delivered_seq''s value when the marks were last raised.';
+
+DROP FUNCTION @extschema@._marks_raise(bigint, bigint, bigint, bigint);
+
 CREATE OR REPLACE FUNCTION @extschema@._max_error_bytes()
 RETURNS bigint
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -312,7 +324,7 @@ COMMENT ON FUNCTION @extschema@._due_taken_note(bigint) IS
 
 REVOKE ALL ON FUNCTION @extschema@._due_taken_note(bigint) FROM PUBLIC;
 
-CREATE OR REPLACE FUNCTION @extschema@._marks_raise(p_now bigint, p_taken bigint, p_taken_last bigint, p_from bigint)
+CREATE OR REPLACE FUNCTION @extschema@._marks_raise(p_now bigint, p_take integer)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE
 AS $$
@@ -327,11 +339,16 @@ DECLARE
     -- one wrote, and the next raise passed their positions and due entries
     -- (the soak test, under load: a ready message below the position mark,
     -- waiting ones below the due mark, never delivered).
-    v_is_alone boolean := pg_catalog.pg_try_advisory_xact_lock(1819111690, 2);
+    -- (Nothing delivered since the last raise: nothing to move, and the
+    -- raise lock is not even tried.)
+    v_is_alone boolean := pg_catalog.pg_sequence_last_value('@extschema@.messages_delivered_seq')
+        <> pg_catalog.pg_sequence_last_value('@extschema@.marks_delivered_seq')
+        AND pg_catalog.pg_try_advisory_xact_lock(1819111690, 2);
     v_epoch bigint := pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq');
     v_mark bigint := pg_catalog.pg_sequence_last_value('@extschema@.position_mark_seq');
     v_due_mark bigint := pg_catalog.pg_sequence_last_value('@extschema@.due_mark_seq');
     v_epoch_at bigint := pg_catalog.pg_sequence_last_value('@extschema@.epoch_at_seq');
+    v_delivered bigint := pg_catalog.pg_sequence_last_value('@extschema@.messages_delivered_seq');
     -- (A setting, not a query.)
     v_is_fresh boolean := pg_catalog.current_setting('transaction_isolation') = 'read committed';
     -- The limits: the current epoch's at READ COMMITTED, else the previous one's.
@@ -343,6 +360,8 @@ DECLARE
     -- (_due_taken_note), which its rollback would make due again.
     v_due_taken bigint := NULLIF(pg_catalog.current_setting('lonnymq.due_taken', TRUE), '')::bigint;
     v_front bigint;
+    v_last bigint;
+    v_ready bigint;
     v_first_due bigint;
 BEGIN
     -- (Not at READ COMMITTED: the current epoch's raiser ended before this
@@ -353,12 +372,12 @@ BEGIN
         RETURN FALSE;
     END IF;
     PERFORM pg_catalog.pg_advisory_unlock(1819111690, (1 - (v_epoch & 1))::integer);
-    -- The first ready position, below what the caller took or from p_from,
-    -- without walking the caller's own takes (dead entries to its read).
-    v_front := LEAST(
-        (SELECT r.position FROM @extschema@.message AS r WHERE r.position >= v_mark AND r.position < p_taken ORDER BY r.position LIMIT 1),
-        (SELECT r.position FROM @extschema@.message AS r WHERE r.position >= p_from ORDER BY r.position LIMIT 1)
-    );
+    -- The first ready positions (the caller has taken none): the first, and
+    -- the first the caller's take will leave, or the last.
+    SELECT pg_catalog.min(h.position), pg_catalog.max(h.position), pg_catalog.count(*) INTO v_front, v_last, v_ready
+    FROM (
+        SELECT r.position FROM @extschema@.message AS r WHERE r.position >= v_mark ORDER BY r.position LIMIT p_take + 1
+    ) AS h;
     -- The first due entry, only below the candidate due mark: the live
     -- entries above it do not matter, and the completed locks up to them
     -- are what the mark is there to skip.
@@ -371,21 +390,30 @@ BEGIN
         ORDER BY GREATEST(d.dequeue_at, d.created_at) LIMIT 1
     );
     -- In this order (a prefix of it is safe: see the header).  The new
-    -- epoch's bound is the front, or past what the caller took when nothing
-    -- else is ready, so that new messages never take a consumed position
-    -- again (the marks could then never pass it).
+    -- epoch's bound is past what the caller's take may consume (see the
+    -- header).
     PERFORM
-        pg_catalog.setval('@extschema@.position_mark_seq', GREATEST(v_mark, LEAST(v_front, p_taken, v_bound))),
+        pg_catalog.setval('@extschema@.position_mark_seq', GREATEST(v_mark, LEAST(v_front, v_bound))),
         pg_catalog.setval('@extschema@.due_mark_seq', GREATEST(v_due_mark, LEAST(v_start - 100, v_first_due, v_due_taken))),
         pg_catalog.setval('@extschema@.position_bound_seq',
-            GREATEST(COALESCE(v_front, p_taken_last + 1), v_epoch >> 1) * 2 + 1 - (v_epoch & 1)),
+            GREATEST(CASE
+                WHEN v_ready > p_take THEN v_last
+                WHEN v_ready > 0 THEN v_last + 1
+                ELSE (v_epoch >> 1) + @extschema@._round_size()
+            END, v_epoch >> 1) * 2 + 1 - (v_epoch & 1)),
         pg_catalog.setval('@extschema@.epoch_at_seq', p_now),
         pg_catalog.setval('@extschema@.epoch_raiser_seq', pg_catalog.pg_current_xact_id()::text::bigint),
         pg_catalog.setval('@extschema@.epoch_previous_bound_seq', v_epoch >> 1),
-        pg_catalog.setval('@extschema@.epoch_previous_at_seq', v_epoch_at);
+        pg_catalog.setval('@extschema@.epoch_previous_at_seq', v_epoch_at),
+        pg_catalog.setval('@extschema@.marks_delivered_seq', v_delivered);
     RETURN TRUE;
 END;
 $$;
+
+COMMENT ON FUNCTION @extschema@._marks_raise(bigint, integer) IS
+'Internal: raise the position and due marks and start a new epoch, when no writer of the previous epoch is in flight and every finished writer is visible to the read; never waits.';
+
+REVOKE ALL ON FUNCTION @extschema@._marks_raise(bigint, integer) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION @extschema@._message_place(
     p_channel_id bigint,
@@ -1000,6 +1028,32 @@ COMMENT ON FUNCTION @extschema@._message_promote(bigint, bigint, bigint, integer
 
 REVOKE ALL ON FUNCTION @extschema@._message_promote(bigint, bigint, bigint, integer) FROM PUBLIC;
 
+CREATE OR REPLACE FUNCTION @extschema@._housekeeping(
+    p_now bigint,
+    p_due_mark bigint,
+    p_limit integer,
+    p_raise boolean,
+    p_take integer
+)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_periodic integer;
+BEGIN
+    v_periodic := @extschema@._message_promote(p_now, p_due_mark, @extschema@._epoch_enter(), p_limit);
+    IF p_raise THEN
+        PERFORM @extschema@._marks_raise(p_now, p_take);
+    END IF;
+    RETURN v_periodic;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._housekeeping(bigint, bigint, integer, boolean, integer) IS
+'Internal: the housekeeping of a dequeue or tick(): promote what is due, then raise the marks.';
+
+REVOKE ALL ON FUNCTION @extschema@._housekeeping(bigint, bigint, integer, boolean, integer) FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION @extschema@.message_complete_dequeue(
     p_ids bigint[],
     p_num_attempts integer[],
@@ -1021,11 +1075,10 @@ DECLARE
     v_mark bigint;
     v_due_mark bigint;
     v_due boolean;
+    v_raise boolean;
     v_is_resolved boolean := FALSE;
     v_is_passed boolean;
     v_turns @extschema@._turn[];
-    v_first bigint;
-    v_last bigint;
     v_out @extschema@.delivery[];
     v_admitted bigint[];
     v_delivery @extschema@.delivery;
@@ -1052,6 +1105,11 @@ BEGIN
     -- so the range starts at the mark whatever the plan.)
     SELECT
         k.now, k.mark, k.due_mark,
+        -- The marks' turn: 16 messages or more delivered since the last
+        -- raise (none: the marks would not move, and idle pollers write
+        -- nothing).
+        v_may_raise AND pg_catalog.pg_sequence_last_value('@extschema@.messages_delivered_seq')
+            - pg_catalog.pg_sequence_last_value('@extschema@.marks_delivered_seq') >= 16,
         EXISTS (
             SELECT 1
             FROM @extschema@.message AS m
@@ -1059,7 +1117,7 @@ BEGIN
                 GREATEST(m.dequeue_at, m.created_at) >= k.due_mark AND GREATEST(m.dequeue_at, m.created_at) <= k.now
                 AND m.position IS NULL AND NOT m.is_held
         )
-    INTO v_now, v_mark, v_due_mark, v_due
+    INTO v_now, v_mark, v_due_mark, v_raise, v_due
     FROM (
         SELECT
             @extschema@._epoch_hold(pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq')) AS in_epoch,
@@ -1070,8 +1128,8 @@ BEGIN
 
     -- 2.  (A promotion's positions are checked against the bound by its
     -- own _epoch_enter.)
-    IF v_due THEN
-        PERFORM @extschema@._message_promote(v_now, v_due_mark, @extschema@._epoch_enter(), 8);
+    IF v_due OR v_raise THEN
+        PERFORM @extschema@._housekeeping(v_now, v_due_mark, 8, v_raise, CASE WHEN p_channel IS NULL THEN v_limit ELSE 0 END);
     END IF;
 
     -- 3.  Of the head's two legs, the one p_channel does not ask for is not
@@ -1082,7 +1140,7 @@ BEGIN
         WITH head AS MATERIALIZED (
             SELECT a.*
             FROM (
-                SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position, r.is_early
+                SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position
                 FROM @extschema@.message AS r
                 WHERE p_channel IS NULL AND v_turns IS NULL AND r.position >= v_mark
                 ORDER BY r.position, r.dequeue_at, r.id
@@ -1092,7 +1150,7 @@ BEGIN
             UNION ALL
             SELECT b.*
             FROM (
-                SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position, r.is_early
+                SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position
                 FROM @extschema@.message AS r
                 WHERE
                     p_channel IS NOT NULL AND v_turns IS NULL AND r.channel_id = v_channel_id
@@ -1123,12 +1181,7 @@ BEGIN
                     WHERE
                         x.channel_id = h.channel_id AND x.is_early AND x.position IS NOT NULL
                         AND (x.dequeue_at, x.id) < (h.dequeue_at, h.id)
-                )), FALSE) AS is_passed,
-                -- The first and last positions of the round order this call
-                -- took, for the raise: FOR UPDATE returns a row that another
-                -- call's swap moved (an early one) while this call waited
-                -- for it, with its new, far position.
-                pg_catalog.min(h.position) AS first, pg_catalog.max(h.position) FILTER (WHERE NOT h.is_early) AS last
+                )), FALSE) AS is_passed
             FROM head AS h
         ),
 
@@ -1162,8 +1215,8 @@ BEGIN
                 pg_catalog.nextval('@extschema@.messages_delivered_seq') AS delivered
         )
 
-        SELECT u.turns, u.is_passed, d.deliveries, d.admitted, COALESCE(u.first, v_first), COALESCE(u.last, v_last)
-        INTO v_turns, v_is_passed, v_out, v_admitted, v_first, v_last
+        SELECT u.turns, u.is_passed, d.deliveries, d.admitted
+        INTO v_turns, v_is_passed, v_out, v_admitted
         FROM turns AS u
         CROSS JOIN LATERAL (
             SELECT
@@ -1195,17 +1248,6 @@ BEGIN
         FROM (SELECT DISTINCT a.id FROM pg_catalog.unnest(v_admitted) AS a (id)) AS a
         CROSS JOIN LATERAL @extschema@._channel_row(a.id, NULL) AS c
         WHERE c.release_interval_ms > 0;
-    END IF;
-    -- Only a call whose transaction wrote nothing before it raises the
-    -- marks: it knows every position it took (its turns, in position
-    -- order, all taken when any was), which its own reads no longer see, and
-    -- which a rollback or a crash would make ready again.
-    IF v_may_raise AND (v_first >= v_mark + 16 * @extschema@._round_size() OR (v_turns[1]).id % 16 = 0
-        OR pg_catalog.cardinality(v_out) >= 16) THEN
-        -- (Other ready positions may lie after the last when the turns
-        -- were the first of the round order, else from the first.)
-        PERFORM @extschema@._marks_raise(v_now, v_first, COALESCE(v_last, v_first),
-            CASE WHEN p_channel IS NULL AND v_last IS NOT NULL THEN v_last + 1 ELSE v_first END);
     END IF;
     FOREACH v_delivery IN ARRAY COALESCE(v_out, '{}') LOOP
         RETURN NEXT v_delivery;
@@ -1672,16 +1714,17 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_bound bigint;
+    v_may_raise boolean := pg_catalog.pg_current_xact_id_if_assigned() IS NULL;
     v_now bigint;
     v_created integer := 0;
 BEGIN
-    v_bound := @extschema@._epoch_enter();
+    PERFORM @extschema@._epoch_enter();
     v_now := @extschema@._clock_ms();
     -- Due messages and schedules' occurrences, from the beginning of
     -- message_due_ix (not from the due mark): also one that a backward step
-    -- of the clock left below it.
-    v_created := @extschema@._message_promote(v_now, -9223372036854775808, v_bound, 10000);
+    -- of the clock left below it; then the marks' raise, when this
+    -- transaction wrote nothing before (as a dequeue's).
+    v_created := @extschema@._housekeeping(v_now, -9223372036854775808, 10000, v_may_raise, 0);
     -- Ended claims, up to 10000 in one statement (_message_key_reap).
     PERFORM @extschema@._message_key_reap(v_now, 10000);
     -- Rows of pattern followers that drained inside their release interval
@@ -1701,7 +1744,7 @@ END;
 $$;
 
 COMMENT ON FUNCTION @extschema@.tick() IS
-'Housekeeping for pg_cron (optional): promote due messages, periodic ones among them, and delete expired deduplication claims. Returns how many periodic messages were made.';
+'Housekeeping for pg_cron (optional): promote due messages, periodic ones among them, raise the marks, and delete expired deduplication claims. Returns how many periodic messages were made.';
 
 COMMENT ON COLUMN @extschema@.message.schedule IS
 'Periodic messages, internal state maintained by the queue functions, not to be written by hand: the name of the schedule whose pending occurrence this is (scheduled at its next boundary, not counted by max_size, not cancellable; schedule_drop drops it); NULL: any other message.';

@@ -35,3 +35,11 @@ DROP INDEX @extschema@.schedule_due_ix;
 DROP FUNCTION @extschema@._schedule_run(bigint, integer, bigint);
 -- (It now returns how many periodic messages it made, for tick().)
 DROP FUNCTION @extschema@._message_promote(bigint, bigint, bigint, integer);
+
+-- The housekeeping of a worker's call has one entry point, before the take
+-- (housekeeping/_housekeeping.sql): the marks' raise no longer needs what
+-- the take took, only how many positions it may take (its parameters
+-- change), and records the deliveries counted when it ran, so that an idle
+-- queue's pollers write nothing.
+-- @include sql/src/schema/marks_delivered_seq.sql
+DROP FUNCTION @extschema@._marks_raise(bigint, bigint, bigint, bigint);

@@ -114,9 +114,14 @@ def test_ordered_channels_blocked_behind_failed_heads_cost_other_channels_nothin
             (names[i:i + 500],))
         assert failed == [(500,)]
     assert db.call("SELECT count(*) FROM lonnymq.message WHERE is_held") == [(BLOCKED,)]
-    db.call("SELECT lonnymq.message_create('free', 'F')")
+    db.call("SELECT lonnymq.message_create('free', 'E'), lonnymq.message_create('free', 'F')")
     with db.connect() as conn:
         conn.execute("ANALYZE lonnymq.message")
+        # The first dequeue after the setup's 10,000 deliveries is the marks'
+        # turn: its raise reads once what those left between the due mark and
+        # the clock.  The call measured is a worker's next one.
+        assert conn.execute("SELECT convert_from(content, 'UTF8') FROM lonnymq.message_dequeue(60000)"
+                            ).fetchall() == [("E",)]
 
     with db.connect(autocommit=False) as conn:
         io = ("SELECT (SELECT coalesce(sum(seq_scan), 0) FROM pg_stat_xact_user_tables WHERE schemaname = 'lonnymq'),"

@@ -26,9 +26,10 @@
 --     epoch_previous_at_seq): the marks lag one epoch behind.  Else the
 --     raise does nothing; a later one will.
 -- So, with the limits (bound, start) of whichever case:
---   position mark <- least(bound, the first ready position, p_taken), read
---     without SKIP LOCKED: a take in flight, which may still roll back,
---     counts;
+--   position mark <- least(bound, the first ready position), read without
+--     SKIP LOCKED: a take in flight, which may still roll back, counts.
+--     The caller has taken no position yet (a raise runs before the take,
+--     _housekeeping), so its own read misses none;
 --   due mark <- least(start - 100 ms, the first key of message_due_ix,
 --     greatest(dequeue_at, created_at), below it (a scheduled, waiting or
 --     locked message, a schedule's pending occurrence), and the least key
@@ -39,46 +40,49 @@
 --     system clock up to 100 ms between two backends' readings (tick()
 --     promotes from the beginning of the due index, for larger ones);
 --   neither mark ever moves down (what lies below a mark never changes);
---   a new epoch: its bound <- the first ready position (past p_taken_last
---     when none is; never below the current bound), with the other
---     parity; epoch_at <- p_now (every writer that sees the new epoch reads
+--   a new epoch: its bound <- the first ready position that the caller's
+--     take will leave (the (p_take + 1)-th from the mark), or past the
+--     last ready one when it may take them all, or, when none is ready,
+--     one round past the current bound; never below the current bound;
+--     with the other parity.  So the messages that come next are not
+--     placed at positions about to be consumed, whose dead entries would
+--     then lie among them for ever under an old snapshot (the mark could
+--     never pass them); epoch_at <- p_now (every writer that sees the new epoch reads
 --     its clock after p_now was read); the raiser and the previous epoch's
---     values recorded last.  The sequences are not transactional: a raise
---     cut short (an error, a cancel, a crash) leaves a prefix of these
---     writes, and every prefix is safe: the previous epoch's values are
+--     values recorded last, then the deliveries counted when it began.
+--     The sequences are not transactional: a raise cut short (an error, a
+--     cancel, a crash) leaves a prefix of these writes, and every prefix is safe: the previous epoch's values are
 --     never newer than the epoch the recorded raiser started.
--- Called by a dequeue (message_complete_dequeue) that took 16 messages or
--- more, one call in 16 otherwise (its first turn's message id a multiple
--- of 16), or when what it took lay 16 rounds past the mark.  A raise
--- never waits; one that finds the previous epoch busy does nothing.
--- Parameters: p_now, the caller's clock; p_taken, the least position the
---   caller took, which its own read no longer sees as ready but which its
---   rollback (or a crash before its commit) would make ready again;
---   p_taken_last, the greatest (when nothing else is ready, new messages
---   go after it); p_from, where other ready positions may lie above
---   p_taken: p_taken_last + 1 after a take of the first turns of the
---   round order (what lies between was taken by this call or by others in
---   flight), p_taken after one channel's turns (other channels' turns lie
---   between them: a bound past them sent every new message behind them).
---   The caller's transaction had written nothing before the dequeue that
---   calls this (that call's own completions and promotions aside, which
---   take no position and note their due keys): it took
---   nothing else; it has an xid (its take).
+-- Called by the housekeeping (_housekeeping) of a dequeue, before its take,
+-- when 16 messages or more were delivered since the last raise, and of
+-- tick(); it does nothing when no message was delivered since the last
+-- raise (it records messages_delivered_seq in marks_delivered_seq: the
+-- marks would not move, and idle pollers write nothing).  A raise never
+-- waits; one that finds the previous epoch busy does nothing.
+-- Parameters: p_now, the caller's clock; p_take, how many of the first
+--   ready positions the caller's take may consume next (0: none, or one
+--   channel's, whose turns lie among the others').  The caller's transaction had
+--   written nothing before the call that calls this (that call's own
+--   completions and promotions aside, which take no position and note
+--   their due keys): it has taken no position.
 -- Returns: whether the marks were raised.
 -- Calls: _xact_seen (only outside READ COMMITTED; not inlined: its
---   argument, a sequence's last value, is volatile and used twice).
--- Tables: reads message (message_ready_ix, from the position mark and from
---   p_from; message_due_ix, from the due mark), position_bound_seq, position_mark_seq, due_mark_seq,
---   epoch_at_seq, epoch_previous_bound_seq, epoch_previous_at_seq,
---   epoch_raiser_seq (their last values), the setting lonnymq.due_taken;
---   writes position_mark_seq, due_mark_seq, position_bound_seq, epoch_at_seq,
---   epoch_raiser_seq, epoch_previous_bound_seq, epoch_previous_at_seq
+--   argument, a sequence's last value, is volatile and used twice),
+--   _round_size (a constant).
+-- Tables: reads message (message_ready_ix, from the position mark, up to
+--   p_take + 1 entries; message_due_ix, from the due mark),
+--   messages_delivered_seq, marks_delivered_seq, position_bound_seq, position_mark_seq,
+--   due_mark_seq, epoch_at_seq, epoch_previous_bound_seq,
+--   epoch_previous_at_seq, epoch_raiser_seq (their last values), the
+--   setting lonnymq.due_taken; writes position_mark_seq, due_mark_seq,
+--   position_bound_seq, epoch_at_seq, epoch_raiser_seq,
+--   epoch_previous_bound_seq, epoch_previous_at_seq, marks_delivered_seq
 --   (setval, in this order).
 -- Locks: advisory (1819111690, 2), the raise lock, tried exclusively and
 --   held until the transaction ends; then (1819111690, the previous epoch's
 --   parity) tried exclusively at session level and released at once.  No
 --   row locks.
-CREATE FUNCTION @extschema@._marks_raise(p_now bigint, p_taken bigint, p_taken_last bigint, p_from bigint)
+CREATE FUNCTION @extschema@._marks_raise(p_now bigint, p_take integer)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE
 AS $$
@@ -93,11 +97,16 @@ DECLARE
     -- one wrote, and the next raise passed their positions and due entries
     -- (the soak test, under load: a ready message below the position mark,
     -- waiting ones below the due mark, never delivered).
-    v_is_alone boolean := pg_catalog.pg_try_advisory_xact_lock(1819111690, 2);
+    -- (Nothing delivered since the last raise: nothing to move, and the
+    -- raise lock is not even tried.)
+    v_is_alone boolean := pg_catalog.pg_sequence_last_value('@extschema@.messages_delivered_seq')
+        <> pg_catalog.pg_sequence_last_value('@extschema@.marks_delivered_seq')
+        AND pg_catalog.pg_try_advisory_xact_lock(1819111690, 2);
     v_epoch bigint := pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq');
     v_mark bigint := pg_catalog.pg_sequence_last_value('@extschema@.position_mark_seq');
     v_due_mark bigint := pg_catalog.pg_sequence_last_value('@extschema@.due_mark_seq');
     v_epoch_at bigint := pg_catalog.pg_sequence_last_value('@extschema@.epoch_at_seq');
+    v_delivered bigint := pg_catalog.pg_sequence_last_value('@extschema@.messages_delivered_seq');
     -- (A setting, not a query.)
     v_is_fresh boolean := pg_catalog.current_setting('transaction_isolation') = 'read committed';
     -- The limits: the current epoch's at READ COMMITTED, else the previous one's.
@@ -109,6 +118,8 @@ DECLARE
     -- (_due_taken_note), which its rollback would make due again.
     v_due_taken bigint := NULLIF(pg_catalog.current_setting('lonnymq.due_taken', TRUE), '')::bigint;
     v_front bigint;
+    v_last bigint;
+    v_ready bigint;
     v_first_due bigint;
 BEGIN
     -- (Not at READ COMMITTED: the current epoch's raiser ended before this
@@ -119,12 +130,12 @@ BEGIN
         RETURN FALSE;
     END IF;
     PERFORM pg_catalog.pg_advisory_unlock(1819111690, (1 - (v_epoch & 1))::integer);
-    -- The first ready position, below what the caller took or from p_from,
-    -- without walking the caller's own takes (dead entries to its read).
-    v_front := LEAST(
-        (SELECT r.position FROM @extschema@.message AS r WHERE r.position >= v_mark AND r.position < p_taken ORDER BY r.position LIMIT 1),
-        (SELECT r.position FROM @extschema@.message AS r WHERE r.position >= p_from ORDER BY r.position LIMIT 1)
-    );
+    -- The first ready positions (the caller has taken none): the first, and
+    -- the first the caller's take will leave, or the last.
+    SELECT pg_catalog.min(h.position), pg_catalog.max(h.position), pg_catalog.count(*) INTO v_front, v_last, v_ready
+    FROM (
+        SELECT r.position FROM @extschema@.message AS r WHERE r.position >= v_mark ORDER BY r.position LIMIT p_take + 1
+    ) AS h;
     -- The first due entry, only below the candidate due mark: the live
     -- entries above it do not matter, and the completed locks up to them
     -- are what the mark is there to skip.
@@ -137,23 +148,27 @@ BEGIN
         ORDER BY GREATEST(d.dequeue_at, d.created_at) LIMIT 1
     );
     -- In this order (a prefix of it is safe: see the header).  The new
-    -- epoch's bound is the front, or past what the caller took when nothing
-    -- else is ready, so that new messages never take a consumed position
-    -- again (the marks could then never pass it).
+    -- epoch's bound is past what the caller's take may consume (see the
+    -- header).
     PERFORM
-        pg_catalog.setval('@extschema@.position_mark_seq', GREATEST(v_mark, LEAST(v_front, p_taken, v_bound))),
+        pg_catalog.setval('@extschema@.position_mark_seq', GREATEST(v_mark, LEAST(v_front, v_bound))),
         pg_catalog.setval('@extschema@.due_mark_seq', GREATEST(v_due_mark, LEAST(v_start - 100, v_first_due, v_due_taken))),
         pg_catalog.setval('@extschema@.position_bound_seq',
-            GREATEST(COALESCE(v_front, p_taken_last + 1), v_epoch >> 1) * 2 + 1 - (v_epoch & 1)),
+            GREATEST(CASE
+                WHEN v_ready > p_take THEN v_last
+                WHEN v_ready > 0 THEN v_last + 1
+                ELSE (v_epoch >> 1) + @extschema@._round_size()
+            END, v_epoch >> 1) * 2 + 1 - (v_epoch & 1)),
         pg_catalog.setval('@extschema@.epoch_at_seq', p_now),
         pg_catalog.setval('@extschema@.epoch_raiser_seq', pg_catalog.pg_current_xact_id()::text::bigint),
         pg_catalog.setval('@extschema@.epoch_previous_bound_seq', v_epoch >> 1),
-        pg_catalog.setval('@extschema@.epoch_previous_at_seq', v_epoch_at);
+        pg_catalog.setval('@extschema@.epoch_previous_at_seq', v_epoch_at),
+        pg_catalog.setval('@extschema@.marks_delivered_seq', v_delivered);
     RETURN TRUE;
 END;
 $$;
 
-COMMENT ON FUNCTION @extschema@._marks_raise(bigint, bigint, bigint, bigint) IS
+COMMENT ON FUNCTION @extschema@._marks_raise(bigint, integer) IS
 'Internal: raise the position and due marks and start a new epoch, when no writer of the previous epoch is in flight and every finished writer is visible to the read; never waits.';
 
-REVOKE ALL ON FUNCTION @extschema@._marks_raise(bigint, bigint, bigint, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._marks_raise(bigint, integer) FROM PUBLIC;

@@ -11,11 +11,17 @@
 -- The delivery (doc/dequeue-design.md), every step a bounded number of
 -- index probes:
 --   1. one statement: the epoch, whose parity it holds shared (the take
---      writes lock expiries into message_due_ix), the marks, and whether a
---      message of message_due_ix is due (one probe, from the due mark);
---   2. only when something is due: up to 8 due messages promoted
---      (_message_promote: scheduled messages, schedules' occurrences,
---      retries, recovered locks, dead letters, admission);
+--      writes lock expiries into message_due_ix), the marks, whether a
+--      message of message_due_ix is due (one probe, from the due mark), and
+--      whether it is the marks' turn (a call whose transaction wrote
+--      nothing before it, when 16 messages or more were delivered since
+--      the last raise: marks_delivered_seq);
+--   2. only when something is due or it is the marks' turn: the
+--      housekeeping (_housekeeping), one entry point: up to 8 due messages
+--      promoted (_message_promote: scheduled messages, schedules'
+--      occurrences, retries, recovered locks, dead letters, admission),
+--      then on the marks' turn their raise (_marks_raise), before the take
+--      so that the transaction has taken no position its read would miss;
 --   3. the take, one statement: the first p_limit turns of the round order
 --      from the position mark (or p_channel's first turns), FOR UPDATE SKIP
 --      LOCKED, locked and counted by primary key.  A batch of N is N
@@ -27,11 +33,7 @@
 --      the take runs once more;
 --   4. only when needed: a take of an admitted message in a channel with a
 --      release interval starts the interval again, and the channel admits
---      its next message (_channel_admit); a call that took 16 messages or
---      more, or whose first turn's message id is a multiple of 16 (one call
---      in 16), or that took positions 16 rounds past the mark, tries to
---      raise the marks (_marks_raise), if its transaction wrote nothing
---      before it.
+--      its next message (_channel_admit).
 -- In the common case (channels without limits, nothing due) that is three
 -- statements, the completion's included, and no write but the messages
 -- completed and taken.
@@ -46,17 +48,17 @@
 --   no rows when nothing is ready.
 -- Calls: _caller_role, _channel_id, _max_duration_ms, _check_lock_ms,
 --   _check_channel_name, _message_complete_set, _epoch_hold (inlined),
---   _clock_ms, _epoch_enter, _message_promote,
+--   _clock_ms, _housekeeping,
 --   _attempt_log_append, _channel_release_try_lock, _message_turns_resolve,
---   _channel_admit, _channel_row (inlined), _marks_raise, _round_size (a
---   constant).
--- Tables: reads position_bound_seq, position_mark_seq, due_mark_seq (their
---   last values: the epoch and the marks), message (message_due_ix, from the due
+--   _channel_admit, _channel_row (inlined).
+-- Tables: reads position_bound_seq, position_mark_seq, due_mark_seq,
+--   messages_delivered_seq, marks_delivered_seq (their last values: the
+--   epoch, the marks, and the deliveries since the last raise), message (message_due_ix, from the due
 --   mark: whether one is due; message_ready_ix, from the position mark, or
 --   message_channel_ix, p_channel's first turns: the head; message_early_ix:
 --   one probe per turn); writes message (the taken ones, by message_pkey),
 --   messages_delivered_seq (nextval) (what the callees read and write:
---   completions, promotions, admissions, the marks).
+--   completions, the housekeeping, admissions).
 -- Locks: the head's message rows FOR UPDATE OF r SKIP LOCKED, until the
 --   transaction ends, which it updates (takes), but for an admitted one
 --   whose channel's release lock it could not have (left for a later
@@ -64,16 +66,16 @@
 --   completions' (_message_complete_set: the channel row locks, 1819111683,
 --   of the channels with limits or max_size, in key order, then the
 --   completed rows); the epoch's parity (1819111690) shared until the
---   transaction ends (_epoch_hold; _epoch_enter before a promotion);
---   _message_promote's, which only try or skip (the due messages, a
---   schedule's row and a quota row FOR UPDATE SKIP LOCKED, the channel
---   guard 1819111681 and the channel row lock 1819111683 tried);
+--   transaction ends (_epoch_hold; _epoch_enter in the housekeeping);
+--   _housekeeping's, which only try or skip (_message_promote's: the due
+--   messages, a schedule's row and a quota row FOR UPDATE SKIP LOCKED, the
+--   channel guard 1819111681 and the channel row lock 1819111683 tried;
+--   then _marks_raise's: (1819111690, 2) and the previous parity, tried);
 --   _message_turns_resolve's early messages FOR UPDATE SKIP LOCKED; the
 --   channel row lock (1819111683) tried, until the transaction ends, for an
 --   admitted message of a channel with a release interval
 --   (_channel_release_try_lock), then its channel row FOR NO KEY UPDATE
---   (_channel_admit); _marks_raise's (1819111690, 2) and the previous parity,
---   tried.  The take skips what is locked and only tries its advisory
+--   (_channel_admit).  The take skips what is locked and only tries its advisory
 --   locks; step 4's _channel_admit finds the channel row lock held
 --   already, from the take.
 CREATE FUNCTION @extschema@.message_complete_dequeue(
@@ -97,11 +99,10 @@ DECLARE
     v_mark bigint;
     v_due_mark bigint;
     v_due boolean;
+    v_raise boolean;
     v_is_resolved boolean := FALSE;
     v_is_passed boolean;
     v_turns @extschema@._turn[];
-    v_first bigint;
-    v_last bigint;
     v_out @extschema@.delivery[];
     v_admitted bigint[];
     v_delivery @extschema@.delivery;
@@ -128,6 +129,11 @@ BEGIN
     -- so the range starts at the mark whatever the plan.)
     SELECT
         k.now, k.mark, k.due_mark,
+        -- The marks' turn: 16 messages or more delivered since the last
+        -- raise (none: the marks would not move, and idle pollers write
+        -- nothing).
+        v_may_raise AND pg_catalog.pg_sequence_last_value('@extschema@.messages_delivered_seq')
+            - pg_catalog.pg_sequence_last_value('@extschema@.marks_delivered_seq') >= 16,
         EXISTS (
             SELECT 1
             FROM @extschema@.message AS m
@@ -135,7 +141,7 @@ BEGIN
                 GREATEST(m.dequeue_at, m.created_at) >= k.due_mark AND GREATEST(m.dequeue_at, m.created_at) <= k.now
                 AND m.position IS NULL AND NOT m.is_held
         )
-    INTO v_now, v_mark, v_due_mark, v_due
+    INTO v_now, v_mark, v_due_mark, v_raise, v_due
     FROM (
         SELECT
             @extschema@._epoch_hold(pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq')) AS in_epoch,
@@ -146,8 +152,8 @@ BEGIN
 
     -- 2.  (A promotion's positions are checked against the bound by its
     -- own _epoch_enter.)
-    IF v_due THEN
-        PERFORM @extschema@._message_promote(v_now, v_due_mark, @extschema@._epoch_enter(), 8);
+    IF v_due OR v_raise THEN
+        PERFORM @extschema@._housekeeping(v_now, v_due_mark, 8, v_raise, CASE WHEN p_channel IS NULL THEN v_limit ELSE 0 END);
     END IF;
 
     -- 3.  Of the head's two legs, the one p_channel does not ask for is not
@@ -158,7 +164,7 @@ BEGIN
         WITH head AS MATERIALIZED (
             SELECT a.*
             FROM (
-                SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position, r.is_early
+                SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position
                 FROM @extschema@.message AS r
                 WHERE p_channel IS NULL AND v_turns IS NULL AND r.position >= v_mark
                 ORDER BY r.position, r.dequeue_at, r.id
@@ -168,7 +174,7 @@ BEGIN
             UNION ALL
             SELECT b.*
             FROM (
-                SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position, r.is_early
+                SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position
                 FROM @extschema@.message AS r
                 WHERE
                     p_channel IS NOT NULL AND v_turns IS NULL AND r.channel_id = v_channel_id
@@ -199,12 +205,7 @@ BEGIN
                     WHERE
                         x.channel_id = h.channel_id AND x.is_early AND x.position IS NOT NULL
                         AND (x.dequeue_at, x.id) < (h.dequeue_at, h.id)
-                )), FALSE) AS is_passed,
-                -- The first and last positions of the round order this call
-                -- took, for the raise: FOR UPDATE returns a row that another
-                -- call's swap moved (an early one) while this call waited
-                -- for it, with its new, far position.
-                pg_catalog.min(h.position) AS first, pg_catalog.max(h.position) FILTER (WHERE NOT h.is_early) AS last
+                )), FALSE) AS is_passed
             FROM head AS h
         ),
 
@@ -238,8 +239,8 @@ BEGIN
                 pg_catalog.nextval('@extschema@.messages_delivered_seq') AS delivered
         )
 
-        SELECT u.turns, u.is_passed, d.deliveries, d.admitted, COALESCE(u.first, v_first), COALESCE(u.last, v_last)
-        INTO v_turns, v_is_passed, v_out, v_admitted, v_first, v_last
+        SELECT u.turns, u.is_passed, d.deliveries, d.admitted
+        INTO v_turns, v_is_passed, v_out, v_admitted
         FROM turns AS u
         CROSS JOIN LATERAL (
             SELECT
@@ -271,17 +272,6 @@ BEGIN
         FROM (SELECT DISTINCT a.id FROM pg_catalog.unnest(v_admitted) AS a (id)) AS a
         CROSS JOIN LATERAL @extschema@._channel_row(a.id, NULL) AS c
         WHERE c.release_interval_ms > 0;
-    END IF;
-    -- Only a call whose transaction wrote nothing before it raises the
-    -- marks: it knows every position it took (its turns, in position
-    -- order, all taken when any was), which its own reads no longer see, and
-    -- which a rollback or a crash would make ready again.
-    IF v_may_raise AND (v_first >= v_mark + 16 * @extschema@._round_size() OR (v_turns[1]).id % 16 = 0
-        OR pg_catalog.cardinality(v_out) >= 16) THEN
-        -- (Other ready positions may lie after the last when the turns
-        -- were the first of the round order, else from the first.)
-        PERFORM @extschema@._marks_raise(v_now, v_first, COALESCE(v_last, v_first),
-            CASE WHEN p_channel IS NULL AND v_last IS NOT NULL THEN v_last + 1 ELSE v_first END);
     END IF;
     FOREACH v_delivery IN ARRAY COALESCE(v_out, '{}') LOOP
         RETURN NEXT v_delivery;
