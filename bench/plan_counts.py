@@ -8,8 +8,10 @@ change to the hot path can be judged by them before it is timed.
 Uprobes on the server's binaries (`perf probe`), read with `perf stat`:
 needs root and perf.  The loops: `worker` (message_create;
 message_complete_dequeue, one channel), `lifecycle` (create; dequeue;
-complete), `floor_worker` (the floor worker loop of bench/clients.py) and
-`amo` (the at-most-once table), each on a backlog of 10,000 messages.
+complete), `floor_worker` (the floor worker loop of bench/clients.py),
+`amo` (the at-most-once table), and the worker loop on a configured
+channel, `configured` (a row without a limit) and `limited`
+(max_concurrency 4, never reached), each on a backlog of 10,000 messages.
 
     .venv/bin/python -m bench.plan_counts [--messages 2000] [--version 0.11.2] [worker lifecycle floor_worker amo]
 """
@@ -61,6 +63,16 @@ LOOPS = {
 }
 
 
+# The worker loop on a configured channel: a row without a limit (the
+# completion's follow-up probes), and max_concurrency 4, which one backend
+# never reaches (admission by promotion: issue 40's limits).
+CHANNEL_SETS = {
+    "configured": "SELECT lonnymq.channel_set('bench', p_max_attempts => 5)",
+    "limited": "SELECT lonnymq.channel_set('bench', p_max_concurrency => 4)",
+}
+LOOPS.update({loop: LOOPS["worker"] for loop in CHANNEL_SETS})
+
+
 def probes() -> list[str]:
     """Define the uprobes (once per machine) and return their perf event names."""
     libdir = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True).stdout.strip()
@@ -76,6 +88,8 @@ def probes() -> list[str]:
 def count(target: Target, loop: str, messages: int, events: list[str], version: str | None = None) -> dict:
     with target.connect() as conn:
         fresh_backlog(conn, loop, BACKLOG, version)
+        if loop in CHANNEL_SETS:
+            conn.execute(CHANNEL_SETS[loop])
     with psycopg.connect(target.dsn, autocommit=True, prepare_threshold=0) as conn:
         conn.execute("SET synchronous_commit = off")
         conn.add_notice_handler(lambda d: None)
