@@ -97,16 +97,17 @@ DECLARE
     -- one wrote, and the next raise passed their positions and due entries
     -- (the soak test, under load: a ready message below the position mark,
     -- waiting ones below the due mark, never delivered).
+    -- The deliveries counted, recorded by the raise (read before its lock:
+    -- an older count only lets the next raise come sooner).
+    v_delivered bigint := pg_catalog.pg_sequence_last_value('@extschema@.messages_delivered_seq');
     -- (Nothing delivered since the last raise: nothing to move, and the
     -- raise lock is not even tried.)
-    v_is_alone boolean := pg_catalog.pg_sequence_last_value('@extschema@.messages_delivered_seq')
-        <> pg_catalog.pg_sequence_last_value('@extschema@.marks_delivered_seq')
+    v_is_alone boolean := v_delivered <> pg_catalog.pg_sequence_last_value('@extschema@.marks_delivered_seq')
         AND pg_catalog.pg_try_advisory_xact_lock(1819111690, 2);
     v_epoch bigint := pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq');
     v_mark bigint := pg_catalog.pg_sequence_last_value('@extschema@.position_mark_seq');
     v_due_mark bigint := pg_catalog.pg_sequence_last_value('@extschema@.due_mark_seq');
     v_epoch_at bigint := pg_catalog.pg_sequence_last_value('@extschema@.epoch_at_seq');
-    v_delivered bigint := pg_catalog.pg_sequence_last_value('@extschema@.messages_delivered_seq');
     -- (A setting, not a query.)
     v_is_fresh boolean := pg_catalog.current_setting('transaction_isolation') = 'read committed';
     -- The limits: the current epoch's at READ COMMITTED, else the previous one's.

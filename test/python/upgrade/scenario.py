@@ -505,17 +505,16 @@ def carry(conn, before: dict, now: int) -> dict:
     return _carry_occurrences(conn, before, _carry_admission(conn, before, now))
 
 
-# A schedule's pending occurrence (0.15.0), by the message's column: what the
-# upgrade writes, from the schedule's row as the upgrade left it.
-OCCURRENCE_COLUMNS = {
-    "id": lambda s: s["occurrence_id"], "channel_id": lambda s: s["channel_id"],
-    "dequeue_at": lambda s: s["next_at"], "created_at": lambda s: s["set_at"],
-    "content": lambda s: s["content"], "channel": lambda s: s["channel"],
-    "is_locked": lambda s: False, "num_attempts": lambda s: 0, "state": lambda s: None,
-    "key": lambda s: None, "attempt_log": lambda s: None, "is_admitted": lambda s: False,
-    "locked_by": lambda s: None, "num_failures": lambda s: 0, "position": lambda s: None,
-    "is_held": lambda s: False, "is_early": lambda s: False,
-}
+def _occurrence_row(schedule: dict) -> dict:
+    """A schedule's pending occurrence (0.15.0), every column of the message
+    the upgrade writes, from the schedule's row as the upgrade left it."""
+    return {
+        "id": schedule["occurrence_id"], "channel_id": schedule["channel_id"], "dequeue_at": schedule["next_at"],
+        "created_at": schedule["set_at"], "content": schedule["content"], "channel": schedule["channel"],
+        "is_locked": False, "num_attempts": 0, "state": None, "key": None, "attempt_log": None,
+        "is_admitted": False, "locked_by": None, "num_failures": 0, "position": None, "is_held": False,
+        "is_early": False,
+    }
 
 
 def _carry_occurrences(conn, before: dict, carried: dict) -> dict:
@@ -541,7 +540,8 @@ def _carry_occurrences(conn, before: dict, carried: dict) -> dict:
     for name in names:
         schedule = upgraded[name]
         assert last < schedule["occurrence_id"] <= last + len(names), (name, schedule["occurrence_id"], last)
-        messages.append({c: OCCURRENCE_COLUMNS[c](schedule) for c in columns})
+        row = _occurrence_row(schedule)
+        messages.append({c: row[c] for c in columns})
     tables = dict(carried["tables"], message=messages)
     sequences = dict(carried["sequences"])
     if names:
