@@ -308,6 +308,18 @@ BEGIN
 END;
 $$;
 
+CREATE OR REPLACE FUNCTION @extschema@._marks_turn_deliveries()
+RETURNS bigint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT 8::bigint
+$$;
+
+COMMENT ON FUNCTION @extschema@._marks_turn_deliveries() IS
+'Internal: how many deliveries since the last raise give a dequeue the marks'' turn (8).';
+
+REVOKE ALL ON FUNCTION @extschema@._marks_turn_deliveries() FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION @extschema@._due_taken_note(p_key bigint)
 RETURNS void
 LANGUAGE sql VOLATILE
@@ -1106,11 +1118,11 @@ BEGIN
     -- so the range starts at the mark whatever the plan.)
     SELECT
         k.now, k.mark, k.due_mark,
-        -- The marks' turn: 16 messages or more delivered since the last
+        -- The marks' turn: 8 messages or more delivered since the last
         -- raise (none: the marks would not move, and idle pollers write
         -- nothing).
         v_may_raise AND pg_catalog.pg_sequence_last_value('@extschema@.messages_delivered_seq')
-            - pg_catalog.pg_sequence_last_value('@extschema@.marks_delivered_seq') >= 16,
+            - pg_catalog.pg_sequence_last_value('@extschema@.marks_delivered_seq') >= @extschema@._marks_turn_deliveries(),
         EXISTS (
             SELECT 1
             FROM @extschema@.message AS m

@@ -20,7 +20,7 @@
 SELECT pg_temp.lmq_committed_begin();
 \ir include/pathological.psql
 
-SELECT plan(41);
+SELECT plan(42);
 COMMIT;
 
 SELECT cmp_ok((SELECT count(*) FROM lonnymq.message), '>=', 500000::bigint, 'the pathological queue holds 500,000+ messages');
@@ -152,12 +152,21 @@ SELECT is(
 -- The same calls in a second round cost the same: they do not degrade as
 -- the queue is worked.
 CREATE TEMP TABLE costs2 AS SELECT * FROM costs WHERE FALSE;
+-- Two dequeues: one of them at least is not on the marks' turn (it comes
+-- every 8 deliveries, _marks_turn_deliveries); the one on it also raises
+-- the marks, whose read of the first ready entry steps over the entries
+-- consumed since the last raise, and of the due index over what its own
+-- promotion just took (here the first raise of the test: 13 deliveries
+-- since, 67 entries against the other call's 44).
 INSERT INTO costs2 SELECT 'dequeue', * FROM pg_temp.lmq_cost($$ SELECT count(*) FROM lonnymq.message_dequeue(60000, 1, 'backlog') $$);
+INSERT INTO costs2 SELECT 'dequeue, the next', * FROM pg_temp.lmq_cost($$ SELECT count(*) FROM lonnymq.message_dequeue(60000, 1, 'backlog') $$);
 INSERT INTO costs2 SELECT 'create', * FROM pg_temp.lmq_cost($$ SELECT lonnymq.message_create('future8', 'new') $$);
-SELECT is((SELECT result FROM costs2 WHERE what = 'dequeue'), '1', 'a later dequeue from the backlog');
-SELECT cmp_ok((SELECT idx FROM costs2 WHERE what = 'dequeue'), '<=', 60::bigint, 'reads at most 60 index entries');
+SELECT is((SELECT string_agg(result, ',') FROM costs2 WHERE what LIKE 'dequeue%'), '1,1', 'two later dequeues from the backlog');
+SELECT cmp_ok((SELECT min(idx) FROM costs2 WHERE what LIKE 'dequeue%'), '<=', 60::bigint, 'reads at most 60 index entries');
+SELECT cmp_ok((SELECT max(idx) FROM costs2 WHERE what LIKE 'dequeue%'), '<=', 80::bigint,
+    'and at most 80 on the marks'' turn');
 SELECT cmp_ok((SELECT idx FROM costs2 WHERE what = 'create'), '<=', 40::bigint, 'a create into a waiting channel at most 40');
-SELECT is((SELECT seq FROM costs2 WHERE what = 'dequeue') + (SELECT seq FROM costs2 WHERE what = 'create'), 0::bigint, 'without sequential scans');
+SELECT is((SELECT sum(seq) FROM costs2), 0::numeric, 'without sequential scans');
 
 -- complete_dequeue: a complete and a dequeue, one call (0.10.0), in a
 -- channel of its own.

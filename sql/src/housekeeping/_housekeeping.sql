@@ -3,8 +3,8 @@
 -- calls it, before its take, when its first statement found something
 -- due: an entry of message_due_ix at or before the clock (from the due
 -- mark), or the marks' turn (p_raise: a call whose transaction wrote
--- nothing before it, when 16 messages or more were delivered since the
--- last raise).  In this order:
+-- nothing before it, when _marks_turn_deliveries (8) messages or more
+-- were delivered since the last raise).  In this order:
 --   1. promotion, up to p_limit due messages, oldest first
 --      (_message_promote): scheduled messages and schedules' occurrences
 --      (_schedule_next), retries, defers, expired locks, dead letters, and

@@ -54,9 +54,9 @@
 --     cancel, a crash) leaves a prefix of these writes, and every prefix is safe: the previous epoch's values are
 --     never newer than the epoch the recorded raiser started.
 -- Called by the housekeeping (_housekeeping) of a dequeue, before its take,
--- when 16 messages or more were delivered since the last raise, and of
--- tick(); it does nothing when no message was delivered since the last
--- raise (it records messages_delivered_seq in marks_delivered_seq: the
+-- when _marks_turn_deliveries (8) messages or more were delivered since
+-- the last raise, and of tick(); it does nothing when no message was
+-- delivered since the last raise (it records messages_delivered_seq in marks_delivered_seq: the
 -- marks would not move, and idle pollers write nothing).  A raise never
 -- waits; one that finds the previous epoch busy does nothing.
 -- Parameters: p_now, the caller's clock; p_take, how many of the first

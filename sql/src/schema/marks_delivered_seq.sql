@@ -3,7 +3,8 @@
 -- delivered since: _marks_raise then does nothing (it does not even try
 -- the raise lock), so that idle workers polling an empty queue write
 -- nothing (a raise writes eight sequences and takes a transaction id); and
--- a dequeue's turn to raise is 16 deliveries since the last raise.
+-- a dequeue's turn to raise comes _marks_turn_deliveries (8) deliveries
+-- after the last raise.
 CREATE SEQUENCE @extschema@.marks_delivered_seq AS bigint
 MINVALUE 0 START 0;
 

@@ -14,8 +14,8 @@
 --      writes lock expiries into message_due_ix), the marks, whether a
 --      message of message_due_ix is due (one probe, from the due mark), and
 --      whether it is the marks' turn (a call whose transaction wrote
---      nothing before it, when 16 messages or more were delivered since
---      the last raise: marks_delivered_seq);
+--      nothing before it, when _marks_turn_deliveries (8) messages or more
+--      were delivered since the last raise: marks_delivered_seq);
 --   2. only when something is due or it is the marks' turn: the
 --      housekeeping (_housekeeping), one entry point: up to 8 due messages
 --      promoted (_message_promote: scheduled messages, schedules'
@@ -48,7 +48,7 @@
 --   no rows when nothing is ready.
 -- Calls: _caller_role, _channel_id, _max_duration_ms, _check_lock_ms,
 --   _check_channel_name, _message_complete_set, _epoch_hold (inlined),
---   _clock_ms, _housekeeping,
+--   _clock_ms, _marks_turn_deliveries (a constant), _housekeeping,
 --   _attempt_log_append, _channel_release_try_lock, _message_turns_resolve,
 --   _channel_admit, _channel_row (inlined).
 -- Tables: reads position_bound_seq, position_mark_seq, due_mark_seq,
@@ -129,11 +129,11 @@ BEGIN
     -- so the range starts at the mark whatever the plan.)
     SELECT
         k.now, k.mark, k.due_mark,
-        -- The marks' turn: 16 messages or more delivered since the last
+        -- The marks' turn: 8 messages or more delivered since the last
         -- raise (none: the marks would not move, and idle pollers write
         -- nothing).
         v_may_raise AND pg_catalog.pg_sequence_last_value('@extschema@.messages_delivered_seq')
-            - pg_catalog.pg_sequence_last_value('@extschema@.marks_delivered_seq') >= 16,
+            - pg_catalog.pg_sequence_last_value('@extschema@.marks_delivered_seq') >= @extschema@._marks_turn_deliveries(),
         EXISTS (
             SELECT 1
             FROM @extschema@.message AS m
