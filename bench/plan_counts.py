@@ -19,6 +19,7 @@ channel, `configured` (a row without a limit) and `limited`
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import signal
 import subprocess
@@ -74,14 +75,21 @@ LOOPS.update({loop: LOOPS["worker"] for loop in CHANNEL_SETS})
 
 
 def probes() -> list[str]:
-    """Define the uprobes (once per machine) and return their perf event names."""
-    libdir = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True).stdout.strip()
-    root = os.path.dirname(libdir)
+    """Define the uprobes on the binaries of $PG_CONFIG (else pg_config on
+    PATH), the server the clusters run (lonnymq_dev/pgcluster.py), once per
+    machine and installation (an event per installation, named with a hash
+    of its path: the same function of two installations is two probes), and return their perf event names."""
+    pg_config = os.environ.get("PG_CONFIG") or "pg_config"
+    bindir = subprocess.run([pg_config, "--bindir"], capture_output=True, text=True, check=True).stdout.strip()
+    root = os.path.dirname(os.path.realpath(bindir))
+    suffix = hashlib.sha1(root.encode()).hexdigest()[:8]
     events = []
     for binary, func in PROBES.values():
         path = os.path.join(root, binary)
-        subprocess.run(["perf", "probe", "-q", "-x", path, "-a", func], capture_output=True)
-        events.append(f"probe_{'plpgsql' if binary.endswith('.so') else 'postgres'}:{func}")
+        group = "probe_plpgsql" if binary.endswith(".so") else "probe_postgres"
+        subprocess.run(["perf", "probe", "-q", "-x", path, "-a", f"{group}:{func}_{suffix}={func}"],
+                       capture_output=True)
+        events.append(f"{group}:{func}_{suffix}")
     return events
 
 

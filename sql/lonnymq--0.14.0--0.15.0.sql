@@ -36,6 +36,25 @@ COMMENT ON SEQUENCE @extschema@.marks_delivered_seq IS
 
 DROP FUNCTION @extschema@._marks_raise(bigint, bigint, bigint, bigint);
 
+ALTER SEQUENCE @extschema@.channel_row_seq RENAME TO channel_followed_seq;
+
+SELECT pg_catalog.setval(
+    '@extschema@.channel_followed_seq',
+    CASE
+        WHEN EXISTS (
+            SELECT 1 FROM @extschema@.channel AS c
+            WHERE
+                c.retain_history OR c.max_size IS NOT NULL OR c.max_concurrency IS NOT NULL
+                OR c.release_interval_ms > 0 OR c.is_ordered OR c.is_paused
+        ) THEN 1
+        ELSE 0
+    END,
+    TRUE
+);
+
+COMMENT ON SEQUENCE @extschema@.channel_followed_seq IS
+'Configuration, internal state maintained by channel_set and channel_pause, not to be written by hand: 1 once a channel was configured with history, max_size or a limit (something its completions follow), else 0.';
+
 CREATE OR REPLACE FUNCTION @extschema@._max_error_bytes()
 RETURNS bigint
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -88,6 +107,33 @@ COMMENT ON FUNCTION @extschema@._message_state(@extschema@.message) IS
 'Internal: the name of a message''s state: held, ready, locked or scheduled (see the table message).';
 
 REVOKE ALL ON FUNCTION @extschema@._message_state(@extschema@.message) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._channel_lock(p_channel text, p_now bigint)
+RETURNS @extschema@.channel
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_channel @extschema@.channel%ROWTYPE;
+BEGIN
+    PERFORM @extschema@._channel_row_lock(@extschema@._channel_id(p_channel));
+    FOR v_try IN 1..3 LOOP
+        v_channel := @extschema@._channel_config(@extschema@._channel_id(p_channel), p_channel);
+        v_channel.created_at := p_now;
+        INSERT INTO @extschema@.channel
+        SELECT (v_channel).*
+        ON CONFLICT DO NOTHING;
+        SELECT c.* INTO v_channel
+        FROM @extschema@.channel AS c
+        WHERE c.id = @extschema@._channel_id(p_channel) AND c.name = p_channel
+        FOR UPDATE;
+        IF FOUND THEN
+            RETURN v_channel;
+        END IF;
+    END LOOP;
+    RAISE EXCEPTION 'lonnymq: channel "%" was dropped concurrently', p_channel
+        USING ERRCODE = '40001';
+END;
+$$;
 
 CREATE OR REPLACE FUNCTION @extschema@.channel_set(
     p_channel text,
@@ -190,6 +236,13 @@ BEGIN
         ));
     END IF;
     v_channel := @extschema@._channel_lock(p_channel, v_now);
+    -- Something completions must follow, from now on (channel_followed_seq):
+    -- set before the completions in flight are waited for below, so that
+    -- one that comes after sees it.
+    IF (p_retain_history OR p_max_size IS NOT NULL OR p_max_concurrency IS NOT NULL OR v_interval > 0 OR p_ordered)
+        AND pg_catalog.pg_sequence_last_value('@extschema@.channel_followed_seq') = 0 THEN
+        PERFORM pg_catalog.setval('@extschema@.channel_followed_seq', 1);
+    END IF;
 
     -- Wait for the calls in flight that remove or settle the channel's
     -- messages (completes, fails: they lock a message row, not the guard),
@@ -304,6 +357,42 @@ BEGIN
     DELETE FROM @extschema@.message_key AS k WHERE k.channel_id = v_channel_id;
     DELETE FROM @extschema@.channel_quota AS q WHERE q.channel_id = v_channel_id;
     DELETE FROM @extschema@.channel AS c WHERE c.id = v_channel_id;
+    RETURN TRUE;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.channel_pause(p_channel text)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_bound bigint;
+    v_now bigint;
+    v_channel @extschema@.channel%ROWTYPE;
+BEGIN
+    PERFORM @extschema@._check_channel_name(p_channel);
+    IF pg_catalog.right(p_channel, 1) = '*' THEN
+        RAISE EXCEPTION 'lonnymq: a pattern (a name ending in *) cannot be paused: pause its channels'
+            USING ERRCODE = '0A000';
+    END IF;
+    v_bound := @extschema@._epoch_enter();
+    v_now := @extschema@._clock_ms();
+    PERFORM @extschema@._channel_guard_exclusive(p_channel);
+    v_channel := @extschema@._channel_lock(p_channel, v_now);
+    IF v_channel.is_paused THEN
+        RETURN FALSE;
+    END IF;
+    -- A pause is admission, which completions follow (channel_followed_seq),
+    -- from before the pause's writes can be seen.
+    IF pg_catalog.pg_sequence_last_value('@extschema@.channel_followed_seq') = 0 THEN
+        PERFORM pg_catalog.setval('@extschema@.channel_followed_seq', 1);
+    END IF;
+    UPDATE @extschema@.channel AS c
+    SET is_paused = TRUE
+    WHERE c.id = v_channel.id
+    RETURNING c.* INTO v_channel;
+    PERFORM @extschema@._channel_readmit(v_channel, v_bound, v_now);
     RETURN TRUE;
 END;
 $$;
@@ -1317,9 +1406,10 @@ BEGIN
             AND m.num_attempts = p_num_attempts[pg_catalog.array_position(p_ids, m.id)]
             AND m.is_locked
             AND COALESCE(m.locked_by = p_caller, TRUE)
-            -- (No channel row, no limit: nothing to lock.)
+            -- (No channel ever configured with a limit or max_size: nothing to
+            -- lock.)
             AND (
-                SELECT pg_catalog.pg_sequence_last_value('@extschema@.channel_row_seq') = 0
+                SELECT pg_catalog.pg_sequence_last_value('@extschema@.channel_followed_seq') = 0
                     OR @extschema@._channel_rows_lock(p_ids)
             )
         RETURNING
@@ -1339,7 +1429,7 @@ BEGIN
             -- (Once a pattern was ever set, every message: its pattern may
             -- keep its history.)
             OR pg_catalog.pg_sequence_last_value('@extschema@.channel_pattern_seq') > 0
-            OR pg_catalog.pg_sequence_last_value('@extschema@.channel_row_seq') > 0
+            OR pg_catalog.pg_sequence_last_value('@extschema@.channel_followed_seq') > 0
             AND @extschema@._channel_has_row(g.channel_id)
         ),
         -- The least due key of the expired locks completed (a live lock's

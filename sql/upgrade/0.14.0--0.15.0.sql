@@ -43,3 +43,27 @@ DROP FUNCTION @extschema@._message_promote(bigint, bigint, bigint, integer);
 -- queue's pollers write nothing.
 -- @include sql/src/schema/marks_delivered_seq.sql
 DROP FUNCTION @extschema@._marks_raise(bigint, bigint, bigint, bigint);
+
+-- Completions follow channel rows only once a channel was configured with
+-- something they follow (schema/channel_followed_seq.sql): history,
+-- max_size, or a limit (max_concurrency, a release interval, ordered, a
+-- pause).  channel_row_seq, set by any channel row, becomes
+-- channel_followed_seq, set from the rows as they stand (the flag's
+-- registration for pg_dump follows the sequence).  A pattern's rows count:
+-- its limits are copied into its followers' rows.
+ALTER SEQUENCE @extschema@.channel_row_seq RENAME TO channel_followed_seq;
+SELECT pg_catalog.setval(
+    '@extschema@.channel_followed_seq',
+    CASE
+        WHEN EXISTS (
+            SELECT 1 FROM @extschema@.channel AS c
+            WHERE
+                c.retain_history OR c.max_size IS NOT NULL OR c.max_concurrency IS NOT NULL
+                OR c.release_interval_ms > 0 OR c.is_ordered OR c.is_paused
+        ) THEN 1
+        ELSE 0
+    END,
+    TRUE
+);
+COMMENT ON SEQUENCE @extschema@.channel_followed_seq IS
+'Configuration, internal state maintained by channel_set and channel_pause, not to be written by hand: 1 once a channel was configured with history, max_size or a limit (something its completions follow), else 0.';

@@ -738,3 +738,40 @@ def test_an_install_with_a_channel_named_like_a_pattern_is_refused_until_it_is_g
             assert one(conn, "SELECT extversion FROM pg_extension WHERE extname = 'lonnymq'") == DEFAULT_VERSION
     finally:
         cluster.drop_database(name)
+
+
+@pytest.mark.parametrize("configuration, followed", [
+    ("SELECT lonnymq.channel_set('retries', p_max_attempts => 3, p_dedup_window_ms => 1000)", 0),
+    ("SELECT lonnymq.channel_set('kept', p_retain_history => TRUE)", 1),
+    ("SELECT lonnymq.channel_set('sized', p_max_size => 10)", 1),
+    ("SELECT lonnymq.channel_set('limited', p_max_concurrency => 2)", 1),
+    ("SELECT lonnymq.channel_pause('paused')", 1),
+])
+def test_the_update_from_0_14_0_sets_the_followed_flag_from_the_channels(cluster, configuration, followed):
+    """0.14.0's channel_row_seq was 1 once any channel row existed, and made
+    every completion read channel rows; 0.15.0's channel_followed_seq is 1
+    only once a channel keeps history or has max_size or a limit, and the
+    update sets it from the rows as they stand: a database whose channels
+    only have retry settings stops reading channel rows in completions,
+    one with something to follow keeps reading them."""
+    name = f"upg_{_uid()}_followed"
+    cluster.create_database(name, extensions=())
+    try:
+        with psycopg.connect(cluster.dsn(name), autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION lonnymq VERSION '0.14.0'")
+            conn.execute(configuration)
+            assert one(conn, "SELECT pg_sequence_last_value('lonnymq.channel_row_seq')") == 1
+            conn.execute("ALTER EXTENSION lonnymq UPDATE")
+            assert one(conn, "SELECT pg_sequence_last_value('lonnymq.channel_followed_seq')") == followed
+            # and what the flag gates still works: a completion of a
+            # message of the configured channel
+            channel = re.search(r"'(\w+)'", configuration).group(1)
+            if channel != "paused":
+                conn.execute("SELECT lonnymq.message_create(%s, 'x')", (channel,))
+                mid, token = conn.execute(
+                    "SELECT d.id, d.num_attempts FROM lonnymq.message_dequeue(60000, 1, %s) AS d", (channel,)).fetchone()
+                assert one(conn, "SELECT lonnymq.message_complete(%s, %s)", (mid, token)) is True
+                history = one(conn, "SELECT count(*) FROM lonnymq.message_history WHERE id = %s", (mid,))
+                assert history == (1 if channel == "kept" else 0)
+    finally:
+        cluster.drop_database(name)

@@ -1,9 +1,9 @@
 -- Internal: whether a channel has a row (its configuration), read newest
 -- version first (_channel_row says why; a scalar sub-select, which keeps
 -- its ORDER BY and LIMIT where EXISTS would drop them).  PL/pgSQL, never
--- inlined: a completion calls it only once a channel's row was ever made
--- (channel_row_seq), so that a database without rows neither runs nor
--- prepares the probe.
+-- inlined: a completion calls it only once a channel was ever configured
+-- with something it follows (channel_followed_seq), so that a database
+-- without one neither runs nor prepares the probe.
 -- Parameters: p_channel_id, the channel's id (_channel_id).
 -- Returns: whether it has a row.
 -- Calls: none.

@@ -3,16 +3,14 @@
 -- has none, locked FOR UPDATE until the end of the transaction: channel_set,
 -- channel_pause and _channel_pattern_apply, which change what admission and
 -- producers read.  The channel row lock comes first, so the row lock finds
--- the row free.  channel_row_seq is set before any row can be seen, so
--- that completions know from then on to look for channel rows.  Raises
--- 40001 when, in three tries, no row of the name can be locked (dropped
--- under it).
+-- the row free.  Raises 40001 when, in three tries, no row of the name can
+-- be locked (dropped under it).
 -- Parameters: p_channel, the channel's name; p_now, the creation time of a
 --   new row (epoch ms).
 -- Returns: the row as locked.
 -- Calls: _channel_row_lock, _channel_id, _channel_config.
--- Tables: reads channel (channel_pkey), channel_row_seq; writes channel
---   (insert, ON CONFLICT DO NOTHING), channel_row_seq (setval, once).
+-- Tables: reads channel (channel_pkey); writes channel (insert, ON
+--   CONFLICT DO NOTHING).
 -- Locks: advisory (1819111683, hashint8(id)) exclusive until the
 --   transaction ends (_channel_row_lock); then the channel's row FOR UPDATE
 --   until the transaction ends.
@@ -24,10 +22,6 @@ DECLARE
     v_channel @extschema@.channel%ROWTYPE;
 BEGIN
     PERFORM @extschema@._channel_row_lock(@extschema@._channel_id(p_channel));
-    -- (Before any row can be seen: channel_row_seq.)
-    IF pg_catalog.pg_sequence_last_value('@extschema@.channel_row_seq') = 0 THEN
-        PERFORM pg_catalog.setval('@extschema@.channel_row_seq', 1);
-    END IF;
     FOR v_try IN 1..3 LOOP
         v_channel := @extschema@._channel_config(@extschema@._channel_id(p_channel), p_channel);
         v_channel.created_at := p_now;

@@ -13,7 +13,7 @@
 -- Calls: _check_channel_name, _epoch_enter, _clock_ms,
 --   _channel_guard_exclusive, _channel_lock, _channel_readmit.
 -- Tables: writes channel (is_paused; _channel_lock reads it, and inserts
---   it for an unknown channel).
+--   it for an unknown channel), channel_followed_seq (setval, once).
 -- Locks: the epoch's parity (1819111690) shared until the transaction ends
 --   (_epoch_enter); advisory (1819111681, hashtext(name)) then (1819111682,
 --   hashtext(name) & 31) exclusive until the transaction ends
@@ -41,6 +41,11 @@ BEGIN
     v_channel := @extschema@._channel_lock(p_channel, v_now);
     IF v_channel.is_paused THEN
         RETURN FALSE;
+    END IF;
+    -- A pause is admission, which completions follow (channel_followed_seq),
+    -- from before the pause's writes can be seen.
+    IF pg_catalog.pg_sequence_last_value('@extschema@.channel_followed_seq') = 0 THEN
+        PERFORM pg_catalog.setval('@extschema@.channel_followed_seq', 1);
     END IF;
     UPDATE @extschema@.channel AS c
     SET is_paused = TRUE

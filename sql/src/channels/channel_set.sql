@@ -17,7 +17,9 @@
 -- its own, the longest prefix winning (_channel_pattern_config); its
 -- followers take the change at once (_channel_pattern_apply), and
 -- channel_pattern_seq tells producers and completions from then on to look
--- for patterns.  A pattern takes no max_size (0A000).
+-- for patterns.  History, max_size or a limit set channel_followed_seq:
+-- completions look for channel rows from then on.  A pattern takes no
+-- max_size (0A000).
 -- Parameters: p_channel, the channel's or pattern's name; p_max_concurrency,
 --   messages locked at once (NULL: no limit; 1 when p_ordered); p_max_size,
 --   messages held (NULL: no limit); p_release_interval_ms, the least time
@@ -38,7 +40,8 @@
 -- Tables: reads message (message_channel_ix: its locked messages, and its
 --   count with max_size); writes channel (update; insert by _channel_lock),
 --   channel_quota (upsert or delete), channel_pattern_seq (setval, for a
---   pattern).
+--   pattern), channel_followed_seq (setval, once: history, max_size or a
+--   limit).
 -- Locks: the epoch's parity (1819111690) shared until the transaction ends
 --   (_epoch_enter); advisory (1819111681, hashtext(name)) then (1819111682,
 --   hashtext(name) & 31) exclusive until the transaction ends
@@ -148,6 +151,13 @@ BEGIN
         ));
     END IF;
     v_channel := @extschema@._channel_lock(p_channel, v_now);
+    -- Something completions must follow, from now on (channel_followed_seq):
+    -- set before the completions in flight are waited for below, so that
+    -- one that comes after sees it.
+    IF (p_retain_history OR p_max_size IS NOT NULL OR p_max_concurrency IS NOT NULL OR v_interval > 0 OR p_ordered)
+        AND pg_catalog.pg_sequence_last_value('@extschema@.channel_followed_seq') = 0 THEN
+        PERFORM pg_catalog.setval('@extschema@.channel_followed_seq', 1);
+    END IF;
 
     -- Wait for the calls in flight that remove or settle the channel's
     -- messages (completes, fails: they lock a message row, not the guard),

@@ -6,8 +6,9 @@
 -- takes its lock twice: harmless.  Each row is read newest version first
 -- (_channel_row says why).  The messages are read, not locked: one with a
 -- stale token costs its channel's lock, nothing more.  PL/pgSQL, never
--- inlined: called only once a channel's row was ever made (channel_row_seq),
--- so that a database without rows neither runs nor prepares these probes.
+-- inlined: called only once a channel was ever configured with something a
+-- completion follows (channel_followed_seq), so that a database without one
+-- neither runs nor prepares these probes.
 -- Parameters: p_ids, the ids to complete.
 -- Returns: TRUE (a condition of the completion's DELETE).
 -- Calls: _channel_row_lock.

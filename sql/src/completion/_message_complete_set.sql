@@ -10,10 +10,13 @@
 -- lonnymq_messages_completed_total.
 --
 -- One statement for messages of channels without configuration: the DELETE by
--- primary key (one probe per pair); once a channel's row was ever made
--- (channel_row_seq), the channel row locks (_channel_rows_lock) and for each
+-- primary key (one probe per pair); once a channel was ever configured with
+-- something a completion follows (channel_followed_seq: history, max_size
+-- or a limit), the channel row locks (_channel_rows_lock) and for each
 -- deleted message a probe of channel_pkey (_channel_has_row), both out of
--- line, so that a database without rows neither runs nor prepares them; once a
+-- line, so that a database without such a channel neither runs nor prepares
+-- them (channels configured with retries, backoff, a dedup window or
+-- notify only cost a completion nothing); once a
 -- pattern was ever set (channel_pattern_seq), every message is followed, for
 -- its pattern's history setting.  What keyed messages, admitted ones and
 -- configured channels need follows, only when there is any, from the rows the
@@ -32,8 +35,8 @@
 --   _channel_row (inlined), _channel_pattern_config (inlined),
 --   _message_key_release, _channel_removed, _channel_admit, _due_taken_note
 --   (only when it completed an expired lock).
--- Tables: reads channel_row_seq, channel_pattern_seq (whether a channel row or
---   a pattern was ever made); writes message (deletes, by message_pkey),
+-- Tables: reads channel_followed_seq, channel_pattern_seq (whether a
+--   channel to follow or a pattern was ever made); writes message (deletes, by message_pkey),
 --   message_history (a copy, for channels that retain history),
 --   messages_completed_seq (the counter).  (channel through
 --   _channel_rows_lock, _channel_has_row, _channel_row and
@@ -98,9 +101,10 @@ BEGIN
             AND m.num_attempts = p_num_attempts[pg_catalog.array_position(p_ids, m.id)]
             AND m.is_locked
             AND COALESCE(m.locked_by = p_caller, TRUE)
-            -- (No channel row, no limit: nothing to lock.)
+            -- (No channel ever configured with a limit or max_size: nothing to
+            -- lock.)
             AND (
-                SELECT pg_catalog.pg_sequence_last_value('@extschema@.channel_row_seq') = 0
+                SELECT pg_catalog.pg_sequence_last_value('@extschema@.channel_followed_seq') = 0
                     OR @extschema@._channel_rows_lock(p_ids)
             )
         RETURNING
@@ -120,7 +124,7 @@ BEGIN
             -- (Once a pattern was ever set, every message: its pattern may
             -- keep its history.)
             OR pg_catalog.pg_sequence_last_value('@extschema@.channel_pattern_seq') > 0
-            OR pg_catalog.pg_sequence_last_value('@extschema@.channel_row_seq') > 0
+            OR pg_catalog.pg_sequence_last_value('@extschema@.channel_followed_seq') > 0
             AND @extschema@._channel_has_row(g.channel_id)
         ),
         -- The least due key of the expired locks completed (a live lock's

@@ -385,6 +385,10 @@ RETIRED_SEQUENCES = {
     "channel_turn_seq": "0.11.0",      # the rotation's turns: positions
     "channel_wake_id_seq": "0.11.0",   # channel_wake's ids
     "channel_floor_id_seq": "0.11.0",  # channel_floor's ids
+    # renamed channel_followed_seq, its value set from the rows (1 only once a
+    # channel keeps history or has max_size or a limit): test_upgrade's
+    # test_the_update_from_0_14_0_sets_the_followed_flag_from_the_channels
+    "channel_row_seq": "0.15.0",
 }
 # (table, column): (version, the column it became or None when dropped, what
 # becomes of the value: see carry()).
@@ -501,8 +505,14 @@ def project(conn, before: dict) -> tuple[dict, dict]:
 
 def carry(conn, before: dict, now: int) -> dict:
     """What the upgrades make of the rows of `before`: those to 0.11.0
-    (_carry_admission), then the one to 0.15.0 (_carry_occurrences)."""
-    return _carry_occurrences(conn, before, _carry_admission(conn, before, now))
+    (_carry_admission), then the one to 0.15.0 (_carry_occurrences; its
+    rename of channel_row_seq, whose value is set from the rows, is
+    test_upgrade's test_the_update_from_0_14_0_sets_the_followed_flag_from_the_channels)."""
+    carried = _carry_occurrences(conn, before, _carry_admission(conn, before, now))
+    installed = _version(conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'lonnymq'").fetchone()[0])
+    sequences = {s: v for s, v in carried["sequences"].items()
+                 if s not in RETIRED_SEQUENCES or installed < _version(RETIRED_SEQUENCES[s])}
+    return {"tables": carried["tables"], "sequences": sequences}
 
 
 def _occurrence_row(schedule: dict) -> dict:
