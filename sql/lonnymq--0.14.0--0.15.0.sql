@@ -97,14 +97,14 @@ LANGUAGE sql IMMUTABLE
 AS $$
     SELECT CASE
         WHEN (p_message).is_held THEN 'held'
-        WHEN (p_message).position IS NOT NULL THEN 'ready'
+        WHEN (p_message).position IS NOT NULL THEN 'placed'
         WHEN (p_message).is_locked THEN 'locked'
         ELSE 'scheduled'
     END
 $$;
 
 COMMENT ON FUNCTION @extschema@._message_state(@extschema@.message) IS
-'Internal: the name of a message''s state: held, ready, locked or scheduled (see the table message).';
+'Internal: the name of a message''s state: held, placed, locked or scheduled (see the table message).';
 
 REVOKE ALL ON FUNCTION @extschema@._message_state(@extschema@.message) FROM PUBLIC;
 
@@ -1848,6 +1848,9 @@ $$;
 
 COMMENT ON FUNCTION @extschema@.tick() IS
 'Housekeeping for pg_cron (optional): promote due messages, periodic ones among them, raise the marks, and delete expired deduplication claims. Returns how many periodic messages were made.';
+
+COMMENT ON COLUMN @extschema@.message.position IS
+'Delivery, internal state maintained by the queue functions, not to be written by hand: the message''s place in the round order while it is placed (round * 2^20 + its channel''s slot); NULL: locked, scheduled or held.';
 
 COMMENT ON COLUMN @extschema@.message.schedule IS
 'Periodic messages, internal state maintained by the queue functions, not to be written by hand: the name of the schedule whose pending occurrence this is (scheduled at its next boundary, not counted by max_size, not cancellable; schedule_drop drops it); NULL: any other message.';

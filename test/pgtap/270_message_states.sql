@@ -12,7 +12,7 @@ AS $$ SELECT lonnymq._message_state(m) FROM lonnymq.message AS m WHERE m.id = p_
 -- ---------------------------------------------------------------- the names
 SELECT lonnymq.message_create('s', 'now') AS now_id \gset
 SELECT lonnymq.message_create('s', 'later', pg_temp.lmq_now() + 3600000) AS later_id \gset
-SELECT is(pg_temp.state(:now_id), 'ready', 'a message due now is ready');
+SELECT is(pg_temp.state(:now_id), 'placed', 'a message due now is placed (ready)');
 SELECT is(pg_temp.state(:later_id), 'scheduled', 'a message due later is scheduled');
 SELECT is((SELECT count(*) FROM lonnymq.message_dequeue(60000, 1, 's'))::integer, 1, '(dequeued)');
 SELECT is(pg_temp.state(:now_id), 'locked', 'a delivered message is locked');
@@ -30,7 +30,7 @@ SELECT lonnymq.message_create('h', 'job') AS job_id \gset
 SELECT is((SELECT count(*) FROM lonnymq.message_dequeue(1, 1, 'h'))::integer, 1, '(delivered with a 1 ms lock)');
 SELECT pg_sleep(0.01);
 SELECT is_empty($$ SELECT * FROM lonnymq.message_dequeue(60000, 1, 'none') $$, '(a dequeue promotes the expired lock)');
-SELECT is(pg_temp.state(:job_id), 'ready', 'the expired lock is ready again');
+SELECT is(pg_temp.state(:job_id), 'placed', 'the expired lock is placed again');
 UPDATE lonnymq.message SET is_early = TRUE WHERE id = :job_id;
 SELECT ok(lonnymq.message_heartbeat(:job_id, 1, 60000), 'its holder''s heartbeat succeeds');
 SELECT results_eq(

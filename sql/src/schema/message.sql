@@ -8,15 +8,16 @@
 --
 -- Delivery (doc/dequeue-design.md).  A message is in one of four states,
 -- named by _message_state:
---   ready      position is set: its place in the round order
---              (message_ready_ix), fixed when it became ready.  A ready
+--   placed     position is set: its place in the round order
+--              (message_ready_ix), fixed when it was placed.  A placed
 --              message may still be locked: an expired lock that a dequeue
 --              promoted, whose holder may still complete it until it is
 --              delivered again (is_recovered);
 --   locked     is_locked, position NULL: dequeue_at is the lock's expiry
 --              (message_due_ix: recovery);
 --   scheduled  not locked, position NULL, not held: dequeue_at is when it
---              becomes deliverable (message_due_ix: promotion);
+--              becomes deliverable (message_due_ix: promotion places or
+--              holds it);
 --   held       is_held: its channel's limit has no room for it
 --              (message_held_ix: admission, in (dequeue_at, id) order).  A
 --              held message may still be locked: an expired lock of a
@@ -24,12 +25,14 @@
 --              or heartbeat it.
 -- No state combines these, and the tests check it after every test
 -- (lonnymq_dev/invariants.py, ILLEGAL_STATES_SQL): a held message is
--- neither ready nor admitted, and only a ready message is early (every call
--- that clears a position clears is_early with it).  Not CHECK constraints:
+-- neither placed nor admitted, and only a placed message is early (every
+-- call that clears a position clears is_early with it).  "Ready", the
+-- user's word (channel_stats), is not locked and due: placed, held, or
+-- scheduled with its time come.  Not CHECK constraints:
 -- PostgreSQL parses a table's CHECK expressions again for every INSERT and
 -- UPDATE statement, and one such constraint cost the worker loop 74k
 -- instructions per message, 4.8 % (doc/dequeue-design.md, "A message's
--- states").  So readers that need a ready early message still test the
+-- states").  So readers that need a placed early message still test the
 -- position (message_early_ix).
 -- position = round * 2^20 + the channel's slot (the low 20 bits of
 -- channel_id): its channel's turn, one per round.  A turn delivers its
@@ -124,7 +127,7 @@ COMMENT ON COLUMN @extschema@.message.channel IS
 'The name of the message''s channel.';
 
 COMMENT ON COLUMN @extschema@.message.position IS
-'Delivery, internal state maintained by the queue functions, not to be written by hand: the message''s place in the round order while it is ready (round * 2^20 + its channel''s slot); NULL: locked, scheduled or held.';
+'Delivery, internal state maintained by the queue functions, not to be written by hand: the message''s place in the round order while it is placed (round * 2^20 + its channel''s slot); NULL: locked, scheduled or held.';
 
 COMMENT ON COLUMN @extschema@.message.is_held IS
 'Admission, internal state maintained by the queue functions, not to be written by hand: held until its channel''s limit has room.';
