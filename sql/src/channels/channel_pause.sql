@@ -12,8 +12,9 @@
 -- Returns: TRUE when paused now; FALSE when it was already paused.
 -- Calls: _check_channel_name, _epoch_enter, _clock_ms,
 --   _channel_guard_exclusive, _channel_lock, _channel_readmit.
--- Tables: writes channel (is_paused; _channel_lock reads it, and inserts
---   it for an unknown channel), channel_followed_seq (setval, once).
+-- Tables: reads channel_followed_seq (its last value); writes channel
+--   (is_paused; _channel_lock reads it, and inserts it for an unknown
+--   channel), channel_followed_seq (setval, once).
 -- Locks: the epoch's parity (1819111690) shared until the transaction ends
 --   (_epoch_enter); advisory (1819111681, hashtext(name)) then (1819111682,
 --   hashtext(name) & 31) exclusive until the transaction ends

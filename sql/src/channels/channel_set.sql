@@ -38,7 +38,7 @@
 --   _channel_defaults, _channel_lock, _channel_pattern_apply,
 --   _channel_readmit.
 -- Tables: reads message (message_channel_ix: its locked messages, and its
---   count with max_size); writes channel (update; insert by _channel_lock),
+--   count with max_size), channel_followed_seq (its last value); writes channel (update; insert by _channel_lock),
 --   channel_quota (upsert or delete), channel_pattern_seq (setval, for a
 --   pattern), channel_followed_seq (setval, once: history, max_size or a
 --   limit).
