@@ -1475,7 +1475,7 @@ BEGIN
         FOR v_admitted IN
             SELECT
                 f.channel_id, pg_catalog.count(*)::integer AS n,
-                -- (An expired lock made ready again is its channel's
+                -- (An expired lock placed again is its channel's
                 -- pending delivery.)
                 (pg_catalog.count(*) FILTER (WHERE f.position IS NOT NULL))::integer AS pending
             FROM pg_catalog.unnest(v_followed) AS f
@@ -1515,11 +1515,11 @@ BEGIN
     PERFORM @extschema@._check_token(p_id, p_num_attempts);
     PERFORM @extschema@._check_lock_ms(p_lock_ms);
     -- A writer of message_due_ix: the epoch first, then the clock.  A lock
-    -- that had expired and was promoted (ready again) is taken back out of
+    -- that had expired and was promoted (placed again) is taken back out of
     -- the round order: its holder keeps it.
     PERFORM @extschema@._epoch_enter();
     -- (Channel rows before message rows, as completions lock them: the row
-    -- of the channel of a lock made ready again, which may be its pending
+    -- of the channel of a lock placed again, which may be its pending
     -- delivery.)
     -- (The message by primary key only: a condition on its position let a
     -- plan made on an empty queue walk message_ready_ix.)
@@ -1848,6 +1848,9 @@ $$;
 
 COMMENT ON FUNCTION @extschema@.tick() IS
 'Housekeeping for pg_cron (optional): promote due messages, periodic ones among them, raise the marks, and delete expired deduplication claims. Returns how many periodic messages were made.';
+
+COMMENT ON COLUMN @extschema@.channel.num_pending IS
+'Admission, internal state maintained by the queue functions, not to be written by hand: admitted messages not yet delivered (an expired lock placed again included), at most one with a release_interval_ms.';
 
 COMMENT ON COLUMN @extschema@.message.position IS
 'Delivery, internal state maintained by the queue functions, not to be written by hand: the message''s place in the round order while it is placed (round * 2^20 + its channel''s slot); NULL: locked, scheduled or held.';

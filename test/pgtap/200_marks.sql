@@ -2,7 +2,7 @@
 -- The marks (0.11.0; they replace 0.8.0's per-channel floors,
 -- channel_floor).  Every scan of the round order starts at the position
 -- mark, and the due probe at the due mark, lower bounds below which nothing
--- live lies, kept in sequences; a take raises them every 16th message when
+-- live lies, kept in sequences; a dequeue raises them every 8 deliveries when
 -- no writer of the previous epoch is in flight (doc/dequeue-design.md,
 -- "Marks, and the epoch guard").  Here:
 --   * every position written is at least the writers' bound, in its

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 
 import psycopg
+import pytest
 
 from conftest import REFUSED_COMPLETE, collect_refused
 from lonnymq_dev.calls import complete_dequeue
@@ -118,3 +119,47 @@ def test_concurrent_workers_complete_every_message_exactly_once(db):
         assert conn.execute(
             "SELECT array_agg(num_admitted ORDER BY name) FROM lonnymq.channel WHERE name LIKE 'one_%'"
         ).fetchone()[0] == [0, 0]
+
+
+FOLLOWED = [
+    # (the configuration, whether a completion must follow its channel's row)
+    ("SELECT lonnymq.channel_set('c', p_max_attempts => 3)", False),
+    ("SELECT lonnymq.channel_set('c', p_backoff_base_ms => 10, p_backoff_factor => 3)", False),
+    ("SELECT lonnymq.channel_set('c', p_dedup_window_ms => 60000)", False),
+    ("SELECT lonnymq.channel_set('c', p_notify => TRUE)", False),
+    ("SELECT lonnymq.channel_set('c', p_retain_history => TRUE)", True),
+    ("SELECT lonnymq.channel_set('c', p_max_size => 100)", True),
+    ("SELECT lonnymq.channel_set('c', p_max_concurrency => 4)", True),
+    ("SELECT lonnymq.channel_set('c', p_release_interval_ms => 10)", True),
+    ("SELECT lonnymq.channel_set('c', p_ordered => TRUE)", True),
+    ("SELECT lonnymq.channel_pause('c')", True),
+]
+
+
+def _channel_reads(conn) -> int:
+    """Scans of lonnymq.channel (its indexes and the table) so far in this
+    session's transaction statistics."""
+    return conn.execute(
+        "SELECT COALESCE(sum(idx_scan), 0) + COALESCE(sum(seq_scan), 0) FROM pg_stat_xact_user_tables"
+        " WHERE relid = 'lonnymq.channel'::regclass").fetchone()[0]
+
+
+@pytest.mark.parametrize("configuration, followed", FOLLOWED, ids=[c.split("=>")[0].split("'c', ")[-1].strip(" )")
+                                                                    for c, _ in FOLLOWED])
+def test_completions_read_channel_rows_only_once_a_channel_needs_following(db, configuration, followed):
+    """channel_followed_seq: a channel configured with what a producer, a take
+    or a failure reads costs a completion no read of lonnymq.channel; one with
+    history, max_size or a limit (concurrency, release interval, ordered, a
+    pause) makes every completion in the database read the rows from then
+    on, because it must count, admit or copy."""
+    with db.connect(autocommit=True) as conn:
+        conn.execute(configuration)
+        assert conn.execute("SELECT pg_sequence_last_value('lonnymq.channel_followed_seq')").fetchone()[0] == int(followed)
+        conn.execute("SELECT lonnymq.message_create('other', 'x')")
+        mid, token = conn.execute("SELECT d.id, d.num_attempts FROM lonnymq.message_dequeue(60000, 1, 'other') AS d"
+                                  ).fetchone()
+        with conn.transaction():
+            before = _channel_reads(conn)
+            assert conn.execute("SELECT lonnymq.message_complete(%s, %s)", (mid, token)).fetchone()[0] is True
+            reads = _channel_reads(conn) - before
+        assert (reads > 0) == followed, f"{configuration}: {reads} reads of lonnymq.channel by a completion"

@@ -29,8 +29,7 @@ def snapshot(conn):
 def conn_states(db):
     """How many messages are in each delivery state."""
     return db.call(
-        "SELECT CASE WHEN is_held THEN 'held' WHEN position IS NOT NULL THEN 'ready'"
-        " WHEN is_locked THEN 'locked' ELSE 'scheduled' END, count(*) FROM lonnymq.message GROUP BY 1")
+        "SELECT lonnymq._message_state(m), count(*) FROM lonnymq.message AS m GROUP BY 1")
 
 
 def test_dump_and_restore_keep_every_message_state_limit_and_sequence(db):
@@ -66,7 +65,7 @@ def test_dump_and_restore_keep_every_message_state_limit_and_sequence(db):
         max_id = conn.execute("SELECT max(id) FROM lonnymq.message").fetchone()[0]
     assert all(before[s] != initial[s] for s in SEQUENCES), "the set-up should move every sequence"
     states = {name: n for name, n in conn_states(db)}
-    assert states == {"ready": 3, "locked": 4, "scheduled": 4, "held": 3}, \
+    assert states == {"placed": 3, "locked": 4, "scheduled": 4, "held": 3}, \
         f"the set-up should leave messages in every state: {states}"
 
     dump = cluster.base_dir / f"{db.name}.dump"

@@ -745,6 +745,8 @@ def test_an_install_with_a_channel_named_like_a_pattern_is_refused_until_it_is_g
     ("SELECT lonnymq.channel_set('kept', p_retain_history => TRUE)", 1),
     ("SELECT lonnymq.channel_set('sized', p_max_size => 10)", 1),
     ("SELECT lonnymq.channel_set('limited', p_max_concurrency => 2)", 1),
+    ("SELECT lonnymq.channel_set('spaced', p_release_interval_ms => 10)", 1),
+    ("SELECT lonnymq.channel_set('ordered', p_ordered => TRUE)", 1),
     ("SELECT lonnymq.channel_pause('paused')", 1),
 ])
 def test_the_update_from_0_14_0_sets_the_followed_flag_from_the_channels(cluster, configuration, followed):

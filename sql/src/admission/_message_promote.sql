@@ -16,7 +16,7 @@
 --     interval, while the channel's release is ahead or another delivery
 --     is pending: due again when the interval ends;
 --   * any other: ready, at its channel's next place (_message_place).  An
---     expired lock stays locked while ready: its holder may still complete
+--     expired lock stays locked while placed: its holder may still complete
 --     it until it is delivered again (is_recovered then); in a channel with
 --     limits it stays admitted, so max_concurrency counts it until then;
 --     with a release interval its new delivery waits for the channel's

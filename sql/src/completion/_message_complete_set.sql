@@ -46,7 +46,7 @@
 -- Locks: advisory (1819111683, hashint8(channel id)) exclusive until the
 --   transaction ends, of the channels of admitted messages and of max_size
 --   channels, in key order, before any message is deleted (_channel_rows_lock;
---   none while no channel row was ever made); the message rows it deletes;
+--   none while channel_followed_seq is 0); the message rows it deletes;
 --   then, through its callees, the message_key rows they update or delete
 --   (_message_key_release), max_size channels' rows (_channel_removed) and,
 --   per channel with admitted messages, its row FOR NO KEY UPDATE, held
@@ -170,7 +170,7 @@ BEGIN
         FOR v_admitted IN
             SELECT
                 f.channel_id, pg_catalog.count(*)::integer AS n,
-                -- (An expired lock made ready again is its channel's
+                -- (An expired lock placed again is its channel's
                 -- pending delivery.)
                 (pg_catalog.count(*) FILTER (WHERE f.position IS NOT NULL))::integer AS pending
             FROM pg_catalog.unnest(v_followed) AS f

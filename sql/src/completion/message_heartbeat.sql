@@ -2,7 +2,7 @@
 -- a lock.  Returns false, changing nothing, for a stale token, a message that
 -- is not locked or is locked by another role.  A writer of message_due_ix (the
 -- lock's expiry): it enters the epoch first, then reads the clock.  A lock
--- that had expired and was promoted (ready again, still locked: its holder may
+-- that had expired and was promoted (placed again, still locked: its holder may
 -- complete it until it is delivered again) is taken back out of the round
 -- order (position NULL, and so not early): its holder keeps it.  When that
 -- message was admitted, it was its channel's pending delivery: the channel's
@@ -15,10 +15,10 @@
 -- Calls: _check_token, _check_lock_ms, _epoch_enter, _channel_row_lock,
 --   _caller_role (inlined), _clock_ms, _channel_admit.
 -- Tables: reads channel (channel_pkey: the channel of an admitted lock made
---   ready again), message (message_pkey); writes message (dequeue_at,
+--   placed again), message (message_pkey); writes message (dequeue_at,
 --   position).
 -- Locks: the epoch's parity (1819111690) shared until the transaction ends
---   (_epoch_enter); for an admitted lock made ready again, advisory
+--   (_epoch_enter); for an admitted lock placed again, advisory
 --   (1819111683, hashint8(channel id)) exclusive until the transaction ends
 --   (_channel_row_lock), before the message row; the message's row FOR UPDATE,
 --   then updated; for that admitted one, _channel_admit's (its channel's row
@@ -38,11 +38,11 @@ BEGIN
     PERFORM @extschema@._check_token(p_id, p_num_attempts);
     PERFORM @extschema@._check_lock_ms(p_lock_ms);
     -- A writer of message_due_ix: the epoch first, then the clock.  A lock
-    -- that had expired and was promoted (ready again) is taken back out of
+    -- that had expired and was promoted (placed again) is taken back out of
     -- the round order: its holder keeps it.
     PERFORM @extschema@._epoch_enter();
     -- (Channel rows before message rows, as completions lock them: the row
-    -- of the channel of a lock made ready again, which may be its pending
+    -- of the channel of a lock placed again, which may be its pending
     -- delivery.)
     -- (The message by primary key only: a condition on its position let a
     -- plan made on an empty queue walk message_ready_ix.)

@@ -12,7 +12,7 @@
 --   num_admitted  the channel's admitted messages (ready, scheduled by its
 --                 release interval, or locked): at most max_concurrency;
 --   num_pending   admitted and not yet delivered (an expired lock made
---                 ready again included): at most one with a
+--                 placed again included): at most one with a
 --                 release_interval_ms;
 --   release_at    no delivery before it (the last delivery's clock plus
 --                 release_interval_ms).
@@ -120,7 +120,7 @@ COMMENT ON COLUMN @extschema@.channel.num_admitted IS
 'Admission, internal state maintained by the queue functions, not to be written by hand: admitted messages (ready or locked), at most max_concurrency; kept only for channels with a limit.';
 
 COMMENT ON COLUMN @extschema@.channel.num_pending IS
-'Admission, internal state maintained by the queue functions, not to be written by hand: admitted messages not yet delivered (an expired lock made ready again included), at most one with a release_interval_ms.';
+'Admission, internal state maintained by the queue functions, not to be written by hand: admitted messages not yet delivered (an expired lock placed again included), at most one with a release_interval_ms.';
 
 COMMENT ON COLUMN @extschema@.channel.num_removed IS
 'Messages removed from the channel, internal state maintained by the queue functions, not to be written by hand; kept only when max_size is set (held = channel_quota.num_created - num_removed).';
