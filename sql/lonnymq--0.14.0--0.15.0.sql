@@ -42,10 +42,10 @@ SELECT pg_catalog.setval(
     '@extschema@.channel_followed_seq',
     CASE
         WHEN EXISTS (
+            -- (_channel_admits: max_concurrency, which an ordered channel
+            -- has, a release interval or a pause.)
             SELECT 1 FROM @extschema@.channel AS c
-            WHERE
-                c.retain_history OR c.max_size IS NOT NULL OR c.max_concurrency IS NOT NULL
-                OR c.release_interval_ms > 0 OR c.is_ordered OR c.is_paused
+            WHERE c.retain_history OR c.max_size IS NOT NULL OR @extschema@._channel_admits(c)
         ) THEN 1
         ELSE 0
     END,

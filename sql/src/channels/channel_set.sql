@@ -38,10 +38,10 @@
 --   _channel_defaults, _channel_lock, _channel_pattern_apply,
 --   _channel_readmit.
 -- Tables: reads message (message_channel_ix: its locked messages, and its
---   count with max_size), channel_followed_seq (its last value); writes channel (update; insert by _channel_lock),
---   channel_quota (upsert or delete), channel_pattern_seq (setval, for a
---   pattern), channel_followed_seq (setval, once: history, max_size or a
---   limit).
+--   count with max_size), channel_followed_seq (its last value); writes
+--   channel (update; insert by _channel_lock), channel_quota (upsert or
+--   delete), channel_pattern_seq (setval, for a pattern),
+--   channel_followed_seq (setval, once: history, max_size or a limit).
 -- Locks: the epoch's parity (1819111690) shared until the transaction ends
 --   (_epoch_enter); advisory (1819111681, hashtext(name)) then (1819111682,
 --   hashtext(name) & 31) exclusive until the transaction ends

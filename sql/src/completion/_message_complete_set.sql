@@ -36,8 +36,9 @@
 --   _message_key_release, _channel_removed, _channel_admit, _due_taken_note
 --   (only when it completed an expired lock).
 -- Tables: reads channel_followed_seq, channel_pattern_seq (whether a
---   channel to follow or a pattern was ever made); writes message (deletes, by message_pkey),
---   message_history (a copy, for channels that retain history),
+--   channel to follow or a pattern was ever made); writes message
+--   (deletes, by message_pkey), message_history (a copy, for channels that
+--   retain history),
 --   messages_completed_seq (the counter).  (channel through
 --   _channel_rows_lock, _channel_has_row, _channel_row and
 --   _channel_pattern_config; message_key through _message_key_release; channel

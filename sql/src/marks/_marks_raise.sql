@@ -56,8 +56,9 @@
 -- Called by the housekeeping (_housekeeping) of a dequeue, before its take,
 -- when _marks_turn_deliveries (8) messages or more were delivered since
 -- the last raise, and of tick(); it does nothing when no message was
--- delivered since the last raise (it records messages_delivered_seq in marks_delivered_seq: the
--- marks would not move, and idle pollers write nothing).  A raise never
+-- delivered since the last raise (it records messages_delivered_seq in
+-- marks_delivered_seq: the marks would not move, and idle pollers write
+-- nothing).  A raise never
 -- waits; one that finds the previous epoch busy does nothing.
 -- Parameters: p_now, the caller's clock; p_take, how many of the first
 --   ready positions the caller's take may consume next (0: none, or one

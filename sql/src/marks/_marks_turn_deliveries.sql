@@ -8,10 +8,10 @@
 -- or more behind the front in 3 of 102 runs of test_position_marks, and the
 -- due mark lagged the clock enough that a held snapshot made a call read
 -- 3.4x its buffers (bench/held_session.py, case c), against 2.8x-3.1x with
--- 8 (0.14.0: 2.9x-3.1x).  A raise
--- costs a worker's call about 20 plan nodes: 8 makes it 1.3 nodes a
--- message more than 16 (bench/plan_counts.py).  A constant function: the
--- planner folds it into the plan that uses it.
+-- 8 (0.14.0: 2.9x-3.1x).  A raise costs a worker's call about 20 plan
+-- nodes: 8 makes it 1.3 nodes a message more than 16
+-- (bench/plan_counts.py).  A constant function: the planner folds it into
+-- the plan that uses it.
 -- Parameters: none.
 -- Returns: 8, a bigint.
 -- Calls: none.

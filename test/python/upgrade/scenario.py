@@ -442,6 +442,11 @@ def _installed(conn) -> tuple[int, ...]:
     return _version(version)
 
 
+def _retired(version: str | None, installed: tuple[int, ...]) -> bool:
+    """Whether a retirement of `version` (RETIRED_*) is installed."""
+    return version is not None and installed >= _version(version)
+
+
 def project(conn, before: dict) -> tuple[dict, dict]:
     """The tables, columns and sequences of `before` read now, by column name
     (whatever the new column order), a renamed column under its new name and
@@ -452,8 +457,7 @@ def project(conn, before: dict) -> tuple[dict, dict]:
     installed = _installed(conn)
 
     def retired(version: str | None) -> bool:
-        """Whether a retirement of `version` is installed."""
-        return version is not None and installed >= _version(version)
+        return _retired(version, installed)
 
     tables, missing = {}, []
     now_tables = set(_tables(conn))
@@ -509,9 +513,8 @@ def carry(conn, before: dict, now: int) -> dict:
     rename of channel_row_seq, whose value is set from the rows, is
     test_upgrade's test_the_update_from_0_14_0_sets_the_followed_flag_from_the_channels)."""
     carried = _carry_occurrences(conn, before, _carry_admission(conn, before, now))
-    installed = _version(conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'lonnymq'").fetchone()[0])
-    sequences = {s: v for s, v in carried["sequences"].items()
-                 if s not in RETIRED_SEQUENCES or installed < _version(RETIRED_SEQUENCES[s])}
+    installed = _installed(conn)
+    sequences = {s: v for s, v in carried["sequences"].items() if not _retired(RETIRED_SEQUENCES.get(s), installed)}
     return {"tables": carried["tables"], "sequences": sequences}
 
 
