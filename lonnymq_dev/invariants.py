@@ -60,7 +60,7 @@ SCHEDULES_STUCK_SQL = (
     " WHERE (SELECT count(*) FROM lonnymq.message AS m WHERE m.id = s.occurrence_id AND m.schedule = s.name"
     " AND m.position IS NULL AND NOT m.is_held AND NOT m.is_locked AND NOT m.is_admitted) <> 1"
     " UNION ALL"
-    " SELECT m.schedule FROM lonnymq.message AS m WHERE m.schedule IS NOT NULL AND NOT EXISTS ("
+    " SELECT m.schedule FROM lonnymq.message AS m WHERE m.schedule <> '' AND NOT EXISTS ("
     " SELECT 1 FROM lonnymq.schedule AS s WHERE s.name = m.schedule AND s.occurrence_id = m.id)"
     ") AS x")
 
@@ -72,7 +72,20 @@ ILLEGAL_STATES_SQL = (
     " OR m.is_early AND m.position IS NULL")
 
 
-# (0.13.1 on: channel.admit_from.)
+# Held messages no admission will reach (0.13.1 on: channel.admit_from):
+# their channel has no row (whose counts admission keeps), or they lie below
+# its admit_from, where its walks start; or (0.15.0 on: a create may hold its
+# message at once, _channel_hold_try) behind room that no walk will fill:
+# their channel, without a release interval and not paused, has fewer than
+# max_concurrency admitted and no wake (message schedule '') is due to walk
+# it again.
+HELD_STUCK_SQL = (
+    "SELECT array_agg(m.id ORDER BY m.id) FROM lonnymq.message AS m"
+    " LEFT JOIN lonnymq.channel AS c ON c.id = m.channel_id AND c.name = m.channel"
+    " WHERE m.is_held AND (c.id IS NULL OR m.dequeue_at < c.admit_from"
+    " OR c.release_interval_ms = 0 AND NOT c.is_paused AND c.num_admitted < c.max_concurrency"
+    " AND NOT EXISTS (SELECT 1 FROM lonnymq.message AS w WHERE w.channel_id = c.id AND w.schedule = ''))")
+# (0.13.1 to 0.14.0: no wakes, no hold at create.)
 HELD_BELOW_ADMIT_FROM_SQL = (
     "SELECT array_agg(m.id ORDER BY m.id) FROM lonnymq.message AS m"
     " JOIN lonnymq.channel AS c ON c.id = m.channel_id AND c.name = m.channel"
@@ -115,12 +128,14 @@ def schedules_stuck(conn) -> list[str]:
     return conn.execute(SCHEDULES_BELOW_THE_DUE_MARK_SQL, {"due_mark": due_mark}).fetchone()[0] or []
 
 
-def held_below_admit_from(conn) -> list[int]:
-    """The ids of the messages waiting for their admission below their
-    channel's admit_from (none when the invariant holds, or before 0.13.1)."""
+def held_stuck(conn) -> list[int]:
+    """The ids of the held messages no admission will reach (HELD_STUCK_SQL;
+    none when the invariant holds, or before 0.13.1)."""
     if not _has_column(conn, "lonnymq.channel", "admit_from"):
         return []
-    return conn.execute(HELD_BELOW_ADMIT_FROM_SQL).fetchone()[0] or []
+    if not _has_column(conn, "lonnymq.message", "schedule"):
+        return conn.execute(HELD_BELOW_ADMIT_FROM_SQL).fetchone()[0] or []
+    return conn.execute(HELD_STUCK_SQL).fetchone()[0] or []
 
 
 def illegal_states(conn) -> list[int]:
@@ -139,14 +154,14 @@ def assert_nothing_below_the_marks(conn, what: str = "") -> None:
     assert not schedules, (
         f"{what + ': ' if what else ''}schedule(s) that no dequeue would run again (no pending occurrence, "
         f"or one that is not only scheduled, or a stray occurrence): {schedules[:20]}")
-    held = held_below_admit_from(conn)
-    assert not held, (
-        f"{what + ': ' if what else ''}{len(held)} message(s) waiting for their admission below their channel's "
-        f"admit_from, never to be admitted; ids {held[:20]}")
     illegal = illegal_states(conn)
     assert not illegal, (
         f"{what + ': ' if what else ''}{len(illegal)} message(s) in no state (held and ready or admitted, or early "
         f"without a position); ids {illegal[:20]}")
+    held = held_stuck(conn)
+    assert not held, (
+        f"{what + ': ' if what else ''}{len(held)} held message(s) never to be admitted (below their channel's "
+        f"admit_from, or behind room with no wake); ids {held[:20]}")
 
 
 # The same checks as one function, for SQL-only callers: the isolation specs
@@ -166,7 +181,7 @@ def check_function_sql(schema: str = CHECK_SCHEMA) -> str:
     return f"""CREATE SCHEMA IF NOT EXISTS {schema};
 CREATE OR REPLACE FUNCTION {schema}.below_the_marks(
     OUT ready_below bigint, OUT due_below bigint, OUT ids bigint[],
-    OUT schedules_stuck text[], OUT held_below_admit_from bigint[], OUT in_no_state bigint[])
+    OUT schedules_stuck text[], OUT held_stuck bigint[], OUT in_no_state bigint[])
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
     v_mark bigint;
@@ -175,7 +190,7 @@ BEGIN
     {MARKS_SQL} INTO v_mark, v_due_mark;
     {below} INTO ready_below, due_below, ids;
     {SCHEDULES_STUCK_SQL} INTO schedules_stuck;
-    {HELD_BELOW_ADMIT_FROM_SQL} INTO held_below_admit_from;
+    {HELD_STUCK_SQL} INTO held_stuck;
     {ILLEGAL_STATES_SQL} INTO in_no_state;
 END
 $fn$;

@@ -581,6 +581,10 @@ DECLARE
     v_created bigint;
     v_counted bigint;
     v_has_no_row boolean;
+    v_is_full boolean;
+    -- (NULL until a full channel's create sets it: an initialiser would be
+    -- one more expression for every create.)
+    v_is_held boolean;
 BEGIN
     -- One expression for valid input; the checks say what is wrong.
     IF p_channel IS NULL OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 OR p_content IS NULL
@@ -605,8 +609,12 @@ BEGIN
             OR v_is_serializable,
             c.max_size,
             CASE WHEN c.notify AND NOT c.is_paused THEN COALESCE(c.notify_payload, p_channel) END,
-            c.id IS NULL
-        INTO v_epoch, v_now, v_place, v_is_early, v_waits, v_max_size, v_notify, v_has_no_row
+            c.id IS NULL,
+            -- (Full: paused, or max_concurrency admitted, without a release
+            -- interval, and the message due: _channel_hold_try.)
+            COALESCE(c.release_interval_ms = 0 AND (c.is_paused OR c.num_admitted >= c.max_concurrency), FALSE)
+            AND v_dequeue_at <= k.now AND NOT v_is_serializable
+        INTO v_epoch, v_now, v_place, v_is_early, v_waits, v_max_size, v_notify, v_has_no_row, v_is_full
         FROM (
             SELECT
                 e.epoch,
@@ -620,7 +628,9 @@ BEGIN
         -- would have all 24 built at every call.  (The name, as there, a
         -- condition no index serves: else channel_name_key and a sort.)
         LEFT JOIN LATERAL (
-            SELECT r.id, r.max_size, r.max_concurrency, r.release_interval_ms, r.is_paused, r.notify, r.notify_payload
+            SELECT
+                r.id, r.max_size, r.max_concurrency, r.release_interval_ms, r.is_paused, r.notify, r.notify_payload,
+                r.num_admitted
             FROM @extschema@.channel AS r
             WHERE r.id >= v_channel_id AND r.id <= v_channel_id AND (p_channel IS NULL OR r.name = p_channel)
             ORDER BY r.id DESC
@@ -636,13 +646,20 @@ BEGIN
         -- A channel without a row follows its pattern, if it has one: looked
         -- for only once a pattern was ever set (channel_pattern_seq), so
         -- that producers of a database without patterns read nothing more.
-        IF v_has_no_row AND pg_catalog.pg_sequence_last_value('@extschema@.channel_pattern_seq') > 0 THEN
-            SELECT
-                COALESCE(@extschema@._channel_admits(f), FALSE) OR v_is_serializable,
-                CASE WHEN f.notify THEN COALESCE(f.notify_payload, p_channel) END
-            INTO v_waits, v_notify
-            FROM (SELECT) AS one
-            LEFT JOIN LATERAL @extschema@._channel_pattern_config(p_channel) AS f ON TRUE;
+        -- A full channel's message is held at once when the hold guard
+        -- allows it (_channel_hold_try), else it waits.  (One condition, so
+        -- that producers of other channels evaluate nothing more.)
+        IF v_is_full OR v_has_no_row AND pg_catalog.pg_sequence_last_value('@extschema@.channel_pattern_seq') > 0 THEN
+            IF v_is_full THEN
+                v_is_held := @extschema@._channel_hold_try(v_channel_id, v_dequeue_at);
+            ELSE
+                SELECT
+                    COALESCE(@extschema@._channel_admits(f), FALSE) OR v_is_serializable,
+                    CASE WHEN f.notify THEN COALESCE(f.notify_payload, p_channel) END
+                INTO v_waits, v_notify
+                FROM (SELECT) AS one
+                LEFT JOIN LATERAL @extschema@._channel_pattern_config(p_channel) AS f ON TRUE;
+            END IF;
         END IF;
 
         -- Once, not again when the epoch changed.
@@ -664,12 +681,13 @@ BEGIN
             END IF;
         END IF;
 
-        INSERT INTO @extschema@.message (id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early)
+        INSERT INTO @extschema@.message (id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early, is_held)
         SELECT
             COALESCE(v_id, pg_catalog.nextval('@extschema@.message_id_seq')), v_channel_id, p_channel, v_dequeue_at,
             v_now, p_content, p_key,
             CASE WHEN v_dequeue_at <= v_now AND NOT v_waits THEN v_place END,
-            v_dequeue_at <= v_now AND NOT v_waits AND v_is_early
+            v_dequeue_at <= v_now AND NOT v_waits AND v_is_early,
+            COALESCE(v_is_held, FALSE)
         WHERE pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') = v_epoch
         -- (Counted, lonnymq_messages_created_total: a sequence, no row.)
         RETURNING id, pg_catalog.nextval('@extschema@.messages_created_seq') INTO v_created, v_counted;
@@ -911,6 +929,34 @@ BEGIN
 END;
 $$;
 
+CREATE OR REPLACE FUNCTION @extschema@._channel_hold_try(p_channel_id bigint, p_dequeue_at bigint)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    IF pg_catalog.current_setting('transaction_isolation') <> 'read committed'
+        OR NOT pg_catalog.pg_try_advisory_xact_lock_shared(1819111686, pg_catalog.hashint8(p_channel_id)) THEN
+        RETURN FALSE;
+    END IF;
+    -- After the guard: a new statement, which sees every walk committed
+    -- before it; newest version first (_channel_row says why).
+    RETURN COALESCE((
+        SELECT
+            c.release_interval_ms = 0 AND (c.is_paused OR c.num_admitted >= c.max_concurrency)
+            AND p_dequeue_at >= c.admit_from
+        FROM @extschema@.channel AS c
+        WHERE c.id >= p_channel_id AND c.id <= p_channel_id
+        ORDER BY c.id DESC
+        LIMIT 1
+    ), FALSE);
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_hold_try(bigint, bigint) IS
+'Internal: whether a producer may create its message held, its channel being full, under the channel''s hold guard (tried shared).';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_hold_try(bigint, bigint) FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION @extschema@._channel_admit(
     p_channel_id bigint,
     p_ended integer,
@@ -928,6 +974,7 @@ DECLARE
     v_admitted integer := 0;
     v_bound bigint;
     v_held record;
+    v_is_guarded boolean;
 BEGIN
     PERFORM @extschema@._channel_row_lock(p_channel_id);
     -- Newest version first, and written by the ctid it was locked at
@@ -954,6 +1001,15 @@ BEGIN
         CASE WHEN v_channel.release_interval_ms > 0 THEN 1 - v_channel.num_pending ELSE 1000 END
     ) END;
     IF v_room > 0 THEN
+        -- The hold guard, tried exclusively before the walk (a statement of
+        -- its own, so that the walk's snapshot is taken after it): with it,
+        -- every producer that held a message directly (_channel_hold_try)
+        -- has committed, and the walk sees its message; without it (one is
+        -- in flight), or outside READ COMMITTED, whose snapshot may be older,
+        -- the walk may miss one: it then raises no admit_from, and leaves a
+        -- wake for the room it could not fill (below).
+        v_is_guarded := pg_catalog.current_setting('transaction_isolation') = 'read committed'
+            AND pg_catalog.pg_try_advisory_xact_lock(1819111686, pg_catalog.hashint8(p_channel_id));
         v_bound := @extschema@._epoch_enter();
         FOR v_held IN
             SELECT m.id, m.dequeue_at
@@ -977,20 +1033,37 @@ BEGIN
             END IF;
             v_admitted := v_admitted + 1;
         END LOOP;
-        IF v_admitted > 0 AND pg_catalog.current_setting('transaction_isolation') = 'read committed' THEN
+        IF v_admitted > 0 AND v_is_guarded THEN
             v_channel.admit_from := COALESCE((
                 SELECT m.dequeue_at FROM @extschema@.message AS m
                 WHERE m.channel_id = v_channel.id AND m.is_held AND m.dequeue_at >= v_channel.admit_from
                 ORDER BY m.dequeue_at, m.id LIMIT 1
             ), GREATEST(v_held.dequeue_at, v_channel.admit_from));
         END IF;
+        -- A wake: a due entry of message_due_ix (a message row whose
+        -- schedule is ''), which a dequeue's promotion finds with its
+        -- usual probe and runs this walk again for, once it has the guard
+        -- (_message_promote), after a walk that may have missed a held
+        -- message and had room left; one per channel (a wake of it that
+        -- exists will run after this commits: its promotion needs the row
+        -- lock, held here).
+        IF NOT v_is_guarded AND v_admitted < v_room THEN
+            -- (Due 10 ms on, by the clock read in the epoch entered above, as
+            -- every writer of message_due_ix does.)
+            INSERT INTO @extschema@.message (id, channel_id, channel, dequeue_at, created_at, content, schedule)
+            SELECT pg_catalog.nextval('@extschema@.message_id_seq'), v_channel.id, v_channel.name, w.at, w.at, '', ''
+            FROM (SELECT @extschema@._clock_ms() + 10 AS at) AS w
+            WHERE NOT EXISTS (SELECT FROM @extschema@.message AS x WHERE x.channel_id = v_channel.id AND x.schedule = '');
+        END IF;
     END IF;
     -- A pattern's follower whose counts are back to nothing (nothing
     -- admitted, so nothing held either: it had room; its release passed)
     -- has nothing in its row that its pattern does not say: the row goes,
-    -- and its next admission makes it again.
+    -- and its next admission makes it again.  Not after a walk without the
+    -- hold guard: a producer may be holding a message there, which needs
+    -- the row (the wake left above deletes it later, with the guard).
     IF v_channel.pattern IS NOT NULL AND v_channel.num_admitted + v_admitted = 0 AND NOT v_channel.is_paused
-        AND COALESCE(v_channel.release_at <= p_now, TRUE) THEN
+        AND COALESCE(v_channel.release_at <= p_now, TRUE) AND v_is_guarded IS NOT FALSE THEN
         DELETE FROM @extschema@.channel AS c WHERE c.ctid = v_channel.tid;
         RETURN 0;
     END IF;
@@ -1043,6 +1116,22 @@ BEGIN
         -- A channel whose configuration is changing right now is left for
         -- the next call (its change waits for no consumer).
         CONTINUE WHEN NOT @extschema@._channel_guard_try_shared(v_due.channel);
+        -- A wake (schedule ''; _channel_admit): the channel's walk again,
+        -- under its row lock and its hold guard, both tried, then the wake
+        -- goes; without them it is due again later, 10 ms doubling up to a
+        -- second (num_attempts counts its tries: a producer that holds the
+        -- guard may be in a long transaction).
+        IF v_due.schedule = '' THEN
+            IF @extschema@._channel_row_try_lock(v_due.channel_id)
+                AND pg_catalog.pg_try_advisory_xact_lock(1819111686, pg_catalog.hashint8(v_due.channel_id)) THEN
+                PERFORM @extschema@._channel_admit(v_due.channel_id, 0, 0, FALSE, p_now, NULL);
+                DELETE FROM @extschema@.message AS m WHERE m.id = v_due.id;
+            ELSE
+                UPDATE @extschema@.message AS m SET num_attempts = m.num_attempts + 1,
+                    dequeue_at = @extschema@._clock_ms() + LEAST(10 << LEAST(m.num_attempts, 7), 1000) WHERE m.id = v_due.id;
+            END IF;
+            CONTINUE;
+        END IF;
         v_channel := @extschema@._channel_config(v_due.channel_id, v_due.channel);
         -- A schedule's occurrence: the following one is created, and this
         -- one is its schedule's message at the latest boundary passed
@@ -1849,6 +1938,268 @@ $$;
 COMMENT ON FUNCTION @extschema@.tick() IS
 'Housekeeping for pg_cron (optional): promote due messages, periodic ones among them, raise the marks, and delete expired deduplication claims. Returns how many periodic messages were made.';
 
+CREATE OR REPLACE FUNCTION @extschema@.channel_stats(p_channel text)
+RETURNS TABLE (
+    channel text,
+    ready bigint,
+    scheduled bigint,
+    locked bigint,
+    dead bigint,
+    oldest_ready_age_ms bigint,
+    is_paused boolean,
+    max_concurrency integer,
+    max_size integer,
+    release_interval_ms bigint,
+    max_attempts integer,
+    backoff_base_ms bigint,
+    backoff_factor double precision,
+    backoff_max_ms bigint,
+    backoff_jitter double precision,
+    dedup_window_ms bigint,
+    retain_history boolean,
+    notify boolean,
+    is_ordered boolean,
+    pattern text
+)
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT
+        p_channel,
+        n.due - n.expired,
+        n.total - n.due - (n.locked - n.expired),
+        n.locked,
+        d.dead,
+        k.now - GREATEST(h.dequeue_at, h.created_at),
+        (g.c).is_paused,
+        (g.c).max_concurrency,
+        (g.c).max_size,
+        (g.c).release_interval_ms,
+        (g.c).max_attempts,
+        (g.c).backoff_base_ms,
+        (g.c).backoff_factor,
+        (g.c).backoff_max_ms,
+        (g.c).backoff_jitter,
+        (g.c).dedup_window_ms,
+        (g.c).retain_history,
+        (g.c).notify,
+        (g.c).is_ordered,
+        (g.c).pattern
+    FROM (
+        SELECT @extschema@._clock_ms() AS now, @extschema@._channel_id(p_channel) AS id
+    ) AS k
+    -- (OFFSET 0: the configuration read once, not once per column.)
+    CROSS JOIN LATERAL (SELECT @extschema@._channel_config(k.id, p_channel) AS c OFFSET 0) AS g
+    CROSS JOIN LATERAL (
+        SELECT
+            pg_catalog.count(*) AS total,
+            pg_catalog.count(*) FILTER (WHERE m.dequeue_at <= k.now) AS due,
+            pg_catalog.count(*) FILTER (WHERE m.is_locked) AS locked,
+            pg_catalog.count(*) FILTER (WHERE m.is_locked AND m.dequeue_at <= k.now) AS expired
+        FROM @extschema@.message AS m
+        -- (A wake, schedule '', is no message: _channel_admit.)
+        WHERE m.channel_id = k.id AND m.channel = p_channel AND m.schedule IS DISTINCT FROM ''
+    ) AS n
+    CROSS JOIN LATERAL (
+        SELECT pg_catalog.count(*) AS dead
+        FROM @extschema@.dead_letter AS dl
+        WHERE dl.channel = p_channel
+    ) AS d
+    LEFT JOIN LATERAL (
+        SELECT m.dequeue_at, m.created_at
+        FROM @extschema@.message AS m
+        WHERE
+            m.channel_id = k.id AND m.channel = p_channel AND m.dequeue_at <= k.now AND NOT m.is_locked
+            AND m.schedule IS DISTINCT FROM ''
+        ORDER BY m.dequeue_at, m.id
+        LIMIT 1
+    ) AS h ON TRUE
+    WHERE n.total > 0 OR EXISTS (SELECT 1 FROM @extschema@.channel AS c WHERE c.id = k.id AND c.name = p_channel)
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._metrics()
+RETURNS TABLE (metric text, channel text, state text, value double precision)
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    WITH RECURSIVE holding AS (
+        SELECT (
+            SELECT m.channel_id FROM @extschema@.message AS m
+            WHERE m.channel_id >= '-9223372036854775808'::bigint
+            ORDER BY m.channel_id
+            LIMIT 1
+        ) AS id
+        UNION ALL
+        SELECT (
+            SELECT m.channel_id FROM @extschema@.message AS m
+            WHERE m.channel_id > h.id
+            ORDER BY m.channel_id
+            LIMIT 1
+        )
+        FROM holding AS h
+        WHERE h.id IS NOT NULL
+    ),
+
+    burying AS (
+        SELECT (
+            SELECT d.channel FROM @extschema@.dead_letter AS d
+            WHERE d.channel IS NOT NULL
+            ORDER BY d.channel
+            LIMIT 1
+        ) AS name
+        UNION ALL
+        SELECT (
+            SELECT d.channel FROM @extschema@.dead_letter AS d
+            WHERE d.channel > b.name
+            ORDER BY d.channel
+            LIMIT 1
+        )
+        FROM burying AS b
+        WHERE b.name IS NOT NULL
+    ),
+
+    k AS MATERIALIZED (
+        SELECT
+            @extschema@._clock_ms() AS now,
+            COALESCE(
+                NULLIF(pg_catalog.current_setting('lonnymq.metrics_count_limit', TRUE), '')::bigint,
+                10000
+            ) AS count_limit
+    ),
+
+    channels AS MATERIALIZED (
+        SELECT x.id, x.name, pg_catalog.bool_or(x.has_dead) AS has_dead, pg_catalog.bool_or(NOT x.has_dead) AS has_messages
+        FROM (
+            SELECT
+                h.id,
+                (
+                    SELECT m.channel FROM @extschema@.message AS m
+                    WHERE m.channel_id = h.id
+                    ORDER BY m.channel_id, m.position NULLS FIRST, m.dequeue_at, m.id
+                    LIMIT 1
+                ) AS name,
+                FALSE AS has_dead
+            FROM holding AS h
+            WHERE h.id IS NOT NULL
+            UNION ALL
+            SELECT @extschema@._channel_id(b.name), b.name, TRUE
+            FROM burying AS b
+            WHERE b.name IS NOT NULL
+        ) AS x
+        GROUP BY x.id, x.name
+    ),
+
+    series AS MATERIALIZED (
+        SELECT
+            s.series,
+            pg_catalog.array_agg(s.id) FILTER (WHERE s.has_messages) AS ids,
+            pg_catalog.array_agg(s.name) FILTER (WHERE s.has_messages) AS names,
+            pg_catalog.array_agg(s.name) FILTER (WHERE s.has_dead) AS dead_names,
+            pg_catalog.max(s.age_ms) AS age_ms
+        FROM (
+            SELECT
+                COALESCE(
+                    (SELECT COALESCE(c.pattern, c.name) FROM @extschema@.channel AS c WHERE c.id = ch.id AND c.name = ch.name),
+                    (SELECT f.pattern FROM @extschema@._channel_pattern_config(ch.name) AS f),
+                    '*'
+                ) AS series,
+                ch.id, ch.name, ch.has_dead, ch.has_messages,
+                (
+                    SELECT pg_catalog.max(k.now - GREATEST(r.dequeue_at, r.created_at))
+                    FROM (
+                        (
+                            SELECT m.dequeue_at, m.created_at FROM @extschema@.message AS m
+                            WHERE m.channel_id = ch.id AND m.position IS NOT NULL AND m.channel = ch.name
+                            ORDER BY m.position NULLS FIRST
+                            LIMIT 1
+                        )
+                        UNION ALL
+                        (
+                            SELECT m.dequeue_at, m.created_at FROM @extschema@.message AS m
+                            WHERE
+                                m.channel_id = ch.id AND m.position IS NULL AND m.dequeue_at <= k.now
+                                AND NOT m.is_locked AND m.channel = ch.name AND m.schedule IS DISTINCT FROM ''
+                            ORDER BY m.position NULLS FIRST, m.dequeue_at
+                            LIMIT 1
+                        )
+                    ) AS r
+                ) AS age_ms
+            FROM channels AS ch CROSS JOIN k
+            WHERE ch.has_messages OR ch.has_dead
+            -- Configured channels and patterns have a series with or
+            -- without messages, and so has '*'.
+            UNION ALL
+            SELECT c.name, NULL, NULL, FALSE, FALSE, NULL
+            FROM @extschema@.channel AS c
+            WHERE c.pattern IS NULL
+            UNION ALL
+            SELECT '*', NULL, NULL, FALSE, FALSE, NULL
+        ) AS s
+        GROUP BY s.series
+    ),
+
+    figures AS (
+        SELECT s.series, n.ready, n.scheduled, n.locked, d.dead, GREATEST(COALESCE(s.age_ms, 0), 0) AS age_ms
+        FROM series AS s
+        CROSS JOIN k
+        -- The first count_limit messages of the series' channels, in turn:
+        -- the nested loop stops there.
+        CROSS JOIN LATERAL (
+            SELECT
+                pg_catalog.count(*) FILTER (WHERE NOT m.is_locked AND m.dequeue_at <= k.now) AS ready,
+                pg_catalog.count(*) FILTER (WHERE NOT m.is_locked AND m.dequeue_at > k.now) AS scheduled,
+                pg_catalog.count(*) FILTER (WHERE m.is_locked) AS locked
+            FROM (
+                SELECT m.is_locked, m.dequeue_at
+                FROM ROWS FROM (pg_catalog.unnest(s.ids), pg_catalog.unnest(s.names)) AS c (id, name)
+                CROSS JOIN LATERAL (
+                    SELECT m.is_locked, m.dequeue_at FROM @extschema@.message AS m
+                    -- (A wake, schedule '', is no message: _channel_admit.)
+                    WHERE m.channel_id = c.id AND m.channel = c.name AND m.schedule IS DISTINCT FROM ''
+                ) AS m
+                LIMIT k.count_limit
+            ) AS m
+        ) AS n
+        CROSS JOIN LATERAL (
+            SELECT pg_catalog.count(*) AS dead
+            FROM (
+                SELECT 1
+                FROM pg_catalog.unnest(s.dead_names) AS c (name)
+                CROSS JOIN LATERAL (
+                    SELECT 1 FROM @extschema@.dead_letter AS d WHERE d.channel = c.name
+                ) AS d
+                LIMIT k.count_limit
+            ) AS d
+        ) AS d
+    )
+
+    SELECT 'lonnymq_messages', f.series, v.state, v.value::double precision
+    FROM figures AS f
+    CROSS JOIN LATERAL (
+        VALUES ('ready', f.ready), ('scheduled', f.scheduled), ('locked', f.locked)
+    ) AS v (state, value)
+    UNION ALL
+    SELECT 'lonnymq_dead_letters', f.series, NULL, f.dead
+    FROM figures AS f
+    UNION ALL
+    SELECT 'lonnymq_oldest_ready_age_seconds', f.series, NULL, f.age_ms / 1000.0
+    FROM figures AS f
+    UNION ALL
+    SELECT 'lonnymq_messages_count_limit', NULL, NULL, k.count_limit
+    FROM k
+    UNION ALL
+    SELECT c.metric, NULL, NULL, pg_catalog.pg_sequence_last_value(c.seq)
+    FROM (
+        VALUES
+        ('lonnymq_messages_created_total', '@extschema@.messages_created_seq'::regclass),
+        ('lonnymq_messages_delivered_total', '@extschema@.messages_delivered_seq'::regclass),
+        ('lonnymq_messages_completed_total', '@extschema@.messages_completed_seq'::regclass),
+        ('lonnymq_messages_failed_total', '@extschema@.messages_failed_seq'::regclass),
+        ('lonnymq_messages_dead_lettered_total', '@extschema@.messages_dead_lettered_seq'::regclass),
+        ('lonnymq_messages_lock_expired_total', '@extschema@.messages_lock_expired_seq'::regclass)
+    ) AS c (metric, seq)
+$$;
+
 COMMENT ON COLUMN @extschema@.channel.num_pending IS
 'Admission, internal state maintained by the queue functions, not to be written by hand: admitted messages not yet delivered (an expired lock placed again included), at most one with a release_interval_ms.';
 
@@ -1856,7 +2207,7 @@ COMMENT ON COLUMN @extschema@.message.position IS
 'Delivery, internal state maintained by the queue functions, not to be written by hand: the message''s place in the round order while it is placed (round * 2^20 + its channel''s slot); NULL: locked, scheduled or held.';
 
 COMMENT ON COLUMN @extschema@.message.schedule IS
-'Periodic messages, internal state maintained by the queue functions, not to be written by hand: the name of the schedule whose pending occurrence this is (scheduled at its next boundary, not counted by max_size, not cancellable; schedule_drop drops it); NULL: any other message.';
+'Periodic messages, internal state maintained by the queue functions, not to be written by hand: the name of the schedule whose pending occurrence this is (scheduled at its next boundary, not counted by max_size, not cancellable; schedule_drop drops it); '''': a wake, no message (a due entry that walks a limited channel''s held messages again); NULL: any other message.';
 
 COMMENT ON TABLE @extschema@.schedule IS
 'Periodic messages (schedule_set): one message per period boundary start_at + k * every_ms, its pending occurrence promoted by message_dequeue or tick(); missed boundaries coalesce.';

@@ -20,7 +20,7 @@
 SELECT pg_temp.lmq_committed_begin();
 \ir include/pathological.psql
 
-SELECT plan(43);
+SELECT plan(45);
 COMMIT;
 
 SELECT cmp_ok((SELECT count(*) FROM lonnymq.message), '>=', 500000::bigint, 'the pathological queue holds 500,000+ messages');
@@ -179,6 +179,22 @@ SELECT cmp_ok(
     'and one that raises them at most 80');
 SELECT cmp_ok((SELECT idx FROM costs2 WHERE what = 'create'), '<=', 40::bigint, 'a create into a waiting channel at most 40');
 SELECT is((SELECT sum(seq) FROM costs2), 0::numeric, 'without sequential scans');
+
+-- A burst into saturated channels (issue 40): one message into each of 300
+-- of the 3,000 saturated channels.  Each create finds its channel full and
+-- holds its message at once (_channel_hold_try): none waits in
+-- message_due_ix for a dequeue to promote it, 8 a call (before 0.15.0 every
+-- later dequeue paid 8 such promotions until the burst was worked off), so
+-- the next dequeue reads what a quiet one does.
+SELECT count(lonnymq.message_create('sat' || g, 'burst')) FROM generate_series(1, 300) AS g;
+SELECT is(
+    (SELECT count(*) FILTER (WHERE is_held) || ' held, ' || count(*) FILTER (WHERE NOT is_held) || ' not'
+     FROM lonnymq.message WHERE channel LIKE 'sat%' AND content = 'burst'),
+    '300 held, 0 not',
+    'a create into a saturated channel holds its message at once');
+INSERT INTO costs2 SELECT 'dequeue after the burst', * FROM pg_temp.lmq_cost($$ SELECT count(*) FROM lonnymq.message_dequeue(60000, 1, 'backlog') $$);
+SELECT cmp_ok((SELECT idx FROM costs2 WHERE what = 'dequeue after the burst'), '<=', 80::bigint,
+    'and the next dequeue reads at most 80 index entries, as before the burst');
 
 -- complete_dequeue: a complete and a dequeue, one call (0.10.0), in a
 -- channel of its own.

@@ -61,3 +61,30 @@ def test_a_schedule_without_exactly_one_pending_occurrence_is_reported(db, chang
             assert_nothing_below_the_marks(conn, what)
         assert conn.execute("SELECT schedules_stuck FROM lonnymq_check.below_the_marks()").fetchone()[0] == ["beat"]
     assert_nothing_below_the_marks(conn)
+
+
+def test_a_held_message_behind_room_without_a_wake_is_reported(db):
+    """A full channel's create holds its message at once (_channel_hold_try);
+    if the room a completion frees were left unfilled with no wake to walk
+    the channel again, the message would wait for ever: held_stuck names
+    it, a wake of its channel silences it (a dequeue will walk it), and
+    the dequeue's walk admits it."""
+    conn = db.connect(autocommit=True)
+    conn.execute("SELECT lonnymq.channel_set('full', p_max_concurrency => 1)")
+    conn.execute("SELECT lonnymq.message_create('full', 'first')")
+    first = conn.execute("SELECT d.id, d.num_attempts FROM lonnymq.message_dequeue(60000, 1, 'full') AS d").fetchone()
+    held = conn.execute("SELECT lonnymq.message_create('full', 'second')").fetchone()[0]
+    assert conn.execute("SELECT is_held FROM lonnymq.message WHERE id = %s", (held,)).fetchone()[0], \
+        "a create into the full channel holds its message at once"
+    conn.execute(check_function_sql())
+    with conn.transaction(force_rollback=True):
+        # the room freed by hand, as a walk that missed the message would leave it
+        conn.execute("UPDATE lonnymq.channel SET num_admitted = 0 WHERE name = 'full'")
+        with pytest.raises(AssertionError, match="never to be admitted"):
+            assert_nothing_below_the_marks(conn)
+        assert conn.execute("SELECT held_stuck FROM lonnymq_check.below_the_marks()").fetchone()[0] == [held]
+        conn.execute("INSERT INTO lonnymq.message (channel_id, channel, dequeue_at, created_at, content, schedule)"
+                     " SELECT id, name, 0, 0, '', '' FROM lonnymq.channel WHERE name = 'full'")
+        assert_nothing_below_the_marks(conn)
+    assert conn.execute("SELECT lonnymq.message_complete(%s, %s)", first).fetchone()[0] is True
+    assert conn.execute("SELECT d.id FROM lonnymq.message_dequeue(60000, 1, 'full') AS d").fetchone()[0] == held

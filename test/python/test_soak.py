@@ -138,11 +138,14 @@ END;
 $$;
 """
 
+# held: the channel's messages, which max_size counts (not a schedule's
+# pending occurrence, nor a wake, schedule '', which is no message).
 SAMPLE_SQL = """
 SELECT c.name,
        count(m.id) FILTER (WHERE m.is_locked AND m.dequeue_at > s.now_ms) AS live_locks,
        count(m.id) FILTER (WHERE m.is_locked) AS locks,
-       count(m.id) AS held
+       count(m.id) FILTER (WHERE m.schedule IS NULL) AS held,
+       count(m.id) FILTER (WHERE m.schedule = '') AS wakes
 FROM (SELECT lonnymq.to_epoch(clock_timestamp()) AS now_ms) AS s
 CROSS JOIN lonnymq.channel AS c
 LEFT JOIN lonnymq.message AS m ON m.channel_id = c.id
@@ -409,7 +412,7 @@ class Soak:
         while not self.stop_all.is_set():
             rows = conn.execute(SAMPLE_SQL, (watched,)).fetchall()
             self.samples += 1
-            for name, live, locks, held in rows:
+            for name, live, locks, held, wakes in rows:
                 c = BY_NAME[name]
                 prev = self.max_seen.get(name, (0, 0, 0))
                 self.max_seen[name] = (max(prev[0], live), max(prev[1], locks), max(prev[2], held))
@@ -419,6 +422,9 @@ class Soak:
                     self.violations.append(f"{name}: {locks} locked messages > max_concurrency {c.max_concurrency}")
                 if c.max_size is not None and held > c.max_size:
                     self.violations.append(f"{name}: {held} messages held > max_size {c.max_size}")
+                # (A wake, no message: at most one per channel, _channel_admit.)
+                if wakes > 1:
+                    self.violations.append(f"{name}: {wakes} wakes")
             time.sleep(SAMPLE_EVERY_S)
 
     # ----------------------------------------------------------- run

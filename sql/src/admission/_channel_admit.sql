@@ -27,6 +27,14 @@
 -- flight; a transaction snapshot, which may miss one that committed since,
 -- never raises it (_channel_readmit, which holds messages of any
 -- dequeue_at, sets it to the beginning).
+-- A producer may also hold a message without the row lock: a create into a
+-- channel its row shows full (_channel_hold_try), under the channel's hold
+-- guard, shared until it commits.  So a walk with room first tries the
+-- guard exclusively; without it (such a producer is in flight), or outside
+-- READ COMMITTED, it raises no admit_from, keeps a pattern follower's row,
+-- and leaves a wake for the room it did not fill: a message row whose
+-- schedule is '', due 10 ms on, which a dequeue's promotion runs with the
+-- guard (_message_promote).
 -- Parameters: p_channel_id; p_ended, admitted messages that left the
 --   channel or their admission (completed, cancelled, dead, failed,
 --   deferred); p_pending_done, admitted messages no longer waiting for
@@ -36,17 +44,22 @@
 --   (NULL: none).
 -- Returns: how many messages were admitted (0 when the channel has no row,
 --   or its follower row was deleted).
--- Calls: _channel_row_lock, _epoch_enter, _message_place (inlined).
+-- Calls: _channel_row_lock, _epoch_enter, _message_place (inlined),
+--   _clock_ms (a wake's time).
 -- Tables: reads channel (channel_pkey, backwards: newest version first),
---   message (message_held_ix, from admit_from);
---   writes message (the admitted ones, by message_pkey), channel (its counts,
---   release_at and admit_from, by the ctid it was locked at; or delete).
+--   message (message_held_ix, from admit_from; message_channel_ix, whether
+--   the channel has a wake, only before leaving one);
+--   writes message (the admitted ones, by message_pkey; a wake, inserted),
+--   message_id_seq (a wake's id, nextval), channel (its counts, release_at
+--   and admit_from, by the ctid it was locked at; or delete).
 -- Locks: advisory (1819111683, hashint8(p_channel_id)) exclusive until the
 --   transaction ends (_channel_row_lock: waits for its holder), then the
 --   channel row FOR NO KEY UPDATE, which it updates or deletes; then the
 --   epoch's parity (1819111690) shared until the transaction ends
 --   (_epoch_enter), and the held messages it admits FOR UPDATE SKIP LOCKED
---   (one another call has locked is left held), which it updates.
+--   (one another call has locked is left held), which it updates.  With
+--   room, the hold guard (1819111686, hashint8(p_channel_id)) tried
+--   exclusively before the walk, until the transaction ends.
 CREATE FUNCTION @extschema@._channel_admit(
     p_channel_id bigint,
     p_ended integer,
@@ -64,6 +77,7 @@ DECLARE
     v_admitted integer := 0;
     v_bound bigint;
     v_held record;
+    v_is_guarded boolean;
 BEGIN
     PERFORM @extschema@._channel_row_lock(p_channel_id);
     -- Newest version first, and written by the ctid it was locked at
@@ -90,6 +104,15 @@ BEGIN
         CASE WHEN v_channel.release_interval_ms > 0 THEN 1 - v_channel.num_pending ELSE 1000 END
     ) END;
     IF v_room > 0 THEN
+        -- The hold guard, tried exclusively before the walk (a statement of
+        -- its own, so that the walk's snapshot is taken after it): with it,
+        -- every producer that held a message directly (_channel_hold_try)
+        -- has committed, and the walk sees its message; without it (one is
+        -- in flight), or outside READ COMMITTED, whose snapshot may be older,
+        -- the walk may miss one: it then raises no admit_from, and leaves a
+        -- wake for the room it could not fill (below).
+        v_is_guarded := pg_catalog.current_setting('transaction_isolation') = 'read committed'
+            AND pg_catalog.pg_try_advisory_xact_lock(1819111686, pg_catalog.hashint8(p_channel_id));
         v_bound := @extschema@._epoch_enter();
         FOR v_held IN
             SELECT m.id, m.dequeue_at
@@ -113,20 +136,37 @@ BEGIN
             END IF;
             v_admitted := v_admitted + 1;
         END LOOP;
-        IF v_admitted > 0 AND pg_catalog.current_setting('transaction_isolation') = 'read committed' THEN
+        IF v_admitted > 0 AND v_is_guarded THEN
             v_channel.admit_from := COALESCE((
                 SELECT m.dequeue_at FROM @extschema@.message AS m
                 WHERE m.channel_id = v_channel.id AND m.is_held AND m.dequeue_at >= v_channel.admit_from
                 ORDER BY m.dequeue_at, m.id LIMIT 1
             ), GREATEST(v_held.dequeue_at, v_channel.admit_from));
         END IF;
+        -- A wake: a due entry of message_due_ix (a message row whose
+        -- schedule is ''), which a dequeue's promotion finds with its
+        -- usual probe and runs this walk again for, once it has the guard
+        -- (_message_promote), after a walk that may have missed a held
+        -- message and had room left; one per channel (a wake of it that
+        -- exists will run after this commits: its promotion needs the row
+        -- lock, held here).
+        IF NOT v_is_guarded AND v_admitted < v_room THEN
+            -- (Due 10 ms on, by the clock read in the epoch entered above, as
+            -- every writer of message_due_ix does.)
+            INSERT INTO @extschema@.message (id, channel_id, channel, dequeue_at, created_at, content, schedule)
+            SELECT pg_catalog.nextval('@extschema@.message_id_seq'), v_channel.id, v_channel.name, w.at, w.at, '', ''
+            FROM (SELECT @extschema@._clock_ms() + 10 AS at) AS w
+            WHERE NOT EXISTS (SELECT FROM @extschema@.message AS x WHERE x.channel_id = v_channel.id AND x.schedule = '');
+        END IF;
     END IF;
     -- A pattern's follower whose counts are back to nothing (nothing
     -- admitted, so nothing held either: it had room; its release passed)
     -- has nothing in its row that its pattern does not say: the row goes,
-    -- and its next admission makes it again.
+    -- and its next admission makes it again.  Not after a walk without the
+    -- hold guard: a producer may be holding a message there, which needs
+    -- the row (the wake left above deletes it later, with the guard).
     IF v_channel.pattern IS NOT NULL AND v_channel.num_admitted + v_admitted = 0 AND NOT v_channel.is_paused
-        AND COALESCE(v_channel.release_at <= p_now, TRUE) THEN
+        AND COALESCE(v_channel.release_at <= p_now, TRUE) AND v_is_guarded IS NOT FALSE THEN
         DELETE FROM @extschema@.channel AS c WHERE c.ctid = v_channel.tid;
         RETURN 0;
     END IF;

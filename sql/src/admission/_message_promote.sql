@@ -31,7 +31,8 @@
 --   p_bound, the epoch's bound (the caller entered the epoch); p_limit, at
 --   most how many due messages it takes.
 -- Returns: how many periodic messages it made (tick() reports it).
--- Calls: _channel_guard_try_shared, _channel_config, _schedule_next,
+-- Calls: _channel_guard_try_shared, _clock_ms (a wake's next try),
+--   _channel_config, _schedule_next,
 --   _channel_admits, _channel_row_try_lock, _message_bury, _message_place
 --   (inlined), _channel_admit, _due_taken_note (the first row's key: a raise
 --   later in the transaction must not pass it).
@@ -52,7 +53,9 @@
 --   _schedule_next's, which only tries (a schedule's row and a max_size
 --   channel's quota row FOR UPDATE SKIP LOCKED); _channel_admit's, whose
 --   row lock is held already: the channel row FOR NO KEY UPDATE, held
---   messages FOR UPDATE SKIP LOCKED.
+--   messages FOR UPDATE SKIP LOCKED.  For a wake: the channel row lock
+--   (1819111683), then the hold guard (1819111686, hashint8(channel id))
+--   exclusive, both tried, until the transaction ends.
 CREATE FUNCTION @extschema@._message_promote(
     p_now bigint,
     p_due_mark bigint,
@@ -91,6 +94,22 @@ BEGIN
         -- A channel whose configuration is changing right now is left for
         -- the next call (its change waits for no consumer).
         CONTINUE WHEN NOT @extschema@._channel_guard_try_shared(v_due.channel);
+        -- A wake (schedule ''; _channel_admit): the channel's walk again,
+        -- under its row lock and its hold guard, both tried, then the wake
+        -- goes; without them it is due again later, 10 ms doubling up to a
+        -- second (num_attempts counts its tries: a producer that holds the
+        -- guard may be in a long transaction).
+        IF v_due.schedule = '' THEN
+            IF @extschema@._channel_row_try_lock(v_due.channel_id)
+                AND pg_catalog.pg_try_advisory_xact_lock(1819111686, pg_catalog.hashint8(v_due.channel_id)) THEN
+                PERFORM @extschema@._channel_admit(v_due.channel_id, 0, 0, FALSE, p_now, NULL);
+                DELETE FROM @extschema@.message AS m WHERE m.id = v_due.id;
+            ELSE
+                UPDATE @extschema@.message AS m SET num_attempts = m.num_attempts + 1,
+                    dequeue_at = @extschema@._clock_ms() + LEAST(10 << LEAST(m.num_attempts, 7), 1000) WHERE m.id = v_due.id;
+            END IF;
+            CONTINUE;
+        END IF;
         v_channel := @extschema@._channel_config(v_due.channel_id, v_due.channel);
         -- A schedule's occurrence: the following one is created, and this
         -- one is its schedule's message at the latest boundary passed

@@ -138,7 +138,7 @@ AS $$
                             SELECT m.dequeue_at, m.created_at FROM @extschema@.message AS m
                             WHERE
                                 m.channel_id = ch.id AND m.position IS NULL AND m.dequeue_at <= k.now
-                                AND NOT m.is_locked AND m.channel = ch.name
+                                AND NOT m.is_locked AND m.channel = ch.name AND m.schedule IS DISTINCT FROM ''
                             ORDER BY m.position NULLS FIRST, m.dequeue_at
                             LIMIT 1
                         )
@@ -174,7 +174,8 @@ AS $$
                 FROM ROWS FROM (pg_catalog.unnest(s.ids), pg_catalog.unnest(s.names)) AS c (id, name)
                 CROSS JOIN LATERAL (
                     SELECT m.is_locked, m.dequeue_at FROM @extschema@.message AS m
-                    WHERE m.channel_id = c.id AND m.channel = c.name
+                    -- (A wake, schedule '', is no message: _channel_admit.)
+                    WHERE m.channel_id = c.id AND m.channel = c.name AND m.schedule IS DISTINCT FROM ''
                 ) AS m
                 LIMIT k.count_limit
             ) AS m

@@ -84,7 +84,8 @@ AS $$
             pg_catalog.count(*) FILTER (WHERE m.is_locked) AS locked,
             pg_catalog.count(*) FILTER (WHERE m.is_locked AND m.dequeue_at <= k.now) AS expired
         FROM @extschema@.message AS m
-        WHERE m.channel_id = k.id AND m.channel = p_channel
+        -- (A wake, schedule '', is no message: _channel_admit.)
+        WHERE m.channel_id = k.id AND m.channel = p_channel AND m.schedule IS DISTINCT FROM ''
     ) AS n
     CROSS JOIN LATERAL (
         SELECT pg_catalog.count(*) AS dead
@@ -94,7 +95,9 @@ AS $$
     LEFT JOIN LATERAL (
         SELECT m.dequeue_at, m.created_at
         FROM @extschema@.message AS m
-        WHERE m.channel_id = k.id AND m.channel = p_channel AND m.dequeue_at <= k.now AND NOT m.is_locked
+        WHERE
+            m.channel_id = k.id AND m.channel = p_channel AND m.dequeue_at <= k.now AND NOT m.is_locked
+            AND m.schedule IS DISTINCT FROM ''
         ORDER BY m.dequeue_at, m.id
         LIMIT 1
     ) AS h ON TRUE

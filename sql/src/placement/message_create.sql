@@ -54,7 +54,8 @@
 --   _check_message, _epoch_hold (inlined), _channel_guard_shared (inlined),
 --   _clock_ms, _message_place (inlined), _channel_pattern_config,
 --   _channel_admits, _message_key_reap, _message_key_claim,
---   _channel_quota_take, _message_key_release, _early_margin_ms (a constant).
+--   _channel_quota_take, _message_key_release, _early_margin_ms (a constant),
+--   _channel_hold_try (a full channel's message).
 -- Tables: reads position_bound_seq (the epoch, twice), channel
 --   (channel_pkey, backwards: newest version first), channel_pattern_seq;
 --   writes message (insert), message_id_seq, messages_created_seq (nextval)
@@ -97,6 +98,10 @@ DECLARE
     v_created bigint;
     v_counted bigint;
     v_has_no_row boolean;
+    v_is_full boolean;
+    -- (NULL until a full channel's create sets it: an initialiser would be
+    -- one more expression for every create.)
+    v_is_held boolean;
 BEGIN
     -- One expression for valid input; the checks say what is wrong.
     IF p_channel IS NULL OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 OR p_content IS NULL
@@ -121,8 +126,12 @@ BEGIN
             OR v_is_serializable,
             c.max_size,
             CASE WHEN c.notify AND NOT c.is_paused THEN COALESCE(c.notify_payload, p_channel) END,
-            c.id IS NULL
-        INTO v_epoch, v_now, v_place, v_is_early, v_waits, v_max_size, v_notify, v_has_no_row
+            c.id IS NULL,
+            -- (Full: paused, or max_concurrency admitted, without a release
+            -- interval, and the message due: _channel_hold_try.)
+            COALESCE(c.release_interval_ms = 0 AND (c.is_paused OR c.num_admitted >= c.max_concurrency), FALSE)
+            AND v_dequeue_at <= k.now AND NOT v_is_serializable
+        INTO v_epoch, v_now, v_place, v_is_early, v_waits, v_max_size, v_notify, v_has_no_row, v_is_full
         FROM (
             SELECT
                 e.epoch,
@@ -136,7 +145,9 @@ BEGIN
         -- would have all 24 built at every call.  (The name, as there, a
         -- condition no index serves: else channel_name_key and a sort.)
         LEFT JOIN LATERAL (
-            SELECT r.id, r.max_size, r.max_concurrency, r.release_interval_ms, r.is_paused, r.notify, r.notify_payload
+            SELECT
+                r.id, r.max_size, r.max_concurrency, r.release_interval_ms, r.is_paused, r.notify, r.notify_payload,
+                r.num_admitted
             FROM @extschema@.channel AS r
             WHERE r.id >= v_channel_id AND r.id <= v_channel_id AND (p_channel IS NULL OR r.name = p_channel)
             ORDER BY r.id DESC
@@ -152,13 +163,20 @@ BEGIN
         -- A channel without a row follows its pattern, if it has one: looked
         -- for only once a pattern was ever set (channel_pattern_seq), so
         -- that producers of a database without patterns read nothing more.
-        IF v_has_no_row AND pg_catalog.pg_sequence_last_value('@extschema@.channel_pattern_seq') > 0 THEN
-            SELECT
-                COALESCE(@extschema@._channel_admits(f), FALSE) OR v_is_serializable,
-                CASE WHEN f.notify THEN COALESCE(f.notify_payload, p_channel) END
-            INTO v_waits, v_notify
-            FROM (SELECT) AS one
-            LEFT JOIN LATERAL @extschema@._channel_pattern_config(p_channel) AS f ON TRUE;
+        -- A full channel's message is held at once when the hold guard
+        -- allows it (_channel_hold_try), else it waits.  (One condition, so
+        -- that producers of other channels evaluate nothing more.)
+        IF v_is_full OR v_has_no_row AND pg_catalog.pg_sequence_last_value('@extschema@.channel_pattern_seq') > 0 THEN
+            IF v_is_full THEN
+                v_is_held := @extschema@._channel_hold_try(v_channel_id, v_dequeue_at);
+            ELSE
+                SELECT
+                    COALESCE(@extschema@._channel_admits(f), FALSE) OR v_is_serializable,
+                    CASE WHEN f.notify THEN COALESCE(f.notify_payload, p_channel) END
+                INTO v_waits, v_notify
+                FROM (SELECT) AS one
+                LEFT JOIN LATERAL @extschema@._channel_pattern_config(p_channel) AS f ON TRUE;
+            END IF;
         END IF;
 
         -- Once, not again when the epoch changed.
@@ -180,12 +198,13 @@ BEGIN
             END IF;
         END IF;
 
-        INSERT INTO @extschema@.message (id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early)
+        INSERT INTO @extschema@.message (id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early, is_held)
         SELECT
             COALESCE(v_id, pg_catalog.nextval('@extschema@.message_id_seq')), v_channel_id, p_channel, v_dequeue_at,
             v_now, p_content, p_key,
             CASE WHEN v_dequeue_at <= v_now AND NOT v_waits THEN v_place END,
-            v_dequeue_at <= v_now AND NOT v_waits AND v_is_early
+            v_dequeue_at <= v_now AND NOT v_waits AND v_is_early,
+            COALESCE(v_is_held, FALSE)
         WHERE pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') = v_epoch
         -- (Counted, lonnymq_messages_created_total: a sequence, no row.)
         RETURNING id, pg_catalog.nextval('@extschema@.messages_created_seq') INTO v_created, v_counted;

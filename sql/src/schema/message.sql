@@ -47,7 +47,11 @@
 -- channel without configuration has no row.
 -- schedule: set only on a schedule's pending occurrence, a scheduled
 -- message that its promotion turns into the schedule's message of that
--- boundary, creating the following occurrence (_schedule_next).  NULL on
+-- boundary, creating the following occurrence (_schedule_next); '' on a
+-- wake, a row that is no message: a due entry that makes a dequeue's
+-- promotion walk a limited channel's held messages again (_channel_admit
+-- leaves it when it may have missed a message held at its create,
+-- _channel_hold_try; user calls and the counts skip it).  NULL on
 -- every other message, so it costs a bit of the null bitmap, and it has no
 -- index: one would be written by every INSERT and UPDATE of the worker loop.
 CREATE TABLE @extschema@.message (
@@ -136,4 +140,4 @@ COMMENT ON COLUMN @extschema@.message.is_early IS
 'Delivery, internal state maintained by the queue functions, not to be written by hand: the message sorts before the holder of an earlier turn of its channel (a priority message, a recovered lock), which delivers it instead; in message_early_ix.';
 
 COMMENT ON COLUMN @extschema@.message.schedule IS
-'Periodic messages, internal state maintained by the queue functions, not to be written by hand: the name of the schedule whose pending occurrence this is (scheduled at its next boundary, not counted by max_size, not cancellable; schedule_drop drops it); NULL: any other message.';
+'Periodic messages, internal state maintained by the queue functions, not to be written by hand: the name of the schedule whose pending occurrence this is (scheduled at its next boundary, not counted by max_size, not cancellable; schedule_drop drops it); '''': a wake, no message (a due entry that walks a limited channel''s held messages again); NULL: any other message.';
