@@ -10,6 +10,8 @@ would catch a call that writes one."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from lonnymq_dev.invariants import assert_nothing_below_the_marks, check_function_sql, illegal_states
@@ -88,3 +90,36 @@ def test_a_held_message_behind_room_without_a_wake_is_reported(db):
         assert_nothing_below_the_marks(conn)
     assert conn.execute("SELECT lonnymq.message_complete(%s, %s)", first).fetchone()[0] is True
     assert conn.execute("SELECT d.id FROM lonnymq.message_dequeue(60000, 1, 'full') AS d").fetchone()[0] == held
+
+
+def test_a_repeatable_read_configuration_change_does_not_strand_a_message_held_at_create(db):
+    """FAILS on this branch (found by test_isolation_levels[mixed] in CI): a
+    REPEATABLE READ channel_set that lifts the limit waits on the channel
+    guard for a producer that held its message at create, but its snapshot
+    predates that producer's commit, so _channel_readmit releases nothing and
+    the message stays held in a channel without admission.  The fix must
+    make such a change leave a wake (or refuse with 40001), release held
+    messages of a channel that no longer admits, and held_stuck must report a
+    held message in a channel without admission."""
+    setup = db.connect(autocommit=True)
+    setup.execute("SELECT lonnymq.channel_set('h', p_max_concurrency => 1)")
+    setup.execute("SELECT lonnymq.message_create('h', 'first')")
+    setup.execute("SELECT count(*) FROM lonnymq.message_dequeue(60000, 1, 'h')")
+    producer = db.connect(autocommit=False)
+    producer.execute("SELECT lonnymq.message_create('h', 'second')")
+    admin = db.connect(autocommit=False)
+
+    def lift() -> None:
+        admin.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        admin.execute("SELECT lonnymq.channel_set('h')")
+        admin.execute("COMMIT")
+
+    import threading
+    t = threading.Thread(target=lift)
+    t.start()
+    time.sleep(0.5)  # the admin waits on the channel guard
+    producer.commit()
+    t.join(10)
+    got = [r[0] for _ in range(3)
+           for r in setup.execute("SELECT convert_from(content, 'UTF8') FROM lonnymq.message_dequeue(60000, 1, 'h')")]
+    assert got == ["second"], f"the held message was not delivered: {got}"
