@@ -77,13 +77,14 @@ ILLEGAL_STATES_SQL = (
 # its admit_from, where its walks start; or (0.15.0 on: a create may hold its
 # message at once, _channel_hold_try) behind room that no walk will fill:
 # their channel, without a release interval and not paused, has fewer than
-# max_concurrency admitted and no wake (message schedule '') is due to walk
-# it again.
+# max_concurrency admitted, or admits no more (no limit, not paused), and no
+# wake (message schedule '') is due to walk it again.
 HELD_STUCK_SQL = (
     "SELECT array_agg(m.id ORDER BY m.id) FROM lonnymq.message AS m"
     " LEFT JOIN lonnymq.channel AS c ON c.id = m.channel_id AND c.name = m.channel"
     " WHERE m.is_held AND (c.id IS NULL OR m.dequeue_at < c.admit_from"
-    " OR c.release_interval_ms = 0 AND NOT c.is_paused AND c.num_admitted < c.max_concurrency"
+    " OR (c.release_interval_ms = 0 AND NOT c.is_paused AND c.num_admitted < c.max_concurrency"
+    " OR NOT (c.is_paused OR c.max_concurrency IS NOT NULL OR c.release_interval_ms > 0))"
     " AND NOT EXISTS (SELECT 1 FROM lonnymq.message AS w WHERE w.channel_id = c.id AND w.schedule = ''))")
 # (0.13.1 to 0.14.0: no wakes, no hold at create.)
 HELD_BELOW_ADMIT_FROM_SQL = (

@@ -1078,6 +1078,72 @@ BEGIN
 END;
 $$;
 
+CREATE OR REPLACE FUNCTION @extschema@._channel_readmit(
+    p_channel @extschema@.channel,
+    p_bound bigint,
+    p_now bigint
+)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_limited boolean := @extschema@._channel_admits(p_channel);
+    v_held record;
+BEGIN
+    UPDATE @extschema@.message AS m
+    SET
+        position = NULL,
+        is_early = FALSE,
+        is_held = NOT m.is_locked AND (m.is_held OR m.position IS NOT NULL),
+        -- (A lock that was ready or held again re-enters the due index
+        -- above the due mark, which may have passed its expiry.)
+        dequeue_at = CASE
+            WHEN m.is_locked AND (m.is_held OR m.position IS NOT NULL) THEN GREATEST(m.dequeue_at, p_now)
+            ELSE m.dequeue_at
+        END,
+        is_admitted = v_limited AND m.is_locked
+    WHERE m.channel_id = p_channel.id AND m.channel = p_channel.name
+        AND (m.position IS NOT NULL OR m.is_admitted OR m.is_locked AND (v_limited OR m.is_held));
+    UPDATE @extschema@.channel AS c
+    SET
+        num_admitted = CASE WHEN v_limited THEN (
+            SELECT pg_catalog.count(*)::integer
+            FROM @extschema@.message AS m
+            WHERE m.channel_id = p_channel.id AND m.channel = p_channel.name AND m.is_admitted
+        ) ELSE 0 END,
+        num_pending = 0,
+        -- (Messages of any dequeue_at are held again: the walk starts at
+        -- the beginning, _channel_admit.)
+        admit_from = -9223372036854775808
+    WHERE c.id = p_channel.id;
+    IF v_limited THEN
+        PERFORM @extschema@._channel_admit(p_channel.id, 0, 0, FALSE, p_now, NULL);
+        RETURN;
+    END IF;
+    FOR v_held IN
+        SELECT m.id, m.dequeue_at
+        FROM @extschema@.message AS m
+        WHERE m.channel_id = p_channel.id AND m.is_held
+        ORDER BY m.dequeue_at, m.id
+    LOOP
+        UPDATE @extschema@.message AS m
+        SET is_held = FALSE, position = p.place, is_early = p.is_early
+        FROM @extschema@._message_place(p_channel.id, p_bound, v_held.dequeue_at, 0) AS p
+        WHERE m.id = v_held.id;
+    END LOOP;
+    -- Outside READ COMMITTED the snapshot may predate a producer that held
+    -- its message at create (_channel_hold_try) and that this call waited
+    -- for on the channel guard: a wake walks the channel again, at READ
+    -- COMMITTED (_message_promote, _channel_admit), and places it.
+    IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
+        INSERT INTO @extschema@.message (id, channel_id, channel, dequeue_at, created_at, content, schedule)
+        SELECT pg_catalog.nextval('@extschema@.message_id_seq'), p_channel.id, p_channel.name, w.at, w.at, '', ''
+        FROM (SELECT @extschema@._clock_ms() + 10 AS at) AS w
+        WHERE NOT EXISTS (SELECT FROM @extschema@.message AS x WHERE x.channel_id = p_channel.id AND x.schedule = '');
+    END IF;
+END;
+$$;
+
 CREATE OR REPLACE FUNCTION @extschema@._message_promote(
     p_now bigint,
     p_due_mark bigint,

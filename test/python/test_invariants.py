@@ -93,14 +93,13 @@ def test_a_held_message_behind_room_without_a_wake_is_reported(db):
 
 
 def test_a_repeatable_read_configuration_change_does_not_strand_a_message_held_at_create(db):
-    """FAILS on this branch (found by test_isolation_levels[mixed] in CI): a
-    REPEATABLE READ channel_set that lifts the limit waits on the channel
-    guard for a producer that held its message at create, but its snapshot
-    predates that producer's commit, so _channel_readmit releases nothing and
-    the message stays held in a channel without admission.  The fix must
-    make such a change leave a wake (or refuse with 40001), release held
-    messages of a channel that no longer admits, and held_stuck must report a
-    held message in a channel without admission."""
+    """Found by test_isolation_levels[mixed] in CI: a REPEATABLE READ
+    channel_set that lifts the limit waits on the channel guard for a
+    producer that held its message at create, but its snapshot predates that
+    producer's commit, so _channel_readmit's walk does not see the message.
+    It leaves a wake (outside READ COMMITTED), which a dequeue runs 10 ms on
+    and which places the message; held_stuck reports a held message in a
+    channel that admits no more and has no wake."""
     setup = db.connect(autocommit=True)
     setup.execute("SELECT lonnymq.channel_set('h', p_max_concurrency => 1)")
     setup.execute("SELECT lonnymq.message_create('h', 'first')")
@@ -120,6 +119,11 @@ def test_a_repeatable_read_configuration_change_does_not_strand_a_message_held_a
     time.sleep(0.5)  # the admin waits on the channel guard
     producer.commit()
     t.join(10)
-    got = [r[0] for _ in range(3)
-           for r in setup.execute("SELECT convert_from(content, 'UTF8') FROM lonnymq.message_dequeue(60000, 1, 'h')")]
+    assert_nothing_below_the_marks(setup, "after the change")
+    got: list[str] = []
+    deadline = time.monotonic() + 5
+    while not got and time.monotonic() < deadline:
+        got = [r[0] for r in setup.execute(
+            "SELECT convert_from(content, 'UTF8') FROM lonnymq.message_dequeue(60000, 1, 'h')")]
+        time.sleep(0.01)
     assert got == ["second"], f"the held message was not delivered: {got}"
