@@ -204,7 +204,10 @@ BEGIN
             v_now, p_content, p_key,
             CASE WHEN v_dequeue_at <= v_now AND NOT v_waits THEN v_place END,
             v_dequeue_at <= v_now AND NOT v_waits AND v_is_early,
-            COALESCE(v_is_held, FALSE)
+            -- (Held only when this pass found the channel full: a pass
+            -- after the epoch changed may not, and keeps an earlier pass's
+            -- v_is_held.)
+            COALESCE(v_is_full AND v_is_held, FALSE)
         WHERE pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') = v_epoch
         -- (Counted, lonnymq_messages_created_total: a sequence, no row.)
         RETURNING id, pg_catalog.nextval('@extschema@.messages_created_seq') INTO v_created, v_counted;
