@@ -942,15 +942,12 @@ BEGIN
         RETURN FALSE;
     END IF;
     -- After the guard: a new statement, which sees every walk committed
-    -- before it; newest version first (_channel_row says why).
+    -- before it.
     RETURN COALESCE((
         SELECT
             c.release_interval_ms = 0 AND (c.is_paused OR c.num_admitted >= c.max_concurrency)
             AND p_dequeue_at >= c.admit_from
-        FROM @extschema@.channel AS c
-        WHERE c.id >= p_channel_id AND c.id <= p_channel_id
-        ORDER BY c.id DESC
-        LIMIT 1
+        FROM @extschema@._channel_row(p_channel_id, NULL) AS c
     ), FALSE);
 END;
 $$;

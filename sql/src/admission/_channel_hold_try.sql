@@ -19,8 +19,9 @@
 -- (3,000 saturated channels: 270 buffers a call against 44).
 -- Parameters: p_channel_id, the channel's id; p_dequeue_at, the message's.
 -- Returns: whether the message is to be created held.
--- Calls: none.
--- Tables: reads channel (channel_pkey, backwards: newest version first).
+-- Calls: _channel_row (inlined).
+-- Tables: none (channel through _channel_row: channel_pkey, backwards,
+--   newest version first).
 -- Locks: advisory (1819111686, hashint8(p_channel_id)) shared, tried, until
 --   the transaction ends (the hold guard).
 CREATE FUNCTION @extschema@._channel_hold_try(p_channel_id bigint, p_dequeue_at bigint)
@@ -33,15 +34,12 @@ BEGIN
         RETURN FALSE;
     END IF;
     -- After the guard: a new statement, which sees every walk committed
-    -- before it; newest version first (_channel_row says why).
+    -- before it.
     RETURN COALESCE((
         SELECT
             c.release_interval_ms = 0 AND (c.is_paused OR c.num_admitted >= c.max_concurrency)
             AND p_dequeue_at >= c.admit_from
-        FROM @extschema@.channel AS c
-        WHERE c.id >= p_channel_id AND c.id <= p_channel_id
-        ORDER BY c.id DESC
-        LIMIT 1
+        FROM @extschema@._channel_row(p_channel_id, NULL) AS c
     ), FALSE);
 END;
 $$;
