@@ -55,6 +55,33 @@ SELECT pg_catalog.setval(
 COMMENT ON SEQUENCE @extschema@.channel_followed_seq IS
 'Configuration, internal state maintained by channel_set and channel_pause, not to be written by hand: 1 once a channel was configured with history, max_size or a limit (something its completions follow), else 0.';
 
+ALTER TABLE @extschema@.message ADD COLUMN is_limited boolean NOT NULL DEFAULT FALSE;
+
+WITH claims AS (
+    SELECT c.id, c.name FROM @extschema@.channel AS c
+    WHERE c.max_concurrency IS NOT NULL AND c.release_interval_ms = 0 AND NOT c.is_paused AND NOT c.is_ordered
+)
+UPDATE @extschema@.message AS m
+SET is_limited = TRUE, is_admitted = m.is_locked
+FROM claims AS c
+WHERE m.channel_id = c.id AND m.channel = c.name AND m.schedule IS DISTINCT FROM '';
+
+UPDATE @extschema@.channel AS c
+SET num_admitted = (
+    SELECT pg_catalog.count(*)::integer FROM @extschema@.message AS m
+    WHERE m.channel_id = c.id AND m.channel = c.name AND m.is_admitted
+)
+WHERE c.max_concurrency IS NOT NULL AND c.release_interval_ms = 0 AND NOT c.is_paused AND NOT c.is_ordered;
+
+INSERT INTO @extschema@.message (channel_id, channel, dequeue_at, created_at, content, schedule)
+SELECT c.id, c.name, w.at, w.at, '', ''
+FROM @extschema@.channel AS c
+CROSS JOIN (SELECT @extschema@._clock_ms() AS at) AS w
+WHERE
+    c.max_concurrency IS NOT NULL AND c.release_interval_ms = 0 AND NOT c.is_paused AND NOT c.is_ordered
+    AND EXISTS (SELECT 1 FROM @extschema@.message AS m WHERE m.channel_id = c.id AND m.channel = c.name AND m.is_held)
+    AND NOT EXISTS (SELECT 1 FROM @extschema@.message AS x WHERE x.channel_id = c.id AND x.schedule = '');
+
 CREATE OR REPLACE FUNCTION @extschema@._max_error_bytes()
 RETURNS bigint
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -581,6 +608,7 @@ DECLARE
     v_created bigint;
     v_counted bigint;
     v_has_no_row boolean;
+    v_is_limited boolean;
     v_is_full boolean;
     -- (NULL until a full channel's create sets it: an initialiser would be
     -- one more expression for every create.)
@@ -604,9 +632,15 @@ BEGIN
             k.now,
             p.place,
             p.is_early,
-            -- (_channel_admits(c) written out: c is not a whole row.)
-            COALESCE(c.max_concurrency IS NOT NULL OR c.release_interval_ms > 0 OR c.is_paused, FALSE)
+            -- (_channel_admits(c) AND NOT _channel_claims(c) written out: c
+            -- is not a whole row.  A channel whose takes claim places its
+            -- messages as one without limits does.)
+            COALESCE(c.max_concurrency IS NOT NULL AND c.is_ordered OR c.release_interval_ms > 0 OR c.is_paused, FALSE)
             OR v_is_serializable,
+            -- (_channel_claims(c).)
+            COALESCE(
+                c.max_concurrency IS NOT NULL AND c.release_interval_ms = 0 AND NOT c.is_paused AND NOT c.is_ordered, FALSE
+            ),
             c.max_size,
             CASE WHEN c.notify AND NOT c.is_paused THEN COALESCE(c.notify_payload, p_channel) END,
             c.id IS NULL,
@@ -614,7 +648,7 @@ BEGIN
             -- interval, and the message due: _channel_hold_try.)
             COALESCE(c.release_interval_ms = 0 AND (c.is_paused OR c.num_admitted >= c.max_concurrency), FALSE)
             AND v_dequeue_at <= k.now AND NOT v_is_serializable
-        INTO v_epoch, v_now, v_place, v_is_early, v_waits, v_max_size, v_notify, v_has_no_row, v_is_full
+        INTO v_epoch, v_now, v_place, v_is_early, v_waits, v_is_limited, v_max_size, v_notify, v_has_no_row, v_is_full
         FROM (
             SELECT
                 e.epoch,
@@ -630,7 +664,7 @@ BEGIN
         LEFT JOIN LATERAL (
             SELECT
                 r.id, r.max_size, r.max_concurrency, r.release_interval_ms, r.is_paused, r.notify, r.notify_payload,
-                r.num_admitted
+                r.num_admitted, r.is_ordered
             FROM @extschema@.channel AS r
             WHERE r.id >= v_channel_id AND r.id <= v_channel_id AND (p_channel IS NULL OR r.name = p_channel)
             ORDER BY r.id DESC
@@ -652,11 +686,16 @@ BEGIN
         IF v_is_full OR v_has_no_row AND pg_catalog.pg_sequence_last_value('@extschema@.channel_pattern_seq') > 0 THEN
             IF v_is_full THEN
                 v_is_held := @extschema@._channel_hold_try(v_channel_id, v_dequeue_at);
+                -- (Held: no position.  A channel whose takes claim would
+                -- place it else.)
+                v_waits := v_waits OR v_is_held;
             ELSE
                 SELECT
-                    COALESCE(@extschema@._channel_admits(f), FALSE) OR v_is_serializable,
+                    COALESCE(@extschema@._channel_admits(f) AND NOT @extschema@._channel_claims(f), FALSE)
+                    OR v_is_serializable,
+                    COALESCE(@extschema@._channel_claims(f), FALSE),
                     CASE WHEN f.notify THEN COALESCE(f.notify_payload, p_channel) END
-                INTO v_waits, v_notify
+                INTO v_waits, v_is_limited, v_notify
                 FROM (SELECT) AS one
                 LEFT JOIN LATERAL @extschema@._channel_pattern_config(p_channel) AS f ON TRUE;
             END IF;
@@ -681,7 +720,9 @@ BEGIN
             END IF;
         END IF;
 
-        INSERT INTO @extschema@.message (id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early, is_held)
+        INSERT INTO @extschema@.message (
+            id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early, is_held, is_limited
+        )
         SELECT
             COALESCE(v_id, pg_catalog.nextval('@extschema@.message_id_seq')), v_channel_id, p_channel, v_dequeue_at,
             v_now, p_content, p_key,
@@ -690,7 +731,7 @@ BEGIN
             -- (Held only when this pass found the channel full: a pass
             -- after the epoch changed may not, and keeps an earlier pass's
             -- v_is_held.)
-            COALESCE(v_is_full AND v_is_held, FALSE)
+            COALESCE(v_is_full AND v_is_held, FALSE), v_is_limited
         WHERE pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') = v_epoch
         -- (Counted, lonnymq_messages_created_total: a sequence, no row.)
         RETURNING id, pg_catalog.nextval('@extschema@.messages_created_seq') INTO v_created, v_counted;
@@ -750,8 +791,9 @@ BEGIN
     v_default := @extschema@._now_ms();
     v_channel := @extschema@._channel_config(@extschema@._channel_id(p_channel), p_channel);
     -- Waiting for a dequeue to admit or place them, as message_create's:
-    -- a channel with limits, or a SERIALIZABLE producer.
-    v_limited := @extschema@._channel_admits(v_channel)
+    -- a channel with limits whose takes do not claim, or a SERIALIZABLE
+    -- producer.
+    v_limited := @extschema@._channel_admits(v_channel) AND NOT @extschema@._channel_claims(v_channel)
         OR pg_catalog.current_setting('transaction_isolation') = 'serializable';
     v_ids := ARRAY(
         SELECT s.id
@@ -852,7 +894,7 @@ BEGIN
     -- (dequeue_at, id) order; those more than a second before the channel's
     -- last ready message are early (_message_place).
     INSERT INTO @extschema@.message (
-        id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early, is_held
+        id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early, is_held, is_limited
     )
     SELECT
         v_ids[r.i], v_channel.id, v_channel.name, r.at, v_now, r.content, r.key,
@@ -865,7 +907,7 @@ BEGIN
             WHEN v_last_is_early THEN @extschema@._message_early_behind(v_channel.id, v_bound, r.at, r.margin)
             ELSE COALESCE(r.at < v_last_at - r.margin, FALSE)
         END,
-        FALSE
+        FALSE, @extschema@._channel_claims(v_channel)
     FROM (
         SELECT c.content, COALESCE(c.dequeue_at, v_default) AS at, c.key, c.i,
             -- (How far before the channel's last ready message it may sort
@@ -916,7 +958,7 @@ BEGIN
     END IF;
     DELETE FROM @extschema@.message AS m
     WHERE m.id = p_id AND NOT m.is_locked AND m.schedule IS NULL
-    RETURNING m.key, m.is_admitted INTO v_gone;
+    RETURNING m.key, m.is_admitted, m.is_limited AND m.position IS NOT NULL AS was_unclaimed INTO v_gone;
     IF NOT FOUND THEN
         RETURN FALSE;
     END IF;
@@ -927,10 +969,85 @@ BEGIN
     IF v_gone.is_admitted THEN
         -- Admitted and not delivered: it also held the release interval's turn.
         PERFORM @extschema@._channel_admit(v_channel.id, 1, 1, FALSE, @extschema@._clock_ms(), NULL);
+    ELSIF v_gone.was_unclaimed THEN
+        -- Placed in a channel whose takes claim: its place in the channel's
+        -- room goes to a held message (_channel_admit).
+        PERFORM @extschema@._channel_admit(v_channel.id, 0, 0, FALSE, @extschema@._clock_ms(), NULL);
     END IF;
     RETURN TRUE;
 END;
 $$;
+
+CREATE OR REPLACE FUNCTION @extschema@._channel_claims(p_channel @extschema@.channel)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT p_channel.max_concurrency IS NOT NULL AND p_channel.release_interval_ms = 0
+        AND NOT p_channel.is_paused AND NOT p_channel.is_ordered
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_claims(@extschema@.channel) IS
+'Internal: whether a channel''s takes claim (max_concurrency without a release interval, pause or order).';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_claims(@extschema@.channel) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._channel_claim(p_id bigint, p_channel_id bigint, p_channel text, p_dequeue_at bigint)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_channel @extschema@.channel;
+BEGIN
+    IF @extschema@._channel_row_try_lock(p_channel_id) THEN
+        UPDATE @extschema@.channel AS c
+        SET num_admitted = c.num_admitted + 1
+        WHERE
+            c.ctid = (
+                SELECT r.ctid FROM @extschema@.channel AS r
+                WHERE r.id >= p_channel_id AND r.id <= p_channel_id
+                ORDER BY r.id DESC LIMIT 1
+            )
+            AND (c.num_admitted < c.max_concurrency OR NOT @extschema@._channel_claims(c));
+        IF FOUND THEN
+            RETURN TRUE;
+        END IF;
+        -- No row (a pattern's follower), or full.
+        IF NOT EXISTS (SELECT FROM @extschema@._channel_row(p_channel_id, NULL)) THEN
+            SELECT f.* INTO v_channel FROM @extschema@._channel_pattern_config(p_channel) AS f;
+            IF NOT COALESCE(@extschema@._channel_claims(v_channel), FALSE) THEN
+                RETURN TRUE;
+            END IF;
+            v_channel.num_admitted := 1;
+            v_channel.created_at := @extschema@._clock_ms();
+            INSERT INTO @extschema@.channel SELECT v_channel.* ON CONFLICT DO NOTHING;
+            RETURN FOUND;
+        END IF;
+        UPDATE @extschema@.message AS m SET position = NULL, is_early = FALSE, is_held = TRUE WHERE m.id = p_id;
+        UPDATE @extschema@.channel AS c
+        SET admit_from = p_dequeue_at
+        WHERE
+            c.ctid = (
+                SELECT r.ctid FROM @extschema@.channel AS r
+                WHERE r.id >= p_channel_id AND r.id <= p_channel_id
+                ORDER BY r.id DESC LIMIT 1
+            )
+            AND c.admit_from > p_dequeue_at;
+    END IF;
+    -- Refused (a busy row lock, or held): the take takes again, past it
+    -- (message_complete_dequeue reads and clears the list).
+    PERFORM pg_catalog.set_config(
+        'lonnymq.refused',
+        (COALESCE(NULLIF(pg_catalog.current_setting('lonnymq.refused', TRUE), ''), '{}')::bigint[] || p_id)::text,
+        TRUE
+    );
+    RETURN FALSE;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_claim(bigint, bigint, text, bigint) IS
+'Internal: a take''s claim of a unit of its channel''s max_concurrency for a turn''s holder; a full channel''s holder is held.';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_claim(bigint, bigint, text, bigint) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION @extschema@._channel_hold_try(p_channel_id bigint, p_dequeue_at bigint)
 RETURNS boolean
@@ -975,6 +1092,8 @@ DECLARE
     v_bound bigint;
     v_held record;
     v_is_guarded boolean;
+    v_claims boolean;
+    v_mark bigint;
 BEGIN
     PERFORM @extschema@._channel_row_lock(p_channel_id);
     -- Newest version first, and written by the ctid it was locked at
@@ -996,10 +1115,33 @@ BEGIN
             v_channel.release_at := p_now + v_channel.release_interval_ms;
         END IF;
     END IF;
+    -- (_channel_claims written out: v_channel is a record.)
+    v_claims := v_channel.max_concurrency IS NOT NULL AND v_channel.release_interval_ms = 0
+        AND NOT v_channel.is_paused AND NOT v_channel.is_ordered;
+    -- A channel whose takes claim counts its locks: its room is what
+    -- neither they nor its placed unclaimed messages (at most
+    -- max_concurrency of them read) take up.
     v_room := CASE WHEN v_channel.is_paused THEN 0 ELSE LEAST(
         COALESCE(v_channel.max_concurrency - v_channel.num_admitted, 1000),
         CASE WHEN v_channel.release_interval_ms > 0 THEN 1 - v_channel.num_pending ELSE 1000 END
     ) END;
+    IF v_claims AND v_room > 0 THEN
+        -- (A variable: an index condition, where the sequence's volatile
+        -- read would be a filter.)
+        v_mark := pg_catalog.pg_sequence_last_value('@extschema@.position_mark_seq');
+        v_room := v_room - (
+            SELECT pg_catalog.count(*)::integer
+            FROM (
+                SELECT FROM @extschema@.message AS m
+                WHERE
+                    m.channel_id = v_channel.id AND NOT m.is_admitted
+                    -- (From the position mark, where message_channel_ix's
+                    -- live placed entries start: past its unplaced ones.)
+                    AND m.position >= v_mark
+                LIMIT v_room
+            ) AS u
+        );
+    END IF;
     IF v_room > 0 THEN
         -- The hold guard, tried exclusively before the walk (a statement of
         -- its own, so that the walk's snapshot is taken after it): with it,
@@ -1026,8 +1168,11 @@ BEGIN
                 SET is_held = FALSE, is_admitted = TRUE, dequeue_at = GREATEST(v_channel.release_at, v_held.dequeue_at)
                 WHERE m.id = v_held.id;
             ELSE
+                -- (Released unclaimed when its take claims.)
                 UPDATE @extschema@.message AS m
-                SET is_held = FALSE, is_admitted = TRUE, position = p.place, is_early = p.is_early
+                SET
+                    is_held = FALSE, is_admitted = NOT v_claims, is_limited = v_claims, position = p.place,
+                    is_early = p.is_early
                 FROM @extschema@._message_place(v_channel.id, v_bound, v_held.dequeue_at, 0) AS p
                 WHERE m.id = v_held.id;
             END IF;
@@ -1069,7 +1214,7 @@ BEGIN
     END IF;
     UPDATE @extschema@.channel AS c
     SET
-        num_admitted = v_channel.num_admitted + v_admitted,
+        num_admitted = v_channel.num_admitted + CASE WHEN v_claims THEN 0 ELSE v_admitted END,
         num_pending = v_channel.num_pending + CASE WHEN v_channel.release_interval_ms > 0 THEN v_admitted ELSE 0 END,
         release_at = v_channel.release_at,
         admit_from = v_channel.admit_from
@@ -1101,7 +1246,9 @@ BEGIN
             WHEN m.is_locked AND (m.is_held OR m.position IS NOT NULL) THEN GREATEST(m.dequeue_at, p_now)
             ELSE m.dequeue_at
         END,
-        is_admitted = v_limited AND m.is_locked
+        is_admitted = v_limited AND m.is_locked,
+        -- (Claims count locks: a lock holds one.)
+        is_limited = @extschema@._channel_claims(p_channel)
     WHERE m.channel_id = p_channel.id AND m.channel = p_channel.name
         AND (m.position IS NOT NULL OR m.is_admitted OR m.is_locked AND (v_limited OR m.is_held));
     UPDATE @extschema@.channel AS c
@@ -1127,7 +1274,7 @@ BEGIN
         ORDER BY m.dequeue_at, m.id
     LOOP
         UPDATE @extschema@.message AS m
-        SET is_held = FALSE, position = p.place, is_early = p.is_early
+        SET is_held = FALSE, is_limited = FALSE, position = p.place, is_early = p.is_early
         FROM @extschema@._message_place(p_channel.id, p_bound, v_held.dequeue_at, 0) AS p
         WHERE m.id = v_held.id;
     END LOOP;
@@ -1208,9 +1355,10 @@ BEGIN
             v_periodic := v_periodic + 1;
         END IF;
         v_is_dead := COALESCE(v_due.is_locked AND v_due.num_failures + 1 >= v_channel.max_attempts, FALSE);
-        -- Paused: held.  With limits: held unless admitted already.
+        -- Paused: held.  With limits: held unless admitted already, or
+        -- unless its takes claim (placed, its take claims).
         v_is_held := NOT v_is_dead AND @extschema@._channel_admits(v_channel)
-            AND (v_channel.is_paused OR NOT v_due.is_admitted);
+            AND (v_channel.is_paused OR NOT v_due.is_admitted) AND NOT @extschema@._channel_claims(v_channel);
         -- Admission, a release, and a dead letter's count in a max_size
         -- channel write the channel's row.  One whose row lock another
         -- call holds (a complete, a take, another promotion of it) is left
@@ -1262,9 +1410,10 @@ BEGIN
                 );
             END IF;
             -- Ready: a scheduled message, or an admitted one (an expired
-            -- lock stays admitted, and counted, until it is delivered again).
+            -- lock stays admitted, and counted, until it is delivered again;
+            -- one that holds a claim keeps it).
             UPDATE @extschema@.message AS m
-            SET position = p.place, is_early = p.is_early
+            SET position = p.place, is_early = p.is_early, is_limited = @extschema@._channel_claims(v_channel)
             FROM @extschema@._message_place(v_due.channel_id, p_bound, v_due.dequeue_at, 0) AS p
             WHERE m.id = v_due.id;
         END IF;
@@ -1311,6 +1460,106 @@ COMMENT ON FUNCTION @extschema@._housekeeping(bigint, bigint, integer, boolean, 
 
 REVOKE ALL ON FUNCTION @extschema@._housekeeping(bigint, bigint, integer, boolean, integer) FROM PUBLIC;
 
+CREATE OR REPLACE FUNCTION @extschema@._message_turns_resolve(p_turns @extschema@._turn[])
+RETURNS @extschema@._turn[]
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_turns @extschema@._turn[];
+    v_move_ids bigint[];
+    v_move_positions bigint[];
+BEGIN
+    WITH head AS (
+        SELECT h.id, h.channel_id, h.dequeue_at, h.is_locked, h.position
+        FROM pg_catalog.unnest(p_turns) AS h
+    ),
+
+    early AS MATERIALIZED (
+        SELECT e.id, e.channel_id, e.dequeue_at, e.is_locked, e.position
+        FROM (
+            SELECT h.channel_id, pg_catalog.count(*) AS k
+            FROM head AS h
+            GROUP BY h.channel_id
+        ) AS c
+        CROSS JOIN LATERAL (
+            SELECT x.id, x.channel_id, x.dequeue_at, x.is_locked, x.position
+            FROM @extschema@.message AS x
+            WHERE
+                x.channel_id = c.channel_id AND x.is_early AND x.position IS NOT NULL
+                AND x.id <> ALL(ARRAY(SELECT h.id FROM head AS h))
+                -- (Not a recovered lock that holds a claim: the take
+                -- counted a claim for each turn, which what it delivers
+                -- holds; one that holds its own waits for its turn.)
+                AND NOT (x.is_limited AND x.is_admitted)
+            ORDER BY x.dequeue_at, x.id
+            LIMIT c.k
+            FOR UPDATE SKIP LOCKED
+        ) AS e
+    ),
+
+    -- The candidates of each channel, ranked; k is its number of turns.
+    ranked AS MATERIALIZED (
+        SELECT
+            c.*,
+            pg_catalog.row_number() OVER (PARTITION BY c.channel_id ORDER BY c.dequeue_at, c.id) AS rank,
+            pg_catalog.count(*) FILTER (WHERE c.is_turn) OVER (PARTITION BY c.channel_id) AS k
+        FROM (
+            SELECT h.*, TRUE AS is_turn FROM head AS h
+            UNION ALL
+            SELECT e.*, FALSE FROM early AS e
+        ) AS c
+    ),
+
+    -- A channel's j-th turn, and the place of the j-th early message that
+    -- gets a turn.
+    turns AS MATERIALIZED (
+        SELECT
+            r.channel_id, r.position, r.is_turn,
+            pg_catalog.row_number() OVER (PARTITION BY r.channel_id, r.is_turn ORDER BY r.position) AS j
+        FROM ranked AS r
+        WHERE r.is_turn OR r.rank <= r.k
+    ),
+
+    -- The j-th turn of a channel delivers its j-th candidate.
+    delivered AS (
+        SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, t.position
+        FROM ranked AS r
+        INNER JOIN turns AS t ON t.channel_id = r.channel_id AND t.is_turn AND t.j = r.rank
+        WHERE r.rank <= r.k
+    ),
+
+    -- Holders beyond the k-th take, in order, the places of the early
+    -- messages that got turns.
+    moves AS (
+        SELECT d.id, f.position
+        FROM (
+            SELECT r.id, r.channel_id, pg_catalog.row_number() OVER (PARTITION BY r.channel_id ORDER BY r.rank) AS j
+            FROM ranked AS r
+            WHERE r.is_turn AND r.rank > r.k
+        ) AS d
+        INNER JOIN turns AS f ON f.channel_id = d.channel_id AND NOT f.is_turn AND f.j = d.j
+    )
+
+    SELECT
+        (SELECT pg_catalog.array_agg(v.id) FROM moves AS v),
+        (SELECT pg_catalog.array_agg(v.position) FROM moves AS v),
+        pg_catalog.array_agg(ROW(d.id, d.channel_id, d.dequeue_at, d.is_locked, d.position)::@extschema@._turn ORDER BY d.position)
+    INTO v_move_ids, v_move_positions, v_turns
+    FROM delivered AS d;
+
+    -- By primary key only ("= ANY": an index condition by shape).
+    -- A displaced holder that held a claim (a recovered lock) gives it to
+    -- the message delivered in its place (the take counted one claim a
+    -- turn); it claims again at its own take.
+    UPDATE @extschema@.message AS m
+    SET
+        position = v_move_positions[pg_catalog.array_position(v_move_ids, m.id)], is_early = TRUE,
+        is_admitted = m.is_admitted AND NOT m.is_limited
+    WHERE m.id = ANY(v_move_ids);
+    RETURN v_turns;
+END;
+$$;
+
 CREATE OR REPLACE FUNCTION @extschema@.message_complete_dequeue(
     p_ids bigint[],
     p_num_attempts integer[],
@@ -1339,6 +1588,12 @@ DECLARE
     v_out @extschema@.delivery[];
     v_admitted bigint[];
     v_delivery @extschema@.delivery;
+    -- (A retake's, after turns a claim refused: no initialisers, so that a
+    -- call that retakes nothing evaluates no more expressions.)
+    v_tries integer;
+    v_skip bigint[];
+    v_out_before @extschema@.delivery[];
+    v_admitted_before bigint[];
 BEGIN
     -- One expression for valid input; the checks say what is wrong.
     IF p_lock_ms IS NULL OR p_lock_ms NOT BETWEEN 1 AND @extschema@._max_duration_ms()
@@ -1395,23 +1650,34 @@ BEGIN
     -- message_pkey).
     LOOP
         WITH head AS MATERIALIZED (
-            SELECT a.*
+            SELECT
+                a.id, a.channel_id, a.dequeue_at, a.is_locked, a.position,
+                -- The claim of a turn whose holder must claim (once per
+                -- turn, on the version locked; NULL: none needed).
+                CASE WHEN a.must_claim THEN @extschema@._channel_claim(a.id, a.channel_id, a.channel, a.dequeue_at) END
+                    AS is_claimed
             FROM (
-                SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position
+                SELECT
+                    r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position, r.channel,
+                    r.is_limited AND NOT r.is_admitted AS must_claim
                 FROM @extschema@.message AS r
-                WHERE p_channel IS NULL AND v_turns IS NULL AND r.position >= v_mark
+                WHERE p_channel IS NULL AND v_turns IS NULL AND r.position >= v_mark AND (v_skip IS NULL OR r.id <> ALL(v_skip))
                 ORDER BY r.position, r.dequeue_at, r.id
                 LIMIT v_limit
                 FOR UPDATE OF r SKIP LOCKED
             ) AS a
             UNION ALL
-            SELECT b.*
+            SELECT
+                b.id, b.channel_id, b.dequeue_at, b.is_locked, b.position,
+                CASE WHEN b.must_claim THEN @extschema@._channel_claim(b.id, b.channel_id, b.channel, b.dequeue_at) END
             FROM (
-                SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position
+                SELECT
+                    r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position, r.channel,
+                    r.is_limited AND NOT r.is_admitted AS must_claim
                 FROM @extschema@.message AS r
                 WHERE
                     p_channel IS NOT NULL AND v_turns IS NULL AND r.channel_id = v_channel_id
-                    AND r.position >= v_mark AND r.channel = p_channel
+                    AND r.position >= v_mark AND r.channel = p_channel AND (v_skip IS NULL OR r.id <> ALL(v_skip))
                 ORDER BY r.position NULLS FIRST, r.dequeue_at, r.id
                 LIMIT v_limit
                 FOR UPDATE OF r SKIP LOCKED
@@ -1440,12 +1706,16 @@ BEGIN
                         AND (x.dequeue_at, x.id) < (h.dequeue_at, h.id)
                 )), FALSE) AS is_passed
             FROM head AS h
+            -- (A turn whose claim was refused is not taken.)
+            WHERE h.is_claimed IS NOT FALSE
         ),
 
         taken AS (
             UPDATE @extschema@.message AS m
             SET
                 position = NULL, is_early = FALSE, is_locked = TRUE, locked_by = v_caller,
+                -- (A claim, counted by the head, is held while locked.)
+                is_admitted = m.is_admitted OR m.is_limited,
                 num_attempts = m.num_attempts + 1,
                 -- The clock when the row is taken, after another call's
                 -- promotion of it committed: a lock never starts before
@@ -1464,9 +1734,10 @@ BEGIN
                 -- A delivery in a channel with a release interval starts
                 -- the interval again (step 4), under the channel's row
                 -- lock, tried: else the message is left for a later call.
-                AND (NOT m.is_admitted OR @extschema@._channel_release_try_lock(m.channel_id))
+                AND (NOT m.is_admitted OR m.is_limited OR @extschema@._channel_release_try_lock(m.channel_id))
             RETURNING
-                m.id, m.channel, m.content, m.state, m.num_attempts, m.channel_id, m.is_admitted,
+                m.id, m.channel, m.content, m.state, m.num_attempts, m.channel_id,
+                m.is_admitted AND NOT m.is_limited AS is_admitted,
                 pg_catalog.array_position(u.ids, m.id) AS k,
                 -- (Counted, lonnymq_messages_delivered_total: a sequence, no row.)
                 pg_catalog.nextval('@extschema@.messages_delivered_seq') AS delivered
@@ -1487,9 +1758,30 @@ BEGIN
                 pg_catalog.array_agg(t.channel_id) FILTER (WHERE t.is_admitted) AS admitted
             FROM taken AS t
         ) AS d;
-        EXIT WHEN NOT v_is_passed OR v_is_resolved;
-        v_turns := @extschema@._message_turns_resolve(v_turns);
-        v_is_resolved := TRUE;
+        -- (One expression: and nothing to take again, see below.)
+        EXIT WHEN (NOT v_is_passed OR v_is_resolved) AND (
+            COALESCE(pg_catalog.cardinality(v_out), 0) >= v_limit
+            OR COALESCE(pg_catalog.current_setting('lonnymq.refused', TRUE), '') IN ('', '{}')
+            OR v_tries >= 8
+        );
+        IF v_is_passed AND NOT v_is_resolved THEN
+            v_turns := @extschema@._message_turns_resolve(v_turns);
+            v_is_resolved := TRUE;
+        ELSE
+            -- Turns whose claims were refused (_channel_claim: a full
+            -- channel's, held, or a busy row lock's) are taken again by the
+            -- head, past them and from the last turn taken (not across the
+            -- entries of what it took again), up to 8 times a call.
+            v_skip := COALESCE(v_skip, '{}') || pg_catalog.current_setting('lonnymq.refused')::bigint[];
+            v_mark := GREATEST(v_mark, (SELECT pg_catalog.max((t).position) FROM pg_catalog.unnest(v_turns) AS t));
+            PERFORM pg_catalog.set_config('lonnymq.refused', '', TRUE);
+            v_tries := COALESCE(v_tries, 0) + 1;
+            v_out_before := v_out_before || v_out;
+            v_admitted_before := v_admitted_before || v_admitted;
+            v_limit := v_limit - COALESCE(pg_catalog.cardinality(v_out), 0);
+            v_turns := NULL;
+            v_is_resolved := FALSE;
+        END IF;
     END LOOP;
 
     -- 4.
@@ -1497,16 +1789,17 @@ BEGIN
     -- again (its row lock is held already, from the take).
     -- (The clock after the take: the interval never starts before a
     -- delivery's lock.)
-    IF v_admitted IS NOT NULL THEN
+    -- (With the retakes': an expression each, as without them.)
+    IF (v_admitted_before || v_admitted) IS NOT NULL THEN
         PERFORM @extschema@._channel_admit(
-            c.id, 0, pg_catalog.cardinality(pg_catalog.array_positions(v_admitted, c.id)), TRUE, @extschema@._clock_ms(),
+            c.id, 0, pg_catalog.cardinality(pg_catalog.array_positions(v_admitted_before || v_admitted, c.id)), TRUE, @extschema@._clock_ms(),
             NULL
         )
-        FROM (SELECT DISTINCT a.id FROM pg_catalog.unnest(v_admitted) AS a (id)) AS a
+        FROM (SELECT DISTINCT a.id FROM pg_catalog.unnest(v_admitted_before || v_admitted) AS a (id)) AS a
         CROSS JOIN LATERAL @extschema@._channel_row(a.id, NULL) AS c
         WHERE c.release_interval_ms > 0;
     END IF;
-    FOREACH v_delivery IN ARRAY COALESCE(v_out, '{}') LOOP
+    FOREACH v_delivery IN ARRAY COALESCE(v_out_before || v_out, '{}') LOOP
         RETURN NEXT v_delivery;
     END LOOP;
 END;
@@ -1655,6 +1948,74 @@ BEGIN
 END;
 $$;
 
+CREATE OR REPLACE FUNCTION @extschema@._message_requeue(
+    p_id bigint,
+    p_channel @extschema@.channel,
+    p_is_admitted boolean,
+    p_dequeue_at bigint,
+    p_state bytea,
+    p_is_failure boolean,
+    p_error text,
+    p_bound bigint,
+    p_now bigint
+)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    -- (A channel whose takes claim places it: its next take claims.)
+    v_claims boolean := @extschema@._channel_claims(p_channel);
+    v_limited boolean := @extschema@._channel_admits(p_channel) AND NOT v_claims;
+    v_keeps boolean := p_is_admitted AND p_channel.is_ordered;
+    -- (A kept admission waits for its channel's release, as every
+    -- delivery of a channel with a release interval does.)
+    v_dequeue_at bigint := CASE
+        WHEN v_keeps THEN GREATEST(p_dequeue_at, COALESCE(p_channel.release_at, p_dequeue_at))
+        ELSE p_dequeue_at
+    END;
+    v_position bigint;
+    v_is_early boolean := FALSE;
+    v_pending integer;
+BEGIN
+    -- (An expired lock made ready again is its channel's pending delivery.)
+    IF p_is_admitted THEN
+        SELECT (m.position IS NOT NULL)::integer INTO v_pending FROM @extschema@.message AS m WHERE m.id = p_id;
+    END IF;
+    -- (A paused channel's kept message is left due: promotion holds it.)
+    IF v_dequeue_at <= p_now AND (NOT v_limited OR v_keeps AND NOT p_channel.is_paused) THEN
+        SELECT p.place, p.is_early INTO v_position, v_is_early
+        FROM @extschema@._message_place(p_channel.id, p_bound, v_dequeue_at, 0) AS p;
+    END IF;
+    UPDATE @extschema@.message AS m
+    SET
+        is_locked = FALSE,
+        dequeue_at = v_dequeue_at,
+        state = COALESCE(p_state, m.state),
+        num_failures = m.num_failures + CASE WHEN p_is_failure THEN 1 ELSE 0 END,
+        attempt_log = CASE
+            WHEN p_is_failure THEN @extschema@._attempt_log_append(m.attempt_log, m.num_attempts, p_now, p_error)
+            ELSE m.attempt_log
+        END,
+        is_admitted = v_keeps,
+        is_limited = v_claims,
+        position = v_position,
+        is_early = v_is_early,
+        is_held = v_dequeue_at <= p_now AND v_limited AND NOT v_keeps
+    WHERE m.id = p_id;
+    IF NOT v_keeps AND (p_is_admitted OR v_dequeue_at <= p_now AND v_limited) THEN
+        -- (p_held_at: the message is held, under its channel's row lock,
+        -- _message_channel's.)
+        PERFORM @extschema@._channel_admit(
+            p_channel.id, CASE WHEN p_is_admitted THEN 1 ELSE 0 END, COALESCE(v_pending, 0), FALSE, p_now,
+            CASE WHEN v_dequeue_at <= p_now AND v_limited THEN v_dequeue_at END
+        );
+    END IF;
+    IF p_channel.notify AND v_dequeue_at <= p_now AND NOT p_channel.is_paused THEN
+        PERFORM pg_catalog.pg_notify('lonnymq', COALESCE(p_channel.notify_payload, p_channel.name));
+    END IF;
+END;
+$$;
+
 CREATE OR REPLACE FUNCTION @extschema@.message_heartbeat(
     p_id bigint,
     p_num_attempts integer,
@@ -1763,6 +2124,109 @@ BEGIN
         NULL, TRUE, p_error, v_bound, v_now
     );
     RETURN 'retry';
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.dead_letter_redrive(
+    p_channel text DEFAULT NULL,
+    p_ids bigint[] DEFAULT NULL
+)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_now bigint;
+    v_dead record;
+    v_channel @extschema@.channel%ROWTYPE;
+    v_id bigint;
+    v_key text;
+    v_count integer := 0;
+    v_bound bigint;
+    v_cursor refcursor;
+    v_limited boolean;
+BEGIN
+    IF p_channel IS NOT NULL THEN
+        PERFORM @extschema@._check_channel_name(p_channel);
+    END IF;
+    v_bound := @extschema@._epoch_enter();
+    v_now := @extschema@._clock_ms();
+    -- One query per way of choosing, each walking its own index in order:
+    -- the ids (primary key), one channel or all (dead_letter_channel_ix).
+    IF p_ids IS NOT NULL THEN
+        OPEN v_cursor FOR
+        SELECT d.*
+        FROM @extschema@.dead_letter AS d
+        WHERE d.id = ANY(p_ids) AND (p_channel IS NULL OR d.channel = p_channel)
+        ORDER BY d.id
+        FOR UPDATE SKIP LOCKED;
+    ELSIF p_channel IS NOT NULL THEN
+        OPEN v_cursor FOR
+        SELECT d.*
+        FROM @extschema@.dead_letter AS d
+        WHERE d.channel = p_channel
+        ORDER BY d.channel, d.id
+        FOR UPDATE SKIP LOCKED;
+    ELSE
+        OPEN v_cursor FOR
+        SELECT d.*
+        FROM @extschema@.dead_letter AS d
+        ORDER BY d.channel, d.id
+        FOR UPDATE SKIP LOCKED;
+    END IF;
+    LOOP
+        FETCH v_cursor INTO v_dead;
+        EXIT WHEN NOT FOUND;
+        IF v_channel.name IS DISTINCT FROM v_dead.channel THEN
+            PERFORM @extschema@._channel_guard_shared(v_dead.channel);
+            v_channel := @extschema@._channel_config(@extschema@._channel_id(v_dead.channel), v_dead.channel);
+            v_limited := @extschema@._channel_admits(v_channel) AND NOT @extschema@._channel_claims(v_channel);
+        END IF;
+        v_id := pg_catalog.nextval('@extschema@.message_id_seq');
+        v_key := v_dead.key;
+        IF v_key IS NOT NULL THEN
+            UPDATE @extschema@.message_key AS k
+            SET message_id = v_id, expires_at = NULL
+            WHERE
+                k.channel_id = v_channel.id
+                AND k.key = v_key
+                AND (k.message_id = v_dead.id OR k.expires_at <= v_now);
+            IF NOT FOUND THEN
+                INSERT INTO @extschema@.message_key (channel_id, key, message_id)
+                VALUES (v_channel.id, v_key, v_id)
+                ON CONFLICT (channel_id, key) DO NOTHING;
+                IF NOT FOUND THEN
+                    v_key := NULL;
+                END IF;
+            END IF;
+        END IF;
+        -- Counted towards max_size, which it may exceed: a redrive never
+        -- drops a message.
+        UPDATE @extschema@.channel_quota AS q
+        SET num_created = q.num_created + 1
+        WHERE q.channel_id = v_channel.id;
+        -- Deliverable now: ready at its channel's next place, or, in a
+        -- channel with limits, due at once for admission (as a create).
+        INSERT INTO @extschema@.message (
+            id, channel_id, channel, dequeue_at, created_at, content, state, key, attempt_log, position, is_early,
+            is_limited
+        )
+        SELECT
+            v_id, v_channel.id, v_channel.name, v_now, v_dead.created_at, v_dead.content, v_dead.state, v_key,
+            v_dead.attempt_log,
+            CASE WHEN NOT v_limited THEN p.place END, NOT v_limited AND p.is_early,
+            @extschema@._channel_claims(v_channel)
+        FROM @extschema@._message_place(v_channel.id, v_bound, v_now, 0) AS p;
+        IF v_channel.notify AND NOT v_channel.is_paused THEN
+            PERFORM pg_catalog.pg_notify('lonnymq', COALESCE(v_channel.notify_payload, v_channel.name));
+        END IF;
+        DELETE FROM @extschema@.dead_letter AS d WHERE d.id = v_dead.id;
+        v_count := v_count + 1;
+    END LOOP;
+    CLOSE v_cursor;
+    -- (Counted, lonnymq_messages_created_total: a sequence, no row.)
+    PERFORM pg_catalog.nextval('@extschema@.messages_created_seq') FROM pg_catalog.generate_series(1, v_count);
+    RETURN v_count;
 END;
 $$;
 
@@ -2271,6 +2735,9 @@ COMMENT ON COLUMN @extschema@.channel.num_pending IS
 
 COMMENT ON COLUMN @extschema@.message.position IS
 'Delivery, internal state maintained by the queue functions, not to be written by hand: the message''s place in the round order while it is placed (round * 2^20 + its channel''s slot); NULL: locked, scheduled or held.';
+
+COMMENT ON COLUMN @extschema@.message.is_limited IS
+'Admission, internal state maintained by the queue functions, not to be written by hand: its channel limits the locks at once (max_concurrency without a release interval, pause or order), so its take claims a unit of the channel''s count (is_admitted while it holds it).';
 
 COMMENT ON COLUMN @extschema@.message.schedule IS
 'Periodic messages, internal state maintained by the queue functions, not to be written by hand: the name of the schedule whose pending occurrence this is (scheduled at its next boundary, not counted by max_size, not cancellable; schedule_drop drops it); '''': a wake, no message (a due entry that walks a limited channel''s held messages again); NULL: any other message.';

@@ -67,3 +67,35 @@ SELECT pg_catalog.setval(
 );
 COMMENT ON SEQUENCE @extschema@.channel_followed_seq IS
 'Configuration, internal state maintained by channel_set and channel_pause, not to be written by hand: 1 once a channel was configured with history, max_size or a limit (something its completions follow), else 0.';
+
+-- A channel with max_concurrency and no release interval, pause or order
+-- claims at the take (admission/_channel_claims.sql): max_concurrency
+-- counts its locks, its messages are placed unclaimed (message.is_limited)
+-- and each take claims.  Its locks hold claims and are counted; its
+-- admitted messages not yet delivered are unclaimed again; a wake (a due
+-- message row whose schedule is '') makes the next dequeue's promotion
+-- release its held messages into the room left (_channel_admit).  (The
+-- ALTER holds message exclusively until the upgrade commits.)
+ALTER TABLE @extschema@.message ADD COLUMN is_limited boolean NOT NULL DEFAULT FALSE;
+WITH claims AS (
+    SELECT c.id, c.name FROM @extschema@.channel AS c
+    WHERE c.max_concurrency IS NOT NULL AND c.release_interval_ms = 0 AND NOT c.is_paused AND NOT c.is_ordered
+)
+UPDATE @extschema@.message AS m
+SET is_limited = TRUE, is_admitted = m.is_locked
+FROM claims AS c
+WHERE m.channel_id = c.id AND m.channel = c.name AND m.schedule IS DISTINCT FROM '';
+UPDATE @extschema@.channel AS c
+SET num_admitted = (
+    SELECT pg_catalog.count(*)::integer FROM @extschema@.message AS m
+    WHERE m.channel_id = c.id AND m.channel = c.name AND m.is_admitted
+)
+WHERE c.max_concurrency IS NOT NULL AND c.release_interval_ms = 0 AND NOT c.is_paused AND NOT c.is_ordered;
+INSERT INTO @extschema@.message (channel_id, channel, dequeue_at, created_at, content, schedule)
+SELECT c.id, c.name, w.at, w.at, '', ''
+FROM @extschema@.channel AS c
+CROSS JOIN (SELECT @extschema@._clock_ms() AS at) AS w
+WHERE
+    c.max_concurrency IS NOT NULL AND c.release_interval_ms = 0 AND NOT c.is_paused AND NOT c.is_ordered
+    AND EXISTS (SELECT 1 FROM @extschema@.message AS m WHERE m.channel_id = c.id AND m.channel = c.name AND m.is_held)
+    AND NOT EXISTS (SELECT 1 FROM @extschema@.message AS x WHERE x.channel_id = c.id AND x.schedule = '');

@@ -126,7 +126,9 @@ SELECT is(
 );
 SELECT is((SELECT result FROM costs WHERE what = 'complete'), 'true', 'complete succeeded');
 SELECT is((SELECT result FROM costs WHERE what = 'complete: saturated channel admits'), 'true', 'so did the saturated channel''s');
-SELECT is(:'satrecover_after'::text, '1 ready, 1 admitted, 19999 held', 'which admitted its next message, and only one');
+-- (Its takes claim, 0.15.0: the completion puts its next message back in
+-- the round order unclaimed, and its take claims.)
+SELECT is(:'satrecover_after'::text, '1 ready, 0 admitted, 19999 held', 'which released its next message, and only one');
 SELECT is((SELECT result FROM costs WHERE what = 'defer'), 'true', 'defer succeeded');
 SELECT is((SELECT result FROM costs WHERE what = 'heartbeat'), 'true', 'heartbeat succeeded');
 SELECT is((SELECT result FROM costs WHERE what = 'dequeue: batch of 10'), '10', 'a batch of 10 is served');

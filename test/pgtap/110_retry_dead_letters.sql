@@ -36,7 +36,9 @@ $$;
 -- max_concurrency, admission (0.11.0, replacing num_locked): num_admitted
 -- is the number of admitted messages, at most max_concurrency, every lock
 -- is admitted, and no message is held while the channel has room (no
--- release interval, not paused); for max_size, num_created - num_removed.
+-- release interval, not paused; 0.15.0: what neither its admitted messages
+-- nor its placed unclaimed ones take up); for max_size, num_created -
+-- num_removed.
 -- 'exact' or what differs.
 CREATE FUNCTION pg_temp.counters(p_channel text)
 RETURNS text
@@ -47,7 +49,7 @@ AS $$
         CASE WHEN c.num_admitted > c.max_concurrency THEN 'num_admitted ' || c.num_admitted || ' over max_concurrency' END,
         CASE WHEN c.max_concurrency IS NOT NULL AND l.n > 0 THEN l.n || ' locked but not admitted' END,
         CASE WHEN c.max_concurrency IS NOT NULL AND NOT c.is_paused AND c.release_interval_ms = 0
-            AND c.num_admitted < c.max_concurrency AND w.n > 0 THEN w.n || ' held with room' END,
+            AND c.num_admitted + u.n < c.max_concurrency AND w.n > 0 THEN w.n || ' held with room' END,
         CASE WHEN c.max_size IS NOT NULL AND q.num_created - c.num_removed <> h.n THEN 'held count ' || (q.num_created - c.num_removed) || ' but ' || h.n || ' held' END
     ), ''), 'exact')
     FROM lonnymq.channel AS c
@@ -55,6 +57,9 @@ AS $$
     CROSS JOIN LATERAL (SELECT count(*) AS n FROM lonnymq.message AS m WHERE m.channel = c.name AND m.is_admitted) AS a
     CROSS JOIN LATERAL (SELECT count(*) AS n FROM lonnymq.message AS m WHERE m.channel = c.name AND m.is_locked AND NOT m.is_admitted) AS l
     CROSS JOIN LATERAL (SELECT count(*) AS n FROM lonnymq.message AS m WHERE m.channel = c.name AND m.is_held) AS w
+    CROSS JOIN LATERAL (
+        SELECT count(*) AS n FROM lonnymq.message AS m WHERE m.channel = c.name AND m.position IS NOT NULL AND NOT m.is_admitted
+    ) AS u
     CROSS JOIN LATERAL (SELECT count(*) AS n FROM lonnymq.message AS m WHERE m.channel = c.name) AS h
     WHERE c.name = p_channel
 $$;
@@ -194,13 +199,14 @@ SELECT is(pg_temp.deliver('dfc'), :dfc_a || ':1', 'max_concurrency 1: a delivere
 SELECT is(pg_temp.deliver('dfc'), NULL, 'saturated');
 SELECT is(lonnymq.message_fail(:dfc_a, 1, 'x'), 'dead', 'max_attempts 1: the first failure is dead');
 SELECT is(pg_temp.counters('dfc'), 'exact', 'admission and the held count follow');
--- (0.11.0: num_admitted replaces num_locked; the dead message's place went
--- to b, admitted and ready, not locked.)
+-- (0.15.0: the channel's takes claim, num_admitted counts its locks; the
+-- dead message gave its claim back, and b is placed, unclaimed.)
 SELECT is(
     ARRAY[(SELECT count(*) FROM lonnymq.message WHERE channel = 'dfc' AND is_locked),
-        (SELECT num_admitted FROM lonnymq.channel WHERE name = 'dfc')],
-    ARRAY[0, 1]::bigint[],
-    'nothing locked, b admitted in its place'
+        (SELECT num_admitted FROM lonnymq.channel WHERE name = 'dfc'),
+        (SELECT count(*) FROM lonnymq.message WHERE id = :dfc_b AND position IS NOT NULL AND NOT is_admitted)],
+    ARRAY[0, 0, 1]::bigint[],
+    'nothing locked or claimed, b placed in its place'
 );
 SELECT is(pg_temp.deliver('dfc'), :dfc_b || ':1', 'the channel is no longer saturated');
 SELECT is(

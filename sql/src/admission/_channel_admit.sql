@@ -78,6 +78,8 @@ DECLARE
     v_bound bigint;
     v_held record;
     v_is_guarded boolean;
+    v_claims boolean;
+    v_mark bigint;
 BEGIN
     PERFORM @extschema@._channel_row_lock(p_channel_id);
     -- Newest version first, and written by the ctid it was locked at
@@ -99,10 +101,33 @@ BEGIN
             v_channel.release_at := p_now + v_channel.release_interval_ms;
         END IF;
     END IF;
+    -- (_channel_claims written out: v_channel is a record.)
+    v_claims := v_channel.max_concurrency IS NOT NULL AND v_channel.release_interval_ms = 0
+        AND NOT v_channel.is_paused AND NOT v_channel.is_ordered;
+    -- A channel whose takes claim counts its locks: its room is what
+    -- neither they nor its placed unclaimed messages (at most
+    -- max_concurrency of them read) take up.
     v_room := CASE WHEN v_channel.is_paused THEN 0 ELSE LEAST(
         COALESCE(v_channel.max_concurrency - v_channel.num_admitted, 1000),
         CASE WHEN v_channel.release_interval_ms > 0 THEN 1 - v_channel.num_pending ELSE 1000 END
     ) END;
+    IF v_claims AND v_room > 0 THEN
+        -- (A variable: an index condition, where the sequence's volatile
+        -- read would be a filter.)
+        v_mark := pg_catalog.pg_sequence_last_value('@extschema@.position_mark_seq');
+        v_room := v_room - (
+            SELECT pg_catalog.count(*)::integer
+            FROM (
+                SELECT FROM @extschema@.message AS m
+                WHERE
+                    m.channel_id = v_channel.id AND NOT m.is_admitted
+                    -- (From the position mark, where message_channel_ix's
+                    -- live placed entries start: past its unplaced ones.)
+                    AND m.position >= v_mark
+                LIMIT v_room
+            ) AS u
+        );
+    END IF;
     IF v_room > 0 THEN
         -- The hold guard, tried exclusively before the walk (a statement of
         -- its own, so that the walk's snapshot is taken after it): with it,
@@ -129,8 +154,11 @@ BEGIN
                 SET is_held = FALSE, is_admitted = TRUE, dequeue_at = GREATEST(v_channel.release_at, v_held.dequeue_at)
                 WHERE m.id = v_held.id;
             ELSE
+                -- (Released unclaimed when its take claims.)
                 UPDATE @extschema@.message AS m
-                SET is_held = FALSE, is_admitted = TRUE, position = p.place, is_early = p.is_early
+                SET
+                    is_held = FALSE, is_admitted = NOT v_claims, is_limited = v_claims, position = p.place,
+                    is_early = p.is_early
                 FROM @extschema@._message_place(v_channel.id, v_bound, v_held.dequeue_at, 0) AS p
                 WHERE m.id = v_held.id;
             END IF;
@@ -172,7 +200,7 @@ BEGIN
     END IF;
     UPDATE @extschema@.channel AS c
     SET
-        num_admitted = v_channel.num_admitted + v_admitted,
+        num_admitted = v_channel.num_admitted + CASE WHEN v_claims THEN 0 ELSE v_admitted END,
         num_pending = v_channel.num_pending + CASE WHEN v_channel.release_interval_ms > 0 THEN v_admitted ELSE 0 END,
         release_at = v_channel.release_at,
         admit_from = v_channel.admit_from

@@ -49,7 +49,9 @@ BEGIN
             WHEN m.is_locked AND (m.is_held OR m.position IS NOT NULL) THEN GREATEST(m.dequeue_at, p_now)
             ELSE m.dequeue_at
         END,
-        is_admitted = v_limited AND m.is_locked
+        is_admitted = v_limited AND m.is_locked,
+        -- (Claims count locks: a lock holds one.)
+        is_limited = @extschema@._channel_claims(p_channel)
     WHERE m.channel_id = p_channel.id AND m.channel = p_channel.name
         AND (m.position IS NOT NULL OR m.is_admitted OR m.is_locked AND (v_limited OR m.is_held));
     UPDATE @extschema@.channel AS c
@@ -75,7 +77,7 @@ BEGIN
         ORDER BY m.dequeue_at, m.id
     LOOP
         UPDATE @extschema@.message AS m
-        SET is_held = FALSE, position = p.place, is_early = p.is_early
+        SET is_held = FALSE, is_limited = FALSE, position = p.place, is_early = p.is_early
         FROM @extschema@._message_place(p_channel.id, p_bound, v_held.dequeue_at, 0) AS p
         WHERE m.id = v_held.id;
     END LOOP;

@@ -120,9 +120,10 @@ BEGIN
             v_periodic := v_periodic + 1;
         END IF;
         v_is_dead := COALESCE(v_due.is_locked AND v_due.num_failures + 1 >= v_channel.max_attempts, FALSE);
-        -- Paused: held.  With limits: held unless admitted already.
+        -- Paused: held.  With limits: held unless admitted already, or
+        -- unless its takes claim (placed, its take claims).
         v_is_held := NOT v_is_dead AND @extschema@._channel_admits(v_channel)
-            AND (v_channel.is_paused OR NOT v_due.is_admitted);
+            AND (v_channel.is_paused OR NOT v_due.is_admitted) AND NOT @extschema@._channel_claims(v_channel);
         -- Admission, a release, and a dead letter's count in a max_size
         -- channel write the channel's row.  One whose row lock another
         -- call holds (a complete, a take, another promotion of it) is left
@@ -174,9 +175,10 @@ BEGIN
                 );
             END IF;
             -- Ready: a scheduled message, or an admitted one (an expired
-            -- lock stays admitted, and counted, until it is delivered again).
+            -- lock stays admitted, and counted, until it is delivered again;
+            -- one that holds a claim keeps it).
             UPDATE @extschema@.message AS m
-            SET position = p.place, is_early = p.is_early
+            SET position = p.place, is_early = p.is_early, is_limited = @extschema@._channel_claims(v_channel)
             FROM @extschema@._message_place(v_due.channel_id, p_bound, v_due.dequeue_at, 0) AS p
             WHERE m.id = v_due.id;
         END IF;

@@ -86,7 +86,7 @@ BEGIN
         IF v_channel.name IS DISTINCT FROM v_dead.channel THEN
             PERFORM @extschema@._channel_guard_shared(v_dead.channel);
             v_channel := @extschema@._channel_config(@extschema@._channel_id(v_dead.channel), v_dead.channel);
-            v_limited := @extschema@._channel_admits(v_channel);
+            v_limited := @extschema@._channel_admits(v_channel) AND NOT @extschema@._channel_claims(v_channel);
         END IF;
         v_id := pg_catalog.nextval('@extschema@.message_id_seq');
         v_key := v_dead.key;
@@ -114,12 +114,14 @@ BEGIN
         -- Deliverable now: ready at its channel's next place, or, in a
         -- channel with limits, due at once for admission (as a create).
         INSERT INTO @extschema@.message (
-            id, channel_id, channel, dequeue_at, created_at, content, state, key, attempt_log, position, is_early
+            id, channel_id, channel, dequeue_at, created_at, content, state, key, attempt_log, position, is_early,
+            is_limited
         )
         SELECT
             v_id, v_channel.id, v_channel.name, v_now, v_dead.created_at, v_dead.content, v_dead.state, v_key,
             v_dead.attempt_log,
-            CASE WHEN NOT v_limited THEN p.place END, NOT v_limited AND p.is_early
+            CASE WHEN NOT v_limited THEN p.place END, NOT v_limited AND p.is_early,
+            @extschema@._channel_claims(v_channel)
         FROM @extschema@._message_place(v_channel.id, v_bound, v_now, 0) AS p;
         IF v_channel.notify AND NOT v_channel.is_paused THEN
             PERFORM pg_catalog.pg_notify('lonnymq', COALESCE(v_channel.notify_payload, v_channel.name));

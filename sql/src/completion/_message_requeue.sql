@@ -48,7 +48,9 @@ RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
-    v_limited boolean := @extschema@._channel_admits(p_channel);
+    -- (A channel whose takes claim places it: its next take claims.)
+    v_claims boolean := @extschema@._channel_claims(p_channel);
+    v_limited boolean := @extschema@._channel_admits(p_channel) AND NOT v_claims;
     v_keeps boolean := p_is_admitted AND p_channel.is_ordered;
     -- (A kept admission waits for its channel's release, as every
     -- delivery of a channel with a release interval does.)
@@ -80,6 +82,7 @@ BEGIN
             ELSE m.attempt_log
         END,
         is_admitted = v_keeps,
+        is_limited = v_claims,
         position = v_position,
         is_early = v_is_early,
         is_held = v_dequeue_at <= p_now AND v_limited AND NOT v_keeps

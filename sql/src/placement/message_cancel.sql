@@ -42,7 +42,7 @@ BEGIN
     END IF;
     DELETE FROM @extschema@.message AS m
     WHERE m.id = p_id AND NOT m.is_locked AND m.schedule IS NULL
-    RETURNING m.key, m.is_admitted INTO v_gone;
+    RETURNING m.key, m.is_admitted, m.is_limited AND m.position IS NOT NULL AS was_unclaimed INTO v_gone;
     IF NOT FOUND THEN
         RETURN FALSE;
     END IF;
@@ -53,6 +53,10 @@ BEGIN
     IF v_gone.is_admitted THEN
         -- Admitted and not delivered: it also held the release interval's turn.
         PERFORM @extschema@._channel_admit(v_channel.id, 1, 1, FALSE, @extschema@._clock_ms(), NULL);
+    ELSIF v_gone.was_unclaimed THEN
+        -- Placed in a channel whose takes claim: its place in the channel's
+        -- room goes to a held message (_channel_admit).
+        PERFORM @extschema@._channel_admit(v_channel.id, 0, 0, FALSE, @extschema@._clock_ms(), NULL);
     END IF;
     RETURN TRUE;
 END;

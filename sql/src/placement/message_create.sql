@@ -98,6 +98,7 @@ DECLARE
     v_created bigint;
     v_counted bigint;
     v_has_no_row boolean;
+    v_is_limited boolean;
     v_is_full boolean;
     -- (NULL until a full channel's create sets it: an initialiser would be
     -- one more expression for every create.)
@@ -121,9 +122,15 @@ BEGIN
             k.now,
             p.place,
             p.is_early,
-            -- (_channel_admits(c) written out: c is not a whole row.)
-            COALESCE(c.max_concurrency IS NOT NULL OR c.release_interval_ms > 0 OR c.is_paused, FALSE)
+            -- (_channel_admits(c) AND NOT _channel_claims(c) written out: c
+            -- is not a whole row.  A channel whose takes claim places its
+            -- messages as one without limits does.)
+            COALESCE(c.max_concurrency IS NOT NULL AND c.is_ordered OR c.release_interval_ms > 0 OR c.is_paused, FALSE)
             OR v_is_serializable,
+            -- (_channel_claims(c).)
+            COALESCE(
+                c.max_concurrency IS NOT NULL AND c.release_interval_ms = 0 AND NOT c.is_paused AND NOT c.is_ordered, FALSE
+            ),
             c.max_size,
             CASE WHEN c.notify AND NOT c.is_paused THEN COALESCE(c.notify_payload, p_channel) END,
             c.id IS NULL,
@@ -131,7 +138,7 @@ BEGIN
             -- interval, and the message due: _channel_hold_try.)
             COALESCE(c.release_interval_ms = 0 AND (c.is_paused OR c.num_admitted >= c.max_concurrency), FALSE)
             AND v_dequeue_at <= k.now AND NOT v_is_serializable
-        INTO v_epoch, v_now, v_place, v_is_early, v_waits, v_max_size, v_notify, v_has_no_row, v_is_full
+        INTO v_epoch, v_now, v_place, v_is_early, v_waits, v_is_limited, v_max_size, v_notify, v_has_no_row, v_is_full
         FROM (
             SELECT
                 e.epoch,
@@ -147,7 +154,7 @@ BEGIN
         LEFT JOIN LATERAL (
             SELECT
                 r.id, r.max_size, r.max_concurrency, r.release_interval_ms, r.is_paused, r.notify, r.notify_payload,
-                r.num_admitted
+                r.num_admitted, r.is_ordered
             FROM @extschema@.channel AS r
             WHERE r.id >= v_channel_id AND r.id <= v_channel_id AND (p_channel IS NULL OR r.name = p_channel)
             ORDER BY r.id DESC
@@ -169,11 +176,16 @@ BEGIN
         IF v_is_full OR v_has_no_row AND pg_catalog.pg_sequence_last_value('@extschema@.channel_pattern_seq') > 0 THEN
             IF v_is_full THEN
                 v_is_held := @extschema@._channel_hold_try(v_channel_id, v_dequeue_at);
+                -- (Held: no position.  A channel whose takes claim would
+                -- place it else.)
+                v_waits := v_waits OR v_is_held;
             ELSE
                 SELECT
-                    COALESCE(@extschema@._channel_admits(f), FALSE) OR v_is_serializable,
+                    COALESCE(@extschema@._channel_admits(f) AND NOT @extschema@._channel_claims(f), FALSE)
+                    OR v_is_serializable,
+                    COALESCE(@extschema@._channel_claims(f), FALSE),
                     CASE WHEN f.notify THEN COALESCE(f.notify_payload, p_channel) END
-                INTO v_waits, v_notify
+                INTO v_waits, v_is_limited, v_notify
                 FROM (SELECT) AS one
                 LEFT JOIN LATERAL @extschema@._channel_pattern_config(p_channel) AS f ON TRUE;
             END IF;
@@ -198,7 +210,9 @@ BEGIN
             END IF;
         END IF;
 
-        INSERT INTO @extschema@.message (id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early, is_held)
+        INSERT INTO @extschema@.message (
+            id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early, is_held, is_limited
+        )
         SELECT
             COALESCE(v_id, pg_catalog.nextval('@extschema@.message_id_seq')), v_channel_id, p_channel, v_dequeue_at,
             v_now, p_content, p_key,
@@ -207,7 +221,7 @@ BEGIN
             -- (Held only when this pass found the channel full: a pass
             -- after the epoch changed may not, and keeps an earlier pass's
             -- v_is_held.)
-            COALESCE(v_is_full AND v_is_held, FALSE)
+            COALESCE(v_is_full AND v_is_held, FALSE), v_is_limited
         WHERE pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') = v_epoch
         -- (Counted, lonnymq_messages_created_total: a sequence, no row.)
         RETURNING id, pg_catalog.nextval('@extschema@.messages_created_seq') INTO v_created, v_counted;

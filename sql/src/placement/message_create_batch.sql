@@ -87,8 +87,9 @@ BEGIN
     v_default := @extschema@._now_ms();
     v_channel := @extschema@._channel_config(@extschema@._channel_id(p_channel), p_channel);
     -- Waiting for a dequeue to admit or place them, as message_create's:
-    -- a channel with limits, or a SERIALIZABLE producer.
-    v_limited := @extschema@._channel_admits(v_channel)
+    -- a channel with limits whose takes do not claim, or a SERIALIZABLE
+    -- producer.
+    v_limited := @extschema@._channel_admits(v_channel) AND NOT @extschema@._channel_claims(v_channel)
         OR pg_catalog.current_setting('transaction_isolation') = 'serializable';
     v_ids := ARRAY(
         SELECT s.id
@@ -189,7 +190,7 @@ BEGIN
     -- (dequeue_at, id) order; those more than a second before the channel's
     -- last ready message are early (_message_place).
     INSERT INTO @extschema@.message (
-        id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early, is_held
+        id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early, is_held, is_limited
     )
     SELECT
         v_ids[r.i], v_channel.id, v_channel.name, r.at, v_now, r.content, r.key,
@@ -202,7 +203,7 @@ BEGIN
             WHEN v_last_is_early THEN @extschema@._message_early_behind(v_channel.id, v_bound, r.at, r.margin)
             ELSE COALESCE(r.at < v_last_at - r.margin, FALSE)
         END,
-        FALSE
+        FALSE, @extschema@._channel_claims(v_channel)
     FROM (
         SELECT c.content, COALESCE(c.dequeue_at, v_default) AS at, c.key, c.i,
             -- (How far before the channel's last ready message it may sort

@@ -42,7 +42,11 @@
 -- before its channel's last ready message; message_early_ix), which the
 -- turn delivers while the holder takes the early one's turn
 -- (doc/dequeue-design.md).  is_admitted:
--- counted by its channel's admission (channel.num_admitted).
+-- counted by its channel's admission (channel.num_admitted).  is_limited:
+-- a message of a channel whose takes claim (_channel_claims: max_concurrency
+-- without a release interval, a pause or order): placed unclaimed, its take
+-- claims a unit of channel.num_admitted (_channel_claim) and sets
+-- is_admitted, which it keeps while locked, recovered included.
 -- channel is the channel's name and channel_id its hash (_channel_id): a
 -- channel without configuration has no row.
 -- schedule: set only on a schedule's pending occurrence, a scheduled
@@ -73,6 +77,7 @@ CREATE TABLE @extschema@.message (
     is_held boolean NOT NULL DEFAULT FALSE,
     is_early boolean NOT NULL DEFAULT FALSE,
     schedule text,
+    is_limited boolean NOT NULL DEFAULT FALSE,
     CONSTRAINT message_pkey PRIMARY KEY (id)
 ) WITH (
     fillfactor = 70,
@@ -135,6 +140,9 @@ COMMENT ON COLUMN @extschema@.message.position IS
 
 COMMENT ON COLUMN @extschema@.message.is_held IS
 'Admission, internal state maintained by the queue functions, not to be written by hand: held until its channel''s limit has room.';
+
+COMMENT ON COLUMN @extschema@.message.is_limited IS
+'Admission, internal state maintained by the queue functions, not to be written by hand: its channel limits the locks at once (max_concurrency without a release interval, pause or order), so its take claims a unit of the channel''s count (is_admitted while it holds it).';
 
 COMMENT ON COLUMN @extschema@.message.is_early IS
 'Delivery, internal state maintained by the queue functions, not to be written by hand: the message sorts before the holder of an earlier turn of its channel (a priority message, a recovered lock), which delivers it instead; in message_early_ix.';

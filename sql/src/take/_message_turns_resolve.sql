@@ -51,6 +51,10 @@ BEGIN
             WHERE
                 x.channel_id = c.channel_id AND x.is_early AND x.position IS NOT NULL
                 AND x.id <> ALL(ARRAY(SELECT h.id FROM head AS h))
+                -- (Not a recovered lock that holds a claim: the take
+                -- counted a claim for each turn, which what it delivers
+                -- holds; one that holds its own waits for its turn.)
+                AND NOT (x.is_limited AND x.is_admitted)
             ORDER BY x.dequeue_at, x.id
             LIMIT c.k
             FOR UPDATE SKIP LOCKED
@@ -108,8 +112,13 @@ BEGIN
     FROM delivered AS d;
 
     -- By primary key only ("= ANY": an index condition by shape).
+    -- A displaced holder that held a claim (a recovered lock) gives it to
+    -- the message delivered in its place (the take counted one claim a
+    -- turn); it claims again at its own take.
     UPDATE @extschema@.message AS m
-    SET position = v_move_positions[pg_catalog.array_position(v_move_ids, m.id)], is_early = TRUE
+    SET
+        position = v_move_positions[pg_catalog.array_position(v_move_ids, m.id)], is_early = TRUE,
+        is_admitted = m.is_admitted AND NOT m.is_limited
     WHERE m.id = ANY(v_move_ids);
     RETURN v_turns;
 END;

@@ -106,6 +106,12 @@ DECLARE
     v_out @extschema@.delivery[];
     v_admitted bigint[];
     v_delivery @extschema@.delivery;
+    -- (A retake's, after turns a claim refused: no initialisers, so that a
+    -- call that retakes nothing evaluates no more expressions.)
+    v_tries integer;
+    v_skip bigint[];
+    v_out_before @extschema@.delivery[];
+    v_admitted_before bigint[];
 BEGIN
     -- One expression for valid input; the checks say what is wrong.
     IF p_lock_ms IS NULL OR p_lock_ms NOT BETWEEN 1 AND @extschema@._max_duration_ms()
@@ -162,23 +168,34 @@ BEGIN
     -- message_pkey).
     LOOP
         WITH head AS MATERIALIZED (
-            SELECT a.*
+            SELECT
+                a.id, a.channel_id, a.dequeue_at, a.is_locked, a.position,
+                -- The claim of a turn whose holder must claim (once per
+                -- turn, on the version locked; NULL: none needed).
+                CASE WHEN a.must_claim THEN @extschema@._channel_claim(a.id, a.channel_id, a.channel, a.dequeue_at) END
+                    AS is_claimed
             FROM (
-                SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position
+                SELECT
+                    r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position, r.channel,
+                    r.is_limited AND NOT r.is_admitted AS must_claim
                 FROM @extschema@.message AS r
-                WHERE p_channel IS NULL AND v_turns IS NULL AND r.position >= v_mark
+                WHERE p_channel IS NULL AND v_turns IS NULL AND r.position >= v_mark AND (v_skip IS NULL OR r.id <> ALL(v_skip))
                 ORDER BY r.position, r.dequeue_at, r.id
                 LIMIT v_limit
                 FOR UPDATE OF r SKIP LOCKED
             ) AS a
             UNION ALL
-            SELECT b.*
+            SELECT
+                b.id, b.channel_id, b.dequeue_at, b.is_locked, b.position,
+                CASE WHEN b.must_claim THEN @extschema@._channel_claim(b.id, b.channel_id, b.channel, b.dequeue_at) END
             FROM (
-                SELECT r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position
+                SELECT
+                    r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position, r.channel,
+                    r.is_limited AND NOT r.is_admitted AS must_claim
                 FROM @extschema@.message AS r
                 WHERE
                     p_channel IS NOT NULL AND v_turns IS NULL AND r.channel_id = v_channel_id
-                    AND r.position >= v_mark AND r.channel = p_channel
+                    AND r.position >= v_mark AND r.channel = p_channel AND (v_skip IS NULL OR r.id <> ALL(v_skip))
                 ORDER BY r.position NULLS FIRST, r.dequeue_at, r.id
                 LIMIT v_limit
                 FOR UPDATE OF r SKIP LOCKED
@@ -207,12 +224,16 @@ BEGIN
                         AND (x.dequeue_at, x.id) < (h.dequeue_at, h.id)
                 )), FALSE) AS is_passed
             FROM head AS h
+            -- (A turn whose claim was refused is not taken.)
+            WHERE h.is_claimed IS NOT FALSE
         ),
 
         taken AS (
             UPDATE @extschema@.message AS m
             SET
                 position = NULL, is_early = FALSE, is_locked = TRUE, locked_by = v_caller,
+                -- (A claim, counted by the head, is held while locked.)
+                is_admitted = m.is_admitted OR m.is_limited,
                 num_attempts = m.num_attempts + 1,
                 -- The clock when the row is taken, after another call's
                 -- promotion of it committed: a lock never starts before
@@ -231,9 +252,10 @@ BEGIN
                 -- A delivery in a channel with a release interval starts
                 -- the interval again (step 4), under the channel's row
                 -- lock, tried: else the message is left for a later call.
-                AND (NOT m.is_admitted OR @extschema@._channel_release_try_lock(m.channel_id))
+                AND (NOT m.is_admitted OR m.is_limited OR @extschema@._channel_release_try_lock(m.channel_id))
             RETURNING
-                m.id, m.channel, m.content, m.state, m.num_attempts, m.channel_id, m.is_admitted,
+                m.id, m.channel, m.content, m.state, m.num_attempts, m.channel_id,
+                m.is_admitted AND NOT m.is_limited AS is_admitted,
                 pg_catalog.array_position(u.ids, m.id) AS k,
                 -- (Counted, lonnymq_messages_delivered_total: a sequence, no row.)
                 pg_catalog.nextval('@extschema@.messages_delivered_seq') AS delivered
@@ -254,9 +276,30 @@ BEGIN
                 pg_catalog.array_agg(t.channel_id) FILTER (WHERE t.is_admitted) AS admitted
             FROM taken AS t
         ) AS d;
-        EXIT WHEN NOT v_is_passed OR v_is_resolved;
-        v_turns := @extschema@._message_turns_resolve(v_turns);
-        v_is_resolved := TRUE;
+        -- (One expression: and nothing to take again, see below.)
+        EXIT WHEN (NOT v_is_passed OR v_is_resolved) AND (
+            COALESCE(pg_catalog.cardinality(v_out), 0) >= v_limit
+            OR COALESCE(pg_catalog.current_setting('lonnymq.refused', TRUE), '') IN ('', '{}')
+            OR v_tries >= 8
+        );
+        IF v_is_passed AND NOT v_is_resolved THEN
+            v_turns := @extschema@._message_turns_resolve(v_turns);
+            v_is_resolved := TRUE;
+        ELSE
+            -- Turns whose claims were refused (_channel_claim: a full
+            -- channel's, held, or a busy row lock's) are taken again by the
+            -- head, past them and from the last turn taken (not across the
+            -- entries of what it took again), up to 8 times a call.
+            v_skip := COALESCE(v_skip, '{}') || pg_catalog.current_setting('lonnymq.refused')::bigint[];
+            v_mark := GREATEST(v_mark, (SELECT pg_catalog.max((t).position) FROM pg_catalog.unnest(v_turns) AS t));
+            PERFORM pg_catalog.set_config('lonnymq.refused', '', TRUE);
+            v_tries := COALESCE(v_tries, 0) + 1;
+            v_out_before := v_out_before || v_out;
+            v_admitted_before := v_admitted_before || v_admitted;
+            v_limit := v_limit - COALESCE(pg_catalog.cardinality(v_out), 0);
+            v_turns := NULL;
+            v_is_resolved := FALSE;
+        END IF;
     END LOOP;
 
     -- 4.
@@ -264,16 +307,17 @@ BEGIN
     -- again (its row lock is held already, from the take).
     -- (The clock after the take: the interval never starts before a
     -- delivery's lock.)
-    IF v_admitted IS NOT NULL THEN
+    -- (With the retakes': an expression each, as without them.)
+    IF (v_admitted_before || v_admitted) IS NOT NULL THEN
         PERFORM @extschema@._channel_admit(
-            c.id, 0, pg_catalog.cardinality(pg_catalog.array_positions(v_admitted, c.id)), TRUE, @extschema@._clock_ms(),
+            c.id, 0, pg_catalog.cardinality(pg_catalog.array_positions(v_admitted_before || v_admitted, c.id)), TRUE, @extschema@._clock_ms(),
             NULL
         )
-        FROM (SELECT DISTINCT a.id FROM pg_catalog.unnest(v_admitted) AS a (id)) AS a
+        FROM (SELECT DISTINCT a.id FROM pg_catalog.unnest(v_admitted_before || v_admitted) AS a (id)) AS a
         CROSS JOIN LATERAL @extschema@._channel_row(a.id, NULL) AS c
         WHERE c.release_interval_ms > 0;
     END IF;
-    FOREACH v_delivery IN ARRAY COALESCE(v_out, '{}') LOOP
+    FOREACH v_delivery IN ARRAY COALESCE(v_out_before || v_out, '{}') LOOP
         RETURN NEXT v_delivery;
     END LOOP;
 END;
