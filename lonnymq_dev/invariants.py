@@ -12,7 +12,10 @@ again.  (0.13.1 to 0.14.0: no schedule's key in schedule_due_ix,
 greatest(next_at, set_at), lies below the due mark.)  And no
 message waiting for its admission (is_held) lies below its channel's
 admit_from (0.13.1), where the admission's walk starts: it would wait for
-ever.  Checked at
+ever; nor, from 0.15.0, behind room no walk will fill.  And a channel whose
+takes claim (0.15.0) counts exactly the messages that hold its claims, and
+every message its limit must count is claimed or will claim at its take.
+Checked at
 the end of every test that uses a database (test/python/conftest.py), and
 by the concurrency, crash, upgrade and isolation-level tests at the points
 they name.
@@ -77,15 +80,32 @@ ILLEGAL_STATES_SQL = (
 # its admit_from, where its walks start; or (0.15.0 on: a create may hold its
 # message at once, _channel_hold_try) behind room that no walk will fill:
 # their channel, without a release interval and not paused, has fewer than
-# max_concurrency admitted, or admits no more (no limit, not paused), and no
+# max_concurrency admitted and placed unclaimed (a channel whose takes claim
+# releases held messages into that room; in other limited channels a placed
+# message is admitted), or admits no more (no limit, not paused), and no
 # wake (message schedule '') is due to walk it again.
 HELD_STUCK_SQL = (
     "SELECT array_agg(m.id ORDER BY m.id) FROM lonnymq.message AS m"
     " LEFT JOIN lonnymq.channel AS c ON c.id = m.channel_id AND c.name = m.channel"
     " WHERE m.is_held AND (c.id IS NULL OR m.dequeue_at < c.admit_from"
-    " OR (c.release_interval_ms = 0 AND NOT c.is_paused AND c.num_admitted < c.max_concurrency"
+    " OR (c.release_interval_ms = 0 AND NOT c.is_paused AND c.num_admitted + (SELECT count(*) FROM lonnymq.message AS u"
+    " WHERE u.channel_id = c.id AND u.channel = c.name AND u.position IS NOT NULL AND NOT u.is_admitted)"
+    " < c.max_concurrency"
     " OR NOT (c.is_paused OR c.max_concurrency IS NOT NULL OR c.release_interval_ms > 0))"
     " AND NOT EXISTS (SELECT 1 FROM lonnymq.message AS w WHERE w.channel_id = c.id AND w.schedule = ''))")
+# Channels whose claims are wrong (0.15.0 on: a channel with
+# max_concurrency and no release interval, pause or order claims at the
+# take, admission/_channel_claims.sql): num_admitted is not the number of
+# its messages holding a claim (is_admitted), or a message the limit would
+# not count: a lock out of the round order without a claim, or a placed
+# unclaimed message whose take would not claim (not is_limited).
+CLAIMS_WRONG_SQL = (
+    "SELECT array_agg(c.name ORDER BY c.name) FROM lonnymq.channel AS c"
+    " WHERE c.max_concurrency IS NOT NULL AND c.release_interval_ms = 0 AND NOT c.is_paused AND NOT c.is_ordered"
+    " AND c.prefix IS NULL AND (c.num_admitted <> (SELECT count(*) FROM lonnymq.message AS m"
+    " WHERE m.channel_id = c.id AND m.channel = c.name AND m.is_admitted)"
+    " OR EXISTS (SELECT 1 FROM lonnymq.message AS m WHERE m.channel_id = c.id AND m.channel = c.name"
+    " AND NOT m.is_admitted AND (m.is_locked AND m.position IS NULL OR m.position IS NOT NULL AND NOT m.is_limited)))")
 # (0.13.1 to 0.14.0: no wakes, no hold at create.)
 HELD_BELOW_ADMIT_FROM_SQL = (
     "SELECT array_agg(m.id ORDER BY m.id) FROM lonnymq.message AS m"
@@ -139,6 +159,14 @@ def held_stuck(conn) -> list[int]:
     return conn.execute(HELD_STUCK_SQL).fetchone()[0] or []
 
 
+def claims_wrong(conn) -> list[str]:
+    """The names of the channels whose claims are wrong (CLAIMS_WRONG_SQL;
+    none when the invariant holds, or before 0.15.0)."""
+    if not _has_column(conn, "lonnymq.message", "is_limited"):
+        return []
+    return conn.execute(CLAIMS_WRONG_SQL).fetchone()[0] or []
+
+
 def illegal_states(conn) -> list[int]:
     """The ids of the messages whose columns combine what no state has."""
     return conn.execute(ILLEGAL_STATES_SQL).fetchone()[0] or []
@@ -163,6 +191,10 @@ def assert_nothing_below_the_marks(conn, what: str = "") -> None:
     assert not held, (
         f"{what + ': ' if what else ''}{len(held)} held message(s) never to be admitted (below their channel's "
         f"admit_from, or behind room with no wake); ids {held[:20]}")
+    claims = claims_wrong(conn)
+    assert not claims, (
+        f"{what + ': ' if what else ''}channel(s) whose claims are wrong (num_admitted is not the count of "
+        f"claimed messages, or a lock or placed message the limit does not count): {claims[:20]}")
 
 
 # The same checks as one function, for SQL-only callers: the isolation specs
