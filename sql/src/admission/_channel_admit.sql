@@ -48,7 +48,9 @@
 --   _clock_ms (a wake's time).
 -- Tables: reads channel (channel_pkey, backwards: newest version first),
 --   message (message_held_ix, from admit_from; message_channel_ix, whether
---   the channel has a wake, only before leaving one);
+--   the channel has a wake, only before leaving one, and, in a channel whose
+--   takes claim, its placed unclaimed messages from the position mark, at
+--   most its room), position_mark_seq (its last value);
 --   writes message (the admitted ones, by message_pkey; a wake, inserted),
 --   message_id_seq (a wake's id, nextval), channel (its counts, release_at
 --   and admit_from, by the ctid it was locked at; or delete).

@@ -14,7 +14,7 @@
 -- Parameters: p_channel, the channel's new row; p_bound, the epoch's bound
 --   (the caller entered the epoch); p_now, the caller's clock.
 -- Returns: nothing (void).
--- Calls: _channel_admits, _channel_admit, _message_place (inlined),
+-- Calls: _channel_admits, _channel_claims, _channel_admit, _message_place (inlined),
 --   _clock_ms (a wake's time, outside READ COMMITTED).
 -- Tables: reads message (message_channel_ix: the channel's messages;
 --   message_held_ix: its held ones); writes message (the channel's ready,

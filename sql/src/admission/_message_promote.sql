@@ -33,7 +33,7 @@
 -- Returns: how many periodic messages it made (tick() reports it).
 -- Calls: _channel_guard_try_shared, _clock_ms (a wake's next try),
 --   _channel_config, _schedule_next,
---   _channel_admits, _channel_row_try_lock, _message_bury, _message_place
+--   _channel_admits, _channel_claims, _channel_row_try_lock, _message_bury, _message_place
 --   (inlined), _channel_admit, _due_taken_note (the first row's key: a raise
 --   later in the transaction must not pass it).
 -- Tables: reads message (message_due_ix, from p_due_mark to p_now), channel

@@ -17,7 +17,7 @@
 --   p_ids, only these ids (NULL: any).
 -- Returns: how many were put back.
 -- Calls: _check_channel_name, _epoch_enter, _clock_ms, _channel_guard_shared,
---   _channel_id, _channel_config, _channel_admits (inlined), _message_place
+--   _channel_id, _channel_config, _channel_admits (inlined), _channel_claims, _message_place
 --   (inlined).
 -- Tables: reads dead_letter (dead_letter_pkey for p_ids, else
 --   dead_letter_channel_ix, in order); writes dead_letter (deletes each one

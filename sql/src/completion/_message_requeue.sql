@@ -22,7 +22,7 @@
 --   p_bound, the caller's epoch bound (_epoch_enter); p_now, the caller's
 --   clock, read after it entered the epoch.
 -- Returns: nothing.
--- Calls: _channel_admits (inlined), _message_place (inlined),
+-- Calls: _channel_claims, _channel_admits (inlined), _message_place (inlined),
 --   _attempt_log_append (inlined), _channel_admit.
 -- Tables: reads message (message_pkey: whether an admitted message was made
 --   ready again, its channel's pending delivery; _message_place's probes of

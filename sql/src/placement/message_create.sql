@@ -55,7 +55,8 @@
 --   _clock_ms, _message_place (inlined), _channel_pattern_config,
 --   _channel_admits, _message_key_reap, _message_key_claim,
 --   _channel_quota_take, _message_key_release, _early_margin_ms (a constant),
---   _channel_hold_try (a full channel's message).
+--   _channel_hold_try (a full channel's message), _channel_claims (a
+--   pattern's follower).
 -- Tables: reads position_bound_seq (the epoch, twice), channel
 --   (channel_pkey, backwards: newest version first), channel_pattern_seq;
 --   writes message (insert), message_id_seq, messages_created_seq (nextval)

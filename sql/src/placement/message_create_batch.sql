@@ -25,7 +25,7 @@
 --   holder's for a claimed key, NULL for one dropped at max_size.
 -- Calls: _check_message_channel, _check_batch, _channel_guard_shared,
 --   _epoch_enter, _clock_ms, _now_ms, _channel_config, _channel_id,
---   _channel_admits, _message_key_claim, _channel_quota_take, _message_place,
+--   _channel_admits, _channel_claims, _message_key_claim, _channel_quota_take, _message_place,
 --   _message_early_behind (only behind an early message), _round_size and
 --   _early_margin_ms (constants).
 -- Tables: reads message_key (message_key_pkey: the keys not claimed at

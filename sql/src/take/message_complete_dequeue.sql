@@ -50,7 +50,8 @@
 --   _check_channel_name, _message_complete_set, _epoch_hold (inlined),
 --   _clock_ms, _marks_turn_deliveries (a constant), _housekeeping,
 --   _attempt_log_append, _channel_release_try_lock, _message_turns_resolve,
---   _channel_admit, _channel_row (inlined).
+--   _channel_admit, _channel_row (inlined), _channel_claim (a turn whose
+--   holder must claim).
 -- Tables: reads position_bound_seq, position_mark_seq, due_mark_seq,
 --   messages_delivered_seq, marks_delivered_seq (their last values: the
 --   epoch, the marks, and the deliveries since the last raise), message (message_due_ix, from the due
