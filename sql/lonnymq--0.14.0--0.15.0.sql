@@ -73,15 +73,6 @@ SET num_admitted = (
 )
 WHERE c.max_concurrency IS NOT NULL AND c.release_interval_ms = 0 AND NOT c.is_paused AND NOT c.is_ordered;
 
-INSERT INTO @extschema@.message (channel_id, channel, dequeue_at, created_at, content, schedule)
-SELECT c.id, c.name, w.at, w.at, '', ''
-FROM @extschema@.channel AS c
-CROSS JOIN (SELECT @extschema@._clock_ms() AS at) AS w
-WHERE
-    c.max_concurrency IS NOT NULL AND c.release_interval_ms = 0 AND NOT c.is_paused AND NOT c.is_ordered
-    AND EXISTS (SELECT 1 FROM @extschema@.message AS m WHERE m.channel_id = c.id AND m.channel = c.name AND m.is_held)
-    AND NOT EXISTS (SELECT 1 FROM @extschema@.message AS x WHERE x.channel_id = c.id AND x.schedule = '');
-
 CREATE OR REPLACE FUNCTION @extschema@._max_error_bytes()
 RETURNS bigint
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -2729,6 +2720,26 @@ AS $$
         ('lonnymq_messages_lock_expired_total', '@extschema@.messages_lock_expired_seq'::regclass)
     ) AS c (metric, seq)
 $$;
+
+DO $upgrade$
+DECLARE
+    v_bound bigint := @extschema@._epoch_enter();
+    v_held record;
+BEGIN
+    FOR v_held IN
+        SELECT m.id, m.channel_id, m.dequeue_at
+        FROM @extschema@.message AS m
+        INNER JOIN @extschema@.channel AS c ON c.id = m.channel_id AND c.name = m.channel
+        WHERE m.is_held AND @extschema@._channel_claims(c)
+        ORDER BY m.channel_id, m.dequeue_at, m.id
+    LOOP
+        UPDATE @extschema@.message AS m
+        SET is_held = FALSE, position = p.place, is_early = p.is_early
+        FROM @extschema@._message_place(v_held.channel_id, v_bound, v_held.dequeue_at, 0) AS p
+        WHERE m.id = v_held.id;
+    END LOOP;
+END
+$upgrade$;
 
 COMMENT ON COLUMN @extschema@.channel.num_pending IS
 'Admission, internal state maintained by the queue functions, not to be written by hand: admitted messages not yet delivered (an expired lock placed again included), at most one with a release_interval_ms.';

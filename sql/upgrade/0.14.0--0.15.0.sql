@@ -72,9 +72,9 @@ COMMENT ON SEQUENCE @extschema@.channel_followed_seq IS
 -- claims at the take (admission/_channel_claims.sql): max_concurrency
 -- counts its locks, its messages are placed unclaimed (message.is_limited)
 -- and each take claims.  Its locks hold claims and are counted; its
--- admitted messages not yet delivered are unclaimed again; a wake (a due
--- message row whose schedule is '') makes the next dequeue's promotion
--- release its held messages into the room left (_channel_admit).  (The
+-- admitted messages not yet delivered are unclaimed again; its held
+-- messages are placed, as its creates would have placed them, after the
+-- functions (below): a take holds again those it has no room for.  (The
 -- ALTER holds message exclusively until the upgrade commits.)
 ALTER TABLE @extschema@.message ADD COLUMN is_limited boolean NOT NULL DEFAULT FALSE;
 WITH claims AS (
@@ -91,11 +91,27 @@ SET num_admitted = (
     WHERE m.channel_id = c.id AND m.channel = c.name AND m.is_admitted
 )
 WHERE c.max_concurrency IS NOT NULL AND c.release_interval_ms = 0 AND NOT c.is_paused AND NOT c.is_ordered;
-INSERT INTO @extschema@.message (channel_id, channel, dequeue_at, created_at, content, schedule)
-SELECT c.id, c.name, w.at, w.at, '', ''
-FROM @extschema@.channel AS c
-CROSS JOIN (SELECT @extschema@._clock_ms() AS at) AS w
-WHERE
-    c.max_concurrency IS NOT NULL AND c.release_interval_ms = 0 AND NOT c.is_paused AND NOT c.is_ordered
-    AND EXISTS (SELECT 1 FROM @extschema@.message AS m WHERE m.channel_id = c.id AND m.channel = c.name AND m.is_held)
-    AND NOT EXISTS (SELECT 1 FROM @extschema@.message AS x WHERE x.channel_id = c.id AND x.schedule = '');
+
+-- @after functions
+-- (The held messages of the channels whose takes claim: placed, in each
+-- channel's (dequeue_at, id) order, as _channel_readmit places a channel's
+-- held messages when it has no limits.)
+DO $upgrade$
+DECLARE
+    v_bound bigint := @extschema@._epoch_enter();
+    v_held record;
+BEGIN
+    FOR v_held IN
+        SELECT m.id, m.channel_id, m.dequeue_at
+        FROM @extschema@.message AS m
+        INNER JOIN @extschema@.channel AS c ON c.id = m.channel_id AND c.name = m.channel
+        WHERE m.is_held AND @extschema@._channel_claims(c)
+        ORDER BY m.channel_id, m.dequeue_at, m.id
+    LOOP
+        UPDATE @extschema@.message AS m
+        SET is_held = FALSE, position = p.place, is_early = p.is_early
+        FROM @extschema@._message_place(v_held.channel_id, v_bound, v_held.dequeue_at, 0) AS p
+        WHERE m.id = v_held.id;
+    END LOOP;
+END
+$upgrade$;
