@@ -43,12 +43,16 @@ def test_dump_and_restore_keep_every_message_state_limit_and_sequence(db):
         conn.execute("SELECT lonnymq.channel_set('limited', 2, 50, 0)")
         conn.execute("SELECT lonnymq.channel_set('slow', p_release_interval_ms => 3600000)")
         for i in range(5):
-            conn.execute("SELECT lonnymq.message_create('limited', %s)", (f"l{i}".encode(),))
             conn.execute("SELECT lonnymq.message_create('plain', %s)", (f"p{i}".encode(),))
+        for i in range(2):
+            conn.execute("SELECT lonnymq.message_create('limited', %s)", (f"l{i}".encode(),))
         conn.execute("SELECT lonnymq.message_create('slow', 's1'), lonnymq.message_create('slow', 's2')")
         conn.execute("SELECT lonnymq.message_create('scheduled', 'later', lonnymq.to_epoch(now()) + 3600000)")
-        # locked: two from the limited channel (saturating it), one plain
+        # locked: two from the limited channel (saturating it: its next three
+        # messages are held at create), one plain
         locked = dequeue(conn, HOUR_MS, limit=2, channel="limited")
+        for i in range(2, 5):
+            conn.execute("SELECT lonnymq.message_create('limited', %s)", (f"l{i}".encode(),))
         locked += dequeue(conn, HOUR_MS, channel="plain")
         conn.execute("SELECT * FROM lonnymq.message_dequeue(3600000, 1, 'slow')")
         # deferred with state
