@@ -1460,9 +1460,19 @@ DECLARE
     v_move_ids bigint[];
     v_move_positions bigint[];
 BEGIN
-    WITH head AS (
+    -- A turn whose holder holds a claim (a recovered lock of a channel whose
+    -- takes claim) delivers it: the take counted no claim for it, and one
+    -- delivered in its place would need one.
+    WITH fixed AS MATERIALIZED (
         SELECT h.id, h.channel_id, h.dequeue_at, h.is_locked, h.position
         FROM pg_catalog.unnest(p_turns) AS h
+        WHERE EXISTS (SELECT 1 FROM @extschema@.message AS x WHERE x.id = h.id AND x.is_limited AND x.is_admitted)
+    ),
+
+    head AS (
+        SELECT h.id, h.channel_id, h.dequeue_at, h.is_locked, h.position
+        FROM pg_catalog.unnest(p_turns) AS h
+        WHERE h.id <> ALL(ARRAY(SELECT f.id FROM fixed AS f))
     ),
 
     early AS MATERIALIZED (
@@ -1479,8 +1489,8 @@ BEGIN
                 x.channel_id = c.channel_id AND x.is_early AND x.position IS NOT NULL
                 AND x.id <> ALL(ARRAY(SELECT h.id FROM head AS h))
                 -- (Not a recovered lock that holds a claim: the take
-                -- counted a claim for each turn, which what it delivers
-                -- holds; one that holds its own waits for its turn.)
+                -- counted a claim for each of these turns, which what it
+                -- delivers takes; one that holds its own waits for its turn.)
                 AND NOT (x.is_limited AND x.is_admitted)
             ORDER BY x.dequeue_at, x.id
             LIMIT c.k
@@ -1536,16 +1546,15 @@ BEGIN
         (SELECT pg_catalog.array_agg(v.position) FROM moves AS v),
         pg_catalog.array_agg(ROW(d.id, d.channel_id, d.dequeue_at, d.is_locked, d.position)::@extschema@._turn ORDER BY d.position)
     INTO v_move_ids, v_move_positions, v_turns
-    FROM delivered AS d;
+    FROM (
+        SELECT e.id, e.channel_id, e.dequeue_at, e.is_locked, e.position FROM delivered AS e
+        UNION ALL
+        SELECT f.id, f.channel_id, f.dequeue_at, f.is_locked, f.position FROM fixed AS f
+    ) AS d;
 
     -- By primary key only ("= ANY": an index condition by shape).
-    -- A displaced holder that held a claim (a recovered lock) gives it to
-    -- the message delivered in its place (the take counted one claim a
-    -- turn); it claims again at its own take.
     UPDATE @extschema@.message AS m
-    SET
-        position = v_move_positions[pg_catalog.array_position(v_move_ids, m.id)], is_early = TRUE,
-        is_admitted = m.is_admitted AND NOT m.is_limited
+    SET position = v_move_positions[pg_catalog.array_position(v_move_ids, m.id)], is_early = TRUE
     WHERE m.id = ANY(v_move_ids);
     RETURN v_turns;
 END;
