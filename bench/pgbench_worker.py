@@ -39,6 +39,15 @@ CLIENTS = 8
 # One pgbench transaction = one message.  :id and :num_attempts carry the
 # last delivery from one transaction of a client to its next (-D sets the
 # first, which completes nothing).
+# 16 channels, each message into one at random; with _limited, each has
+# max_concurrency 4 (64 locks at once for 8 clients: the limit never binds,
+# so what differs is what a limit costs).
+WORKER_16CH = (
+    "\\set c random(0, 15)\n"
+    "SELECT lonnymq.message_create('bench' || :c, '\\x00');\n"
+    "SELECT id, num_attempts FROM lonnymq.message_complete_dequeue("
+    "ARRAY[:id]::bigint[], ARRAY[:num_attempts]::integer[], 60000) \\gset\n"
+)
 SCRIPTS = {
     "amo": (
         f"INSERT INTO {BASELINE_TABLE} (created_us, payload) VALUES (0, '\\x00');\n"
@@ -55,6 +64,9 @@ SCRIPTS = {
         "SELECT id, num_attempts FROM lonnymq.message_complete_dequeue("
         "ARRAY[:id]::bigint[], ARRAY[:num_attempts]::integer[], 60000) \\gset\n"
     ),
+    # (The limited loop's channels get their limit in scenarios.fresh_backlog.)
+    "worker_16ch": WORKER_16CH,
+    "worker_16ch_limited": WORKER_16CH,
     "lifecycle_1ch": (
         "SELECT lonnymq.message_create('bench', '\\x00');\n"
         "SELECT id, num_attempts FROM lonnymq.message_dequeue(60000) \\gset\n"
@@ -66,6 +78,8 @@ TITLES = {
     "floor_worker": "floor worker loop: two minimal PL/pgSQL calls (2 commits)",
     "worker_1ch": "lonnymq worker loop, one channel: create; message_complete_dequeue (2 commits)",
     "lifecycle_1ch": "lonnymq lifecycle, one channel: create; dequeue; complete (3 commits)",
+    "worker_16ch": "lonnymq worker loop, 16 channels (2 commits)",
+    "worker_16ch_limited": "lonnymq worker loop, 16 channels with max_concurrency 4 (2 commits)",
 }
 
 

@@ -166,6 +166,13 @@ def fresh_backlog(conn, kind: str, n: int, version: str | None = None) -> None:
                      "SELECT 0, '\\x00' FROM generate_series(1, %s)", (n,))
     elif kind == "floor_worker":
         conn.execute(f"SELECT count({FLOOR_SCHEMA}.create('\\x00')) FROM generate_series(1, %s)", (n,))
+    elif kind.startswith("worker_16ch"):
+        # (bench/pgbench_worker.py's 16-channel loops: bench0 to bench15.)
+        if kind.endswith("_limited"):
+            conn.execute("SELECT count(lonnymq.channel_set('bench' || g, p_max_concurrency => 4)) "
+                         "FROM generate_series(0, 15) AS g")
+        conn.execute("SELECT count(*) FROM generate_series(0, 15) AS g, lonnymq.message_create_batch("
+                     "'bench' || g, array_fill('\\x00'::bytea, ARRAY[%s])) AS c", (n // 16,))
     else:
         conn.execute("SELECT count(*) FROM lonnymq.message_create_batch('bench', "
                      "array_fill('\\x00'::bytea, ARRAY[%s]))", (n,))
