@@ -1459,20 +1459,28 @@ DECLARE
     v_turns @extschema@._turn[];
     v_move_ids bigint[];
     v_move_positions bigint[];
-BEGIN
     -- A turn whose holder holds a claim (a recovered lock of a channel whose
     -- takes claim) delivers it: the take counted no claim for it, and one
-    -- delivered in its place would need one.
+    -- delivered in its place would need one.  (Only a recovered lock can
+    -- hold one: the locked holders, by primary key, "= ANY": an index
+    -- condition by shape; a statement of its own, so that the ranking below
+    -- reads no table.)
+    v_fixed bigint[] := ARRAY(
+        SELECT x.id FROM @extschema@.message AS x
+        WHERE x.id = ANY(ARRAY(SELECT t.id FROM pg_catalog.unnest(p_turns) AS t WHERE t.is_locked))
+            AND x.is_limited AND x.is_admitted
+    );
+BEGIN
     WITH fixed AS MATERIALIZED (
         SELECT h.id, h.channel_id, h.dequeue_at, h.is_locked, h.position
         FROM pg_catalog.unnest(p_turns) AS h
-        WHERE EXISTS (SELECT 1 FROM @extschema@.message AS x WHERE x.id = h.id AND x.is_limited AND x.is_admitted)
+        WHERE h.id = ANY(v_fixed)
     ),
 
     head AS (
         SELECT h.id, h.channel_id, h.dequeue_at, h.is_locked, h.position
         FROM pg_catalog.unnest(p_turns) AS h
-        WHERE h.id <> ALL(ARRAY(SELECT f.id FROM fixed AS f))
+        WHERE h.id <> ALL(v_fixed)
     ),
 
     early AS MATERIALIZED (

@@ -509,10 +509,11 @@ def project(conn, before: dict) -> tuple[dict, dict]:
 
 def carry(conn, before: dict, now: int) -> dict:
     """What the upgrades make of the rows of `before`: those to 0.11.0
-    (_carry_admission), then the one to 0.15.0 (_carry_occurrences; its
+    (_carry_admission), then the one to 0.15.0 (_carry_occurrences and
+    _carry_claims; its
     rename of channel_row_seq, whose value is set from the rows, is
     test_upgrade's test_the_update_from_0_14_0_sets_the_followed_flag_from_the_channels)."""
-    carried = _carry_occurrences(conn, before, _carry_admission(conn, before, now))
+    carried = _carry_claims(conn, before, _carry_occurrences(conn, before, _carry_admission(conn, before, now)))
     installed = _installed(conn)
     sequences = {s: v for s, v in carried["sequences"].items() if not _retired(RETIRED_SEQUENCES.get(s), installed)}
     return {"tables": carried["tables"], "sequences": sequences}
@@ -560,6 +561,38 @@ def _carry_occurrences(conn, before: dict, carried: dict) -> dict:
     if names:
         sequences["message_id_seq"] = (last + len(names), True)
     return {"tables": tables, "sequences": sequences}
+
+
+def _carry_claims(conn, before: dict, carried: dict) -> dict:
+    """The upgrade to 0.15.0 makes a channel with max_concurrency and no
+    release interval, pause or order claim at the take: its locks hold its
+    claims (is_admitted, counted in num_admitted), nothing else is admitted,
+    and its held messages are placed.  Where the upgrade placed them (each
+    channel's next rounds, and whether early) is read from the upgraded
+    rows: it must have placed every one."""
+    if "is_limited" in before["columns"]["message"] or not conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'lonnymq.message'::regclass"
+            " AND attname = 'is_limited')").fetchone()[0]:
+        return carried
+    claims = {c["id"] for c in carried["tables"]["channel"]
+              if c.get("max_concurrency") is not None and not c.get("release_interval_ms")
+              and not c.get("is_paused") and not c.get("is_ordered") and c.get("prefix") is None}
+    placed = {r[0]: (r[1], r[2]) for r in conn.execute(
+        "SELECT id, position, is_early FROM lonnymq.message WHERE is_limited AND position IS NOT NULL").fetchall()}
+    messages = []
+    for m in carried["tables"]["message"]:
+        # (Only the columns the old version had are compared.)
+        if m["channel_id"] in claims and "is_admitted" in m:
+            m = dict(m, is_admitted=m["is_locked"])
+            if m.get("is_held"):
+                assert m["id"] in placed, f"the upgrade left {m} held"
+                m["is_held"] = False
+                m.update({k: v for k, v in zip(("position", "is_early"), placed[m["id"]]) if k in m})
+        messages.append(m)
+    channels = [dict(c, num_admitted=sum(m["is_locked"] for m in messages if m["channel_id"] == c["id"]))
+                if c["id"] in claims and "num_admitted" in c else c for c in carried["tables"]["channel"]]
+    return {"tables": dict(carried["tables"], message=messages, channel=channels),
+            "sequences": carried["sequences"]}
 
 
 def _carry_admission(conn, before: dict, now: int) -> dict:
