@@ -6,12 +6,12 @@ loop (two minimal PL/pgSQL calls, bench/clients.py's FLOOR_DDL), lonnymq's
 worker loop (message_create; message_complete_dequeue) and lonnymq's
 three-call lifecycle, each on a standing backlog of 10,000 ready messages,
 8 clients, in interleaved rounds, on a private cluster with
-synchronous_commit on (as make bench).  One pgbench transaction is one
+synchronous_commit on (as make bench; --sync off for the other).  One pgbench transaction is one
 message.  Writes bench/results/<name>.md: msg/s per round, the medians and
 their ratios to the at-most-once median.
 
     .venv/bin/python -m bench.pgbench_worker [--rounds 3] [--seconds 20] [--name NAME]
-        [--majors 15,18] [--loops floor_worker,worker_1ch]
+        [--majors 15,18] [--loops floor_worker,worker_1ch] [--sync off]
 
 --majors runs the loops on a private cluster of each PostgreSQL major
 (lonnymq_dev/pgservers.py: Debian's 15, the pinned builds of the others, each
@@ -112,6 +112,8 @@ def main() -> int:
     p.add_argument("--majors", help="PostgreSQL majors, e.g. 15,18 (default: $PG_CONFIG's server)")
     p.add_argument("--loops", default=",".join(SCRIPTS), help=f"loops to run (default {','.join(SCRIPTS)})")
     p.add_argument("--name", default=datetime.now().strftime("%Y-%m-%d") + "-pgbench-worker")
+    p.add_argument("--sync", choices=("on", "off"), default="on",
+                   help="the clients' synchronous_commit (default on, as users run)")
     args = p.parse_args()
     loops = args.loops.split(",")
     majors = [int(m) for m in args.majors.split(",")] if args.majors else [None]
@@ -135,7 +137,8 @@ def main() -> int:
                         with target.connect() as conn:
                             fresh_backlog(conn, key, BACKLOG)
                             conn.execute("CHECKPOINT")
-                        rates[(m, key)].append(pgbench(target, scripts[key], args.seconds))
+                        rates[(m, key)].append(pgbench(target, scripts[key], args.seconds,
+                                                       options=f"-c synchronous_commit={args.sync}"))
                         log(f"  [round {r + 1}/{args.rounds}] {m or ''} {key}: {rates[(m, key)][-1]:,.0f} msg/s")
         finally:
             for target in targets.values():
@@ -146,7 +149,7 @@ def main() -> int:
         f"# The worker loop with pgbench — {args.name}\n",
         f"`bench/pgbench_worker.py`: {CLIENTS} clients, `pgbench -M prepared`, {args.seconds:g} s per run, "
         f"{args.rounds} interleaved rounds, a standing backlog of {BACKLOG:,} ready messages, "
-        f"synchronous_commit {first[0]}; "
+        f"synchronous_commit {args.sync} (the server's default {first[0]}); "
         + "; ".join(v[1].split(",")[0] for v in versions.values())
         + ". One pgbench transaction is one message (its create and its consumption).\n",
         "| server | loop | " + " | ".join(f"round {i + 1}" for i in range(args.rounds))

@@ -20,8 +20,7 @@
 --   _channel_claims, _clock_ms (a follower row's created_at).
 -- Tables: reads channel (channel_pkey, backwards: newest version first);
 --   writes channel (num_admitted, admit_from; a follower's row, inserted),
---   message (the holder, held); the setting lonnymq.refused (the refused
---   holders' ids, which the take takes again past).
+--   message (the holder, held).
 -- Locks: advisory (1819111683, hashint8(p_channel_id)) tried, until the
 --   transaction ends (the channel row lock); the channel row by its
 --   update.  The holder's row is the caller's (FOR UPDATE).
@@ -67,13 +66,7 @@ BEGIN
             )
             AND c.admit_from > p_dequeue_at;
     END IF;
-    -- Refused (a busy row lock, or held): the take takes again, past it
-    -- (message_complete_dequeue reads and clears the list).
-    PERFORM pg_catalog.set_config(
-        'lonnymq.refused',
-        (COALESCE(NULLIF(pg_catalog.current_setting('lonnymq.refused', TRUE), ''), '{}')::bigint[] || p_id)::text,
-        TRUE
-    );
+    -- Refused (a busy row lock, or held): the take takes again, past it.
     RETURN FALSE;
 END;
 $$;

@@ -110,6 +110,7 @@ DECLARE
     -- (A retake's, after turns a claim refused: no initialisers, so that a
     -- call that retakes nothing evaluates no more expressions.)
     v_tries integer;
+    v_refused bigint[];
     v_skip bigint[];
     v_out_before @extschema@.delivery[];
     v_admitted_before bigint[];
@@ -209,13 +210,19 @@ BEGIN
         -- delivery reports.  Once resolved (_message_turns_resolve), the
         -- turns are those it gave, already locked, and the head is not read
         -- again.
+        -- (A turn whose claim was refused is not taken: it is one of the
+        -- refused, which the head takes again past.)
         turns AS MATERIALIZED (
             SELECT
                 COALESCE(
-                    pg_catalog.array_agg(ROW(h.id, h.channel_id, h.dequeue_at, h.is_locked, h.position)::@extschema@._turn),
+                    pg_catalog.array_agg(ROW(h.id, h.channel_id, h.dequeue_at, h.is_locked, h.position)::@extschema@._turn)
+                        FILTER (WHERE h.is_claimed IS NOT FALSE),
                     v_turns
                 ) AS turns,
-                COALESCE(pg_catalog.array_agg(h.id), ARRAY(SELECT r.id FROM pg_catalog.unnest(v_turns) AS r)) AS ids,
+                COALESCE(
+                    pg_catalog.array_agg(h.id) FILTER (WHERE h.is_claimed IS NOT FALSE),
+                    ARRAY(SELECT r.id FROM pg_catalog.unnest(v_turns) AS r)
+                ) AS ids,
                 -- Whether an early message of a turn's channel sorts before
                 -- its holder (message_early_ix: one probe per turn).
                 COALESCE(pg_catalog.bool_or(EXISTS (
@@ -223,10 +230,9 @@ BEGIN
                     WHERE
                         x.channel_id = h.channel_id AND x.is_early AND x.position IS NOT NULL
                         AND (x.dequeue_at, x.id) < (h.dequeue_at, h.id)
-                )), FALSE) AS is_passed
+                )) FILTER (WHERE h.is_claimed IS NOT FALSE), FALSE) AS is_passed,
+                pg_catalog.array_agg(h.id) FILTER (WHERE NOT h.is_claimed) AS refused
             FROM head AS h
-            -- (A turn whose claim was refused is not taken.)
-            WHERE h.is_claimed IS NOT FALSE
         ),
 
         taken AS (
@@ -262,8 +268,9 @@ BEGIN
                 pg_catalog.nextval('@extschema@.messages_delivered_seq') AS delivered
         )
 
-        SELECT u.turns, u.is_passed, d.deliveries, d.admitted
-        INTO v_turns, v_is_passed, v_out, v_admitted
+        -- (The refused accumulate over a pass and the resolved one after it.)
+        SELECT u.turns, u.is_passed, v_refused || u.refused, d.deliveries, d.admitted
+        INTO v_turns, v_is_passed, v_refused, v_out, v_admitted
         FROM turns AS u
         CROSS JOIN LATERAL (
             SELECT
@@ -280,7 +287,7 @@ BEGIN
         -- (One expression: and nothing to take again, see below.)
         EXIT WHEN (NOT v_is_passed OR v_is_resolved) AND (
             COALESCE(pg_catalog.cardinality(v_out), 0) >= v_limit
-            OR COALESCE(pg_catalog.current_setting('lonnymq.refused', TRUE), '') IN ('', '{}')
+            OR v_refused IS NULL
             OR v_tries >= 8
         );
         IF v_is_passed AND NOT v_is_resolved THEN
@@ -291,9 +298,9 @@ BEGIN
             -- channel's, held, or a busy row lock's) are taken again by the
             -- head, past them and from the last turn taken (not across the
             -- entries of what it took again), up to 8 times a call.
-            v_skip := COALESCE(v_skip, '{}') || pg_catalog.current_setting('lonnymq.refused')::bigint[];
+            v_skip := COALESCE(v_skip, '{}') || v_refused;
+            v_refused := NULL;
             v_mark := GREATEST(v_mark, (SELECT pg_catalog.max((t).position) FROM pg_catalog.unnest(v_turns) AS t));
-            PERFORM pg_catalog.set_config('lonnymq.refused', '', TRUE);
             v_tries := COALESCE(v_tries, 0) + 1;
             v_out_before := v_out_before || v_out;
             v_admitted_before := v_admitted_before || v_admitted;
