@@ -982,7 +982,7 @@ COMMENT ON FUNCTION @extschema@._channel_claims(@extschema@.channel) IS
 
 REVOKE ALL ON FUNCTION @extschema@._channel_claims(@extschema@.channel) FROM PUBLIC;
 
-CREATE OR REPLACE FUNCTION @extschema@._channel_claim(p_id bigint, p_channel_id bigint, p_channel text, p_dequeue_at bigint)
+CREATE OR REPLACE FUNCTION @extschema@._channel_claim(p_id bigint, p_channel_id bigint, p_dequeue_at bigint, p_position bigint)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE
 AS $$
@@ -1004,7 +1004,11 @@ BEGIN
         END IF;
         -- No row (a pattern's follower), or full.
         IF NOT EXISTS (SELECT FROM @extschema@._channel_row(p_channel_id, NULL)) THEN
-            SELECT f.* INTO v_channel FROM @extschema@._channel_pattern_config(p_channel) AS f;
+            -- (The channel's name, by the holder's primary key: only here.)
+            SELECT f.* INTO v_channel
+            FROM @extschema@.message AS m
+            CROSS JOIN LATERAL @extschema@._channel_pattern_config(m.channel) AS f
+            WHERE m.id = p_id;
             IF NOT COALESCE(@extschema@._channel_claims(v_channel), FALSE) THEN
                 RETURN TRUE;
             END IF;
@@ -1024,15 +1028,21 @@ BEGIN
             )
             AND c.admit_from > p_dequeue_at;
     END IF;
-    -- Refused (a busy row lock, or held): the take takes again, past it.
+    -- Refused (a busy row lock, or held): the take takes again, past it
+    -- (message_complete_dequeue reads and clears the list).
+    PERFORM pg_catalog.set_config(
+        'lonnymq.refused',
+        GREATEST(NULLIF(pg_catalog.current_setting('lonnymq.refused', TRUE), '')::bigint, p_position)::text,
+        TRUE
+    );
     RETURN FALSE;
 END;
 $$;
 
-COMMENT ON FUNCTION @extschema@._channel_claim(bigint, bigint, text, bigint) IS
+COMMENT ON FUNCTION @extschema@._channel_claim(bigint, bigint, bigint, bigint) IS
 'Internal: a take''s claim of a unit of its channel''s max_concurrency for a turn''s holder; a full channel''s holder is held.';
 
-REVOKE ALL ON FUNCTION @extschema@._channel_claim(bigint, bigint, text, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._channel_claim(bigint, bigint, bigint, bigint) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION @extschema@._channel_hold_try(p_channel_id bigint, p_dequeue_at bigint)
 RETURNS boolean
@@ -1593,8 +1603,6 @@ DECLARE
     -- (A retake's, after turns a claim refused: no initialisers, so that a
     -- call that retakes nothing evaluates no more expressions.)
     v_tries integer;
-    v_refused bigint[];
-    v_skip bigint[];
     v_out_before @extschema@.delivery[];
     v_admitted_before bigint[];
 BEGIN
@@ -1657,14 +1665,14 @@ BEGIN
                 a.id, a.channel_id, a.dequeue_at, a.is_locked, a.position,
                 -- The claim of a turn whose holder must claim (once per
                 -- turn, on the version locked; NULL: none needed).
-                CASE WHEN a.must_claim THEN @extschema@._channel_claim(a.id, a.channel_id, a.channel, a.dequeue_at) END
+                CASE WHEN a.must_claim THEN @extschema@._channel_claim(a.id, a.channel_id, a.dequeue_at, a.position) END
                     AS is_claimed
             FROM (
                 SELECT
-                    r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position, r.channel,
+                    r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position,
                     r.is_limited AND NOT r.is_admitted AS must_claim
                 FROM @extschema@.message AS r
-                WHERE p_channel IS NULL AND v_turns IS NULL AND r.position >= v_mark AND (v_skip IS NULL OR r.id <> ALL(v_skip))
+                WHERE p_channel IS NULL AND v_turns IS NULL AND r.position >= v_mark
                 ORDER BY r.position, r.dequeue_at, r.id
                 LIMIT v_limit
                 FOR UPDATE OF r SKIP LOCKED
@@ -1672,15 +1680,15 @@ BEGIN
             UNION ALL
             SELECT
                 b.id, b.channel_id, b.dequeue_at, b.is_locked, b.position,
-                CASE WHEN b.must_claim THEN @extschema@._channel_claim(b.id, b.channel_id, b.channel, b.dequeue_at) END
+                CASE WHEN b.must_claim THEN @extschema@._channel_claim(b.id, b.channel_id, b.dequeue_at, b.position) END
             FROM (
                 SELECT
-                    r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position, r.channel,
+                    r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position,
                     r.is_limited AND NOT r.is_admitted AS must_claim
                 FROM @extschema@.message AS r
                 WHERE
                     p_channel IS NOT NULL AND v_turns IS NULL AND r.channel_id = v_channel_id
-                    AND r.position >= v_mark AND r.channel = p_channel AND (v_skip IS NULL OR r.id <> ALL(v_skip))
+                    AND r.position >= v_mark AND r.channel = p_channel
                 ORDER BY r.position NULLS FIRST, r.dequeue_at, r.id
                 LIMIT v_limit
                 FOR UPDATE OF r SKIP LOCKED
@@ -1693,19 +1701,13 @@ BEGIN
         -- delivery reports.  Once resolved (_message_turns_resolve), the
         -- turns are those it gave, already locked, and the head is not read
         -- again.
-        -- (A turn whose claim was refused is not taken: it is one of the
-        -- refused, which the head takes again past.)
         turns AS MATERIALIZED (
             SELECT
                 COALESCE(
-                    pg_catalog.array_agg(ROW(h.id, h.channel_id, h.dequeue_at, h.is_locked, h.position)::@extschema@._turn)
-                        FILTER (WHERE h.is_claimed IS NOT FALSE),
+                    pg_catalog.array_agg(ROW(h.id, h.channel_id, h.dequeue_at, h.is_locked, h.position)::@extschema@._turn),
                     v_turns
                 ) AS turns,
-                COALESCE(
-                    pg_catalog.array_agg(h.id) FILTER (WHERE h.is_claimed IS NOT FALSE),
-                    ARRAY(SELECT r.id FROM pg_catalog.unnest(v_turns) AS r)
-                ) AS ids,
+                COALESCE(pg_catalog.array_agg(h.id), ARRAY(SELECT r.id FROM pg_catalog.unnest(v_turns) AS r)) AS ids,
                 -- Whether an early message of a turn's channel sorts before
                 -- its holder (message_early_ix: one probe per turn).
                 COALESCE(pg_catalog.bool_or(EXISTS (
@@ -1713,9 +1715,10 @@ BEGIN
                     WHERE
                         x.channel_id = h.channel_id AND x.is_early AND x.position IS NOT NULL
                         AND (x.dequeue_at, x.id) < (h.dequeue_at, h.id)
-                )) FILTER (WHERE h.is_claimed IS NOT FALSE), FALSE) AS is_passed,
-                pg_catalog.array_agg(h.id) FILTER (WHERE NOT h.is_claimed) AS refused
+                )), FALSE) AS is_passed
             FROM head AS h
+            -- (A turn whose claim was refused is not taken.)
+            WHERE h.is_claimed IS NOT FALSE
         ),
 
         taken AS (
@@ -1751,9 +1754,8 @@ BEGIN
                 pg_catalog.nextval('@extschema@.messages_delivered_seq') AS delivered
         )
 
-        -- (The refused accumulate over a pass and the resolved one after it.)
-        SELECT u.turns, u.is_passed, v_refused || u.refused, d.deliveries, d.admitted
-        INTO v_turns, v_is_passed, v_refused, v_out, v_admitted
+        SELECT u.turns, u.is_passed, d.deliveries, d.admitted
+        INTO v_turns, v_is_passed, v_out, v_admitted
         FROM turns AS u
         CROSS JOIN LATERAL (
             SELECT
@@ -1767,27 +1769,32 @@ BEGIN
                 pg_catalog.array_agg(t.channel_id) FILTER (WHERE t.is_admitted) AS admitted
             FROM taken AS t
         ) AS d;
-        -- (One expression: and nothing to take again, see below.)
-        EXIT WHEN (NOT v_is_passed OR v_is_resolved) AND (
-            COALESCE(pg_catalog.cardinality(v_out), 0) >= v_limit
-            OR v_refused IS NULL
-            OR v_tries >= 8
-        );
+        -- (One expression on the common path: nothing refused.)
+        EXIT WHEN (NOT v_is_passed OR v_is_resolved)
+            AND COALESCE(pg_catalog.current_setting('lonnymq.refused', TRUE), '') IN ('', '{}');
         IF v_is_passed AND NOT v_is_resolved THEN
             v_turns := @extschema@._message_turns_resolve(v_turns);
             v_is_resolved := TRUE;
         ELSE
             -- Turns whose claims were refused (_channel_claim: a full
             -- channel's, held, or a busy row lock's) are taken again by the
-            -- head, past them and from the last turn taken (not across the
-            -- entries of what it took again), up to 8 times a call.
-            v_skip := COALESCE(v_skip, '{}') || v_refused;
-            v_refused := NULL;
-            v_mark := GREATEST(v_mark, (SELECT pg_catalog.max((t).position) FROM pg_catalog.unnest(v_turns) AS t));
+            -- head, from past the last of them and the last turn taken (not
+            -- across the entries of what it took or refused; what else this
+            -- call passes, at a position it refused, a later call serves),
+            -- up to 8 times a call.  The setting is cleared as it is read: a
+            -- call leaves none to the next call of its transaction.
+            v_mark := GREATEST(
+                v_mark, pg_catalog.current_setting('lonnymq.refused')::bigint + 1,
+                (SELECT pg_catalog.max((t).position) FROM pg_catalog.unnest(v_turns) AS t)
+            );
+            PERFORM pg_catalog.set_config('lonnymq.refused', '', TRUE);
             v_tries := COALESCE(v_tries, 0) + 1;
             v_out_before := v_out_before || v_out;
             v_admitted_before := v_admitted_before || v_admitted;
             v_limit := v_limit - COALESCE(pg_catalog.cardinality(v_out), 0);
+            v_out := NULL;
+            v_admitted := NULL;
+            EXIT WHEN v_limit <= 0 OR v_tries > 8;
             v_turns := NULL;
             v_is_resolved := FALSE;
         END IF;

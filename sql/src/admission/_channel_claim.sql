@@ -20,11 +20,12 @@
 --   _channel_claims, _clock_ms (a follower row's created_at).
 -- Tables: reads channel (channel_pkey, backwards: newest version first);
 --   writes channel (num_admitted, admit_from; a follower's row, inserted),
---   message (the holder, held).
+--   message (the holder, held); the setting lonnymq.refused (the refused
+--   holders' ids, which the take takes again past).
 -- Locks: advisory (1819111683, hashint8(p_channel_id)) tried, until the
 --   transaction ends (the channel row lock); the channel row by its
 --   update.  The holder's row is the caller's (FOR UPDATE).
-CREATE FUNCTION @extschema@._channel_claim(p_id bigint, p_channel_id bigint, p_channel text, p_dequeue_at bigint)
+CREATE FUNCTION @extschema@._channel_claim(p_id bigint, p_channel_id bigint, p_dequeue_at bigint, p_position bigint)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE
 AS $$
@@ -46,7 +47,11 @@ BEGIN
         END IF;
         -- No row (a pattern's follower), or full.
         IF NOT EXISTS (SELECT FROM @extschema@._channel_row(p_channel_id, NULL)) THEN
-            SELECT f.* INTO v_channel FROM @extschema@._channel_pattern_config(p_channel) AS f;
+            -- (The channel's name, by the holder's primary key: only here.)
+            SELECT f.* INTO v_channel
+            FROM @extschema@.message AS m
+            CROSS JOIN LATERAL @extschema@._channel_pattern_config(m.channel) AS f
+            WHERE m.id = p_id;
             IF NOT COALESCE(@extschema@._channel_claims(v_channel), FALSE) THEN
                 RETURN TRUE;
             END IF;
@@ -66,12 +71,18 @@ BEGIN
             )
             AND c.admit_from > p_dequeue_at;
     END IF;
-    -- Refused (a busy row lock, or held): the take takes again, past it.
+    -- Refused (a busy row lock, or held): the take takes again, past it
+    -- (message_complete_dequeue reads and clears the list).
+    PERFORM pg_catalog.set_config(
+        'lonnymq.refused',
+        GREATEST(NULLIF(pg_catalog.current_setting('lonnymq.refused', TRUE), '')::bigint, p_position)::text,
+        TRUE
+    );
     RETURN FALSE;
 END;
 $$;
 
-COMMENT ON FUNCTION @extschema@._channel_claim(bigint, bigint, text, bigint) IS
+COMMENT ON FUNCTION @extschema@._channel_claim(bigint, bigint, bigint, bigint) IS
 'Internal: a take''s claim of a unit of its channel''s max_concurrency for a turn''s holder; a full channel''s holder is held.';
 
-REVOKE ALL ON FUNCTION @extschema@._channel_claim(bigint, bigint, text, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._channel_claim(bigint, bigint, bigint, bigint) FROM PUBLIC;
