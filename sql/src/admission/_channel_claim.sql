@@ -13,15 +13,16 @@
 -- completion's admission (_channel_admit) puts it back in the round order,
 -- unclaimed.  A channel whose configuration no longer claims (a pattern
 -- changed under a row-less follower) has nothing to count: TRUE.
--- Parameters: p_id, the turn's holder; p_channel_id, p_channel, its
---   channel; p_dequeue_at, its dequeue_at.
+-- Parameters: p_id, the turn's holder; p_channel_id, its channel;
+--   p_dequeue_at, its dequeue_at; p_position, its position (the turn).
 -- Returns: whether the take may deliver the holder.
 -- Calls: _channel_row_try_lock, _channel_row, _channel_pattern_config,
 --   _channel_claims, _clock_ms (a follower row's created_at).
--- Tables: reads channel (channel_pkey, backwards: newest version first);
---   writes channel (num_admitted, admit_from; a follower's row, inserted),
---   message (the holder, held); the setting lonnymq.refused (the refused
---   holders' ids, which the take takes again past).
+-- Tables: reads channel (channel_pkey, backwards: newest version first),
+--   message (a row-less follower's name, by message_pkey); writes channel
+--   (num_admitted, admit_from; a follower's row, inserted), message (the
+--   holder, held); the setting lonnymq.refused (the greatest refused
+--   position, past which the take takes again).
 -- Locks: advisory (1819111683, hashint8(p_channel_id)) tried, until the
 --   transaction ends (the channel row lock); the channel row by its
 --   update.  The holder's row is the caller's (FOR UPDATE).
