@@ -1661,12 +1661,7 @@ BEGIN
     -- message_pkey).
     LOOP
         WITH head AS MATERIALIZED (
-            SELECT
-                a.id, a.channel_id, a.dequeue_at, a.is_locked, a.position,
-                -- The claim of a turn whose holder must claim (once per
-                -- turn, on the version locked; NULL: none needed).
-                CASE WHEN a.must_claim THEN @extschema@._channel_claim(a.id, a.channel_id, a.dequeue_at, a.position) END
-                    AS is_claimed
+            SELECT a.*
             FROM (
                 SELECT
                     r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position,
@@ -1678,9 +1673,7 @@ BEGIN
                 FOR UPDATE OF r SKIP LOCKED
             ) AS a
             UNION ALL
-            SELECT
-                b.id, b.channel_id, b.dequeue_at, b.is_locked, b.position,
-                CASE WHEN b.must_claim THEN @extschema@._channel_claim(b.id, b.channel_id, b.dequeue_at, b.position) END
+            SELECT b.*
             FROM (
                 SELECT
                     r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position,
@@ -1717,8 +1710,11 @@ BEGIN
                         AND (x.dequeue_at, x.id) < (h.dequeue_at, h.id)
                 )), FALSE) AS is_passed
             FROM head AS h
-            -- (A turn whose claim was refused is not taken.)
-            WHERE h.is_claimed IS NOT FALSE
+            -- The claim of a turn whose holder must claim: once per turn
+            -- (the head is materialized), on the version it locked, in one
+            -- place in the plan.  A turn whose claim was refused is not
+            -- taken.
+            WHERE CASE WHEN h.must_claim THEN @extschema@._channel_claim(h.id, h.channel_id, h.dequeue_at, h.position) ELSE TRUE END
         ),
 
         taken AS (
@@ -1771,7 +1767,7 @@ BEGIN
         ) AS d;
         -- (One expression on the common path: nothing refused.)
         EXIT WHEN (NOT v_is_passed OR v_is_resolved)
-            AND COALESCE(pg_catalog.current_setting('lonnymq.refused', TRUE), '') IN ('', '{}');
+            AND COALESCE(pg_catalog.current_setting('lonnymq.refused', TRUE), '') = '';
         IF v_is_passed AND NOT v_is_resolved THEN
             v_turns := @extschema@._message_turns_resolve(v_turns);
             v_is_resolved := TRUE;
@@ -1799,23 +1795,28 @@ BEGIN
             v_is_resolved := FALSE;
         END IF;
     END LOOP;
+    -- After retakes, what they took too, in order (one expression when
+    -- there were none).
+    IF v_out_before IS NOT NULL THEN
+        v_out := v_out_before || v_out;
+        v_admitted := v_admitted_before || v_admitted;
+    END IF;
 
     -- 4.
     -- A take in a channel with a release interval starts the interval
     -- again (its row lock is held already, from the take).
     -- (The clock after the take: the interval never starts before a
     -- delivery's lock.)
-    -- (With the retakes': an expression each, as without them.)
-    IF (v_admitted_before || v_admitted) IS NOT NULL THEN
+    IF v_admitted IS NOT NULL THEN
         PERFORM @extschema@._channel_admit(
-            c.id, 0, pg_catalog.cardinality(pg_catalog.array_positions(v_admitted_before || v_admitted, c.id)), TRUE, @extschema@._clock_ms(),
+            c.id, 0, pg_catalog.cardinality(pg_catalog.array_positions(v_admitted, c.id)), TRUE, @extschema@._clock_ms(),
             NULL
         )
-        FROM (SELECT DISTINCT a.id FROM pg_catalog.unnest(v_admitted_before || v_admitted) AS a (id)) AS a
+        FROM (SELECT DISTINCT a.id FROM pg_catalog.unnest(v_admitted) AS a (id)) AS a
         CROSS JOIN LATERAL @extschema@._channel_row(a.id, NULL) AS c
         WHERE c.release_interval_ms > 0;
     END IF;
-    FOREACH v_delivery IN ARRAY COALESCE(v_out_before || v_out, '{}') LOOP
+    FOREACH v_delivery IN ARRAY COALESCE(v_out, '{}') LOOP
         RETURN NEXT v_delivery;
     END LOOP;
 END;
