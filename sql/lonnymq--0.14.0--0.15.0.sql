@@ -982,7 +982,7 @@ COMMENT ON FUNCTION @extschema@._channel_claims(@extschema@.channel) IS
 
 REVOKE ALL ON FUNCTION @extschema@._channel_claims(@extschema@.channel) FROM PUBLIC;
 
-CREATE OR REPLACE FUNCTION @extschema@._channel_claim(p_id bigint, p_channel_id bigint, p_dequeue_at bigint, p_position bigint)
+CREATE OR REPLACE FUNCTION @extschema@._channel_claim(p_id bigint, p_channel_id bigint, p_dequeue_at bigint)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE
 AS $$
@@ -1032,17 +1032,17 @@ BEGIN
     -- (message_complete_dequeue reads and clears the list).
     PERFORM pg_catalog.set_config(
         'lonnymq.refused',
-        GREATEST(NULLIF(pg_catalog.current_setting('lonnymq.refused', TRUE), '')::bigint, p_position)::text,
+        (COALESCE(NULLIF(pg_catalog.current_setting('lonnymq.refused', TRUE), ''), '{}')::bigint[] || p_id)::text,
         TRUE
     );
     RETURN FALSE;
 END;
 $$;
 
-COMMENT ON FUNCTION @extschema@._channel_claim(bigint, bigint, bigint, bigint) IS
+COMMENT ON FUNCTION @extschema@._channel_claim(bigint, bigint, bigint) IS
 'Internal: a take''s claim of a unit of its channel''s max_concurrency for a turn''s holder; a full channel''s holder is held.';
 
-REVOKE ALL ON FUNCTION @extschema@._channel_claim(bigint, bigint, bigint, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._channel_claim(bigint, bigint, bigint) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION @extschema@._channel_hold_try(p_channel_id bigint, p_dequeue_at bigint)
 RETURNS boolean
@@ -1603,6 +1603,7 @@ DECLARE
     -- (A retake's, after turns a claim refused: no initialisers, so that a
     -- call that retakes nothing evaluates no more expressions.)
     v_tries integer;
+    v_skip bigint[];
     v_out_before @extschema@.delivery[];
     v_admitted_before bigint[];
 BEGIN
@@ -1667,7 +1668,7 @@ BEGIN
                     r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position,
                     r.is_limited AND NOT r.is_admitted AS must_claim
                 FROM @extschema@.message AS r
-                WHERE p_channel IS NULL AND v_turns IS NULL AND r.position >= v_mark
+                WHERE p_channel IS NULL AND v_turns IS NULL AND r.position >= v_mark AND (v_skip IS NULL OR r.id <> ALL(v_skip))
                 ORDER BY r.position, r.dequeue_at, r.id
                 LIMIT v_limit
                 FOR UPDATE OF r SKIP LOCKED
@@ -1681,7 +1682,7 @@ BEGIN
                 FROM @extschema@.message AS r
                 WHERE
                     p_channel IS NOT NULL AND v_turns IS NULL AND r.channel_id = v_channel_id
-                    AND r.position >= v_mark AND r.channel = p_channel
+                    AND r.position >= v_mark AND r.channel = p_channel AND (v_skip IS NULL OR r.id <> ALL(v_skip))
                 ORDER BY r.position NULLS FIRST, r.dequeue_at, r.id
                 LIMIT v_limit
                 FOR UPDATE OF r SKIP LOCKED
@@ -1714,7 +1715,7 @@ BEGIN
             -- (the head is materialized), on the version it locked, in one
             -- place in the plan.  A turn whose claim was refused is not
             -- taken.
-            WHERE CASE WHEN h.must_claim THEN @extschema@._channel_claim(h.id, h.channel_id, h.dequeue_at, h.position) ELSE TRUE END
+            WHERE CASE WHEN h.must_claim THEN @extschema@._channel_claim(h.id, h.channel_id, h.dequeue_at) ELSE TRUE END
         ),
 
         taken AS (
@@ -1774,16 +1775,13 @@ BEGIN
         ELSE
             -- Turns whose claims were refused (_channel_claim: a full
             -- channel's, held, or a busy row lock's) are taken again by the
-            -- head, from past the last of them and the last turn taken (not
-            -- across the entries of what it took or refused; what else this
-            -- call passes, at a position it refused, a later call serves),
-            -- up to 8 times a call.  The setting is cleared as it is read: a
-            -- call leaves none to the next call of its transaction.
-            v_mark := GREATEST(
-                v_mark, pg_catalog.current_setting('lonnymq.refused')::bigint + 1,
-                (SELECT pg_catalog.max((t).position) FROM pg_catalog.unnest(v_turns) AS t)
-            );
+            -- head, past them and from the last turn taken (not across the
+            -- entries of what it took again), up to 8 times a call.  The
+            -- list is cleared as it is read: a call leaves none to the next
+            -- call of its transaction.
+            v_skip := COALESCE(v_skip, '{}') || pg_catalog.current_setting('lonnymq.refused')::bigint[];
             PERFORM pg_catalog.set_config('lonnymq.refused', '', TRUE);
+            v_mark := GREATEST(v_mark, (SELECT pg_catalog.max((t).position) FROM pg_catalog.unnest(v_turns) AS t));
             v_tries := COALESCE(v_tries, 0) + 1;
             v_out_before := v_out_before || v_out;
             v_admitted_before := v_admitted_before || v_admitted;

@@ -14,19 +14,19 @@
 -- unclaimed.  A channel whose configuration no longer claims (a pattern
 -- changed under a row-less follower) has nothing to count: TRUE.
 -- Parameters: p_id, the turn's holder; p_channel_id, its channel;
---   p_dequeue_at, its dequeue_at; p_position, its position (the turn).
+--   p_dequeue_at, its dequeue_at.
 -- Returns: whether the take may deliver the holder.
 -- Calls: _channel_row_try_lock, _channel_row, _channel_pattern_config,
 --   _channel_claims, _clock_ms (a follower row's created_at).
 -- Tables: reads channel (channel_pkey, backwards: newest version first),
 --   message (a row-less follower's name, by message_pkey); writes channel
 --   (num_admitted, admit_from; a follower's row, inserted), message (the
---   holder, held); the setting lonnymq.refused (the greatest refused
---   position, past which the take takes again).
+--   holder, held); the setting lonnymq.refused (the refused holders' ids,
+--   which the take takes again past).
 -- Locks: advisory (1819111683, hashint8(p_channel_id)) tried, until the
 --   transaction ends (the channel row lock); the channel row by its
 --   update.  The holder's row is the caller's (FOR UPDATE).
-CREATE FUNCTION @extschema@._channel_claim(p_id bigint, p_channel_id bigint, p_dequeue_at bigint, p_position bigint)
+CREATE FUNCTION @extschema@._channel_claim(p_id bigint, p_channel_id bigint, p_dequeue_at bigint)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE
 AS $$
@@ -76,14 +76,14 @@ BEGIN
     -- (message_complete_dequeue reads and clears the list).
     PERFORM pg_catalog.set_config(
         'lonnymq.refused',
-        GREATEST(NULLIF(pg_catalog.current_setting('lonnymq.refused', TRUE), '')::bigint, p_position)::text,
+        (COALESCE(NULLIF(pg_catalog.current_setting('lonnymq.refused', TRUE), ''), '{}')::bigint[] || p_id)::text,
         TRUE
     );
     RETURN FALSE;
 END;
 $$;
 
-COMMENT ON FUNCTION @extschema@._channel_claim(bigint, bigint, bigint, bigint) IS
+COMMENT ON FUNCTION @extschema@._channel_claim(bigint, bigint, bigint) IS
 'Internal: a take''s claim of a unit of its channel''s max_concurrency for a turn''s holder; a full channel''s holder is held.';
 
-REVOKE ALL ON FUNCTION @extschema@._channel_claim(bigint, bigint, bigint, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._channel_claim(bigint, bigint, bigint) FROM PUBLIC;

@@ -110,6 +110,7 @@ DECLARE
     -- (A retake's, after turns a claim refused: no initialisers, so that a
     -- call that retakes nothing evaluates no more expressions.)
     v_tries integer;
+    v_skip bigint[];
     v_out_before @extschema@.delivery[];
     v_admitted_before bigint[];
 BEGIN
@@ -174,7 +175,7 @@ BEGIN
                     r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position,
                     r.is_limited AND NOT r.is_admitted AS must_claim
                 FROM @extschema@.message AS r
-                WHERE p_channel IS NULL AND v_turns IS NULL AND r.position >= v_mark
+                WHERE p_channel IS NULL AND v_turns IS NULL AND r.position >= v_mark AND (v_skip IS NULL OR r.id <> ALL(v_skip))
                 ORDER BY r.position, r.dequeue_at, r.id
                 LIMIT v_limit
                 FOR UPDATE OF r SKIP LOCKED
@@ -188,7 +189,7 @@ BEGIN
                 FROM @extschema@.message AS r
                 WHERE
                     p_channel IS NOT NULL AND v_turns IS NULL AND r.channel_id = v_channel_id
-                    AND r.position >= v_mark AND r.channel = p_channel
+                    AND r.position >= v_mark AND r.channel = p_channel AND (v_skip IS NULL OR r.id <> ALL(v_skip))
                 ORDER BY r.position NULLS FIRST, r.dequeue_at, r.id
                 LIMIT v_limit
                 FOR UPDATE OF r SKIP LOCKED
@@ -221,7 +222,7 @@ BEGIN
             -- (the head is materialized), on the version it locked, in one
             -- place in the plan.  A turn whose claim was refused is not
             -- taken.
-            WHERE CASE WHEN h.must_claim THEN @extschema@._channel_claim(h.id, h.channel_id, h.dequeue_at, h.position) ELSE TRUE END
+            WHERE CASE WHEN h.must_claim THEN @extschema@._channel_claim(h.id, h.channel_id, h.dequeue_at) ELSE TRUE END
         ),
 
         taken AS (
@@ -281,16 +282,13 @@ BEGIN
         ELSE
             -- Turns whose claims were refused (_channel_claim: a full
             -- channel's, held, or a busy row lock's) are taken again by the
-            -- head, from past the last of them and the last turn taken (not
-            -- across the entries of what it took or refused; what else this
-            -- call passes, at a position it refused, a later call serves),
-            -- up to 8 times a call.  The setting is cleared as it is read: a
-            -- call leaves none to the next call of its transaction.
-            v_mark := GREATEST(
-                v_mark, pg_catalog.current_setting('lonnymq.refused')::bigint + 1,
-                (SELECT pg_catalog.max((t).position) FROM pg_catalog.unnest(v_turns) AS t)
-            );
+            -- head, past them and from the last turn taken (not across the
+            -- entries of what it took again), up to 8 times a call.  The
+            -- list is cleared as it is read: a call leaves none to the next
+            -- call of its transaction.
+            v_skip := COALESCE(v_skip, '{}') || pg_catalog.current_setting('lonnymq.refused')::bigint[];
             PERFORM pg_catalog.set_config('lonnymq.refused', '', TRUE);
+            v_mark := GREATEST(v_mark, (SELECT pg_catalog.max((t).position) FROM pg_catalog.unnest(v_turns) AS t));
             v_tries := COALESCE(v_tries, 0) + 1;
             v_out_before := v_out_before || v_out;
             v_admitted_before := v_admitted_before || v_admitted;
