@@ -1793,28 +1793,23 @@ BEGIN
             v_is_resolved := FALSE;
         END IF;
     END LOOP;
-    -- After retakes, what they took too, in order (one expression when
-    -- there were none).
-    IF v_out_before IS NOT NULL THEN
-        v_out := v_out_before || v_out;
-        v_admitted := v_admitted_before || v_admitted;
-    END IF;
 
     -- 4.
     -- A take in a channel with a release interval starts the interval
     -- again (its row lock is held already, from the take).
     -- (The clock after the take: the interval never starts before a
     -- delivery's lock.)
-    IF v_admitted IS NOT NULL THEN
+    -- (With the retakes': an expression each, as without them.)
+    IF (v_admitted_before || v_admitted) IS NOT NULL THEN
         PERFORM @extschema@._channel_admit(
-            c.id, 0, pg_catalog.cardinality(pg_catalog.array_positions(v_admitted, c.id)), TRUE, @extschema@._clock_ms(),
+            c.id, 0, pg_catalog.cardinality(pg_catalog.array_positions(v_admitted_before || v_admitted, c.id)), TRUE, @extschema@._clock_ms(),
             NULL
         )
-        FROM (SELECT DISTINCT a.id FROM pg_catalog.unnest(v_admitted) AS a (id)) AS a
+        FROM (SELECT DISTINCT a.id FROM pg_catalog.unnest(v_admitted_before || v_admitted) AS a (id)) AS a
         CROSS JOIN LATERAL @extschema@._channel_row(a.id, NULL) AS c
         WHERE c.release_interval_ms > 0;
     END IF;
-    FOREACH v_delivery IN ARRAY COALESCE(v_out, '{}') LOOP
+    FOREACH v_delivery IN ARRAY COALESCE(v_out_before || v_out, '{}') LOOP
         RETURN NEXT v_delivery;
     END LOOP;
 END;
