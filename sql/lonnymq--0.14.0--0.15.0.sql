@@ -623,7 +623,7 @@ BEGIN
             k.now,
             p.place,
             p.is_early,
-            -- (_channel_admits(c) AND NOT _channel_claims(c) written out: c
+            -- (_channel_promotes(c) written out: c
             -- is not a whole row.  A channel whose takes claim places its
             -- messages as one without limits does.)
             COALESCE(c.max_concurrency IS NOT NULL AND c.is_ordered OR c.release_interval_ms > 0 OR c.is_paused, FALSE)
@@ -682,7 +682,7 @@ BEGIN
                 v_waits := v_waits OR v_is_held;
             ELSE
                 SELECT
-                    COALESCE(@extschema@._channel_admits(f) AND NOT @extschema@._channel_claims(f), FALSE)
+                    COALESCE(@extschema@._channel_promotes(f), FALSE)
                     OR v_is_serializable,
                     COALESCE(@extschema@._channel_claims(f), FALSE),
                     CASE WHEN f.notify THEN COALESCE(f.notify_payload, p_channel) END
@@ -784,7 +784,7 @@ BEGIN
     -- Waiting for a dequeue to admit or place them, as message_create's:
     -- a channel with limits whose takes do not claim, or a SERIALIZABLE
     -- producer.
-    v_limited := @extschema@._channel_admits(v_channel) AND NOT @extschema@._channel_claims(v_channel)
+    v_limited := @extschema@._channel_promotes(v_channel)
         OR pg_catalog.current_setting('transaction_isolation') = 'serializable';
     v_ids := ARRAY(
         SELECT s.id
@@ -981,6 +981,18 @@ COMMENT ON FUNCTION @extschema@._channel_claims(@extschema@.channel) IS
 'Internal: whether a channel''s takes claim (max_concurrency without a release interval, pause or order).';
 
 REVOKE ALL ON FUNCTION @extschema@._channel_claims(@extschema@.channel) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._channel_promotes(p_channel @extschema@.channel)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT @extschema@._channel_admits(p_channel) AND NOT @extschema@._channel_claims(p_channel)
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_promotes(@extschema@.channel) IS
+'Internal: whether a channel''s messages wait for admission by promotion (limits or a pause, and takes that do not claim).';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_promotes(@extschema@.channel) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION @extschema@._channel_claim(p_id bigint, p_channel_id bigint, p_dequeue_at bigint)
 RETURNS boolean
@@ -1352,8 +1364,8 @@ BEGIN
         v_is_dead := COALESCE(v_due.is_locked AND v_due.num_failures + 1 >= v_channel.max_attempts, FALSE);
         -- Paused: held.  With limits: held unless admitted already, or
         -- unless its takes claim (placed, its take claims).
-        v_is_held := NOT v_is_dead AND @extschema@._channel_admits(v_channel)
-            AND (v_channel.is_paused OR NOT v_due.is_admitted) AND NOT @extschema@._channel_claims(v_channel);
+        v_is_held := NOT v_is_dead AND @extschema@._channel_promotes(v_channel)
+            AND (v_channel.is_paused OR NOT v_due.is_admitted);
         -- Admission, a release, and a dead letter's count in a max_size
         -- channel write the channel's row.  One whose row lock another
         -- call holds (a complete, a take, another promotion of it) is left
@@ -1975,7 +1987,7 @@ AS $$
 DECLARE
     -- (A channel whose takes claim places it: its next take claims.)
     v_claims boolean := @extschema@._channel_claims(p_channel);
-    v_limited boolean := @extschema@._channel_admits(p_channel) AND NOT v_claims;
+    v_limited boolean := @extschema@._channel_promotes(p_channel);
     v_keeps boolean := p_is_admitted AND p_channel.is_ordered;
     -- (A kept admission waits for its channel's release, as every
     -- delivery of a channel with a release interval does.)
@@ -2190,7 +2202,7 @@ BEGIN
         IF v_channel.name IS DISTINCT FROM v_dead.channel THEN
             PERFORM @extschema@._channel_guard_shared(v_dead.channel);
             v_channel := @extschema@._channel_config(@extschema@._channel_id(v_dead.channel), v_dead.channel);
-            v_limited := @extschema@._channel_admits(v_channel) AND NOT @extschema@._channel_claims(v_channel);
+            v_limited := @extschema@._channel_promotes(v_channel);
         END IF;
         v_id := pg_catalog.nextval('@extschema@.message_id_seq');
         v_key := v_dead.key;

@@ -33,7 +33,7 @@
 -- Returns: how many periodic messages it made (tick() reports it).
 -- Calls: _channel_guard_try_shared, _clock_ms (a wake's next try),
 --   _channel_config, _schedule_next,
---   _channel_admits, _channel_claims, _channel_row_try_lock, _message_bury, _message_place
+--   _channel_promotes, _channel_claims, _channel_row_try_lock, _message_bury, _message_place
 --   (inlined), _channel_admit, _due_taken_note (the first row's key: a raise
 --   later in the transaction must not pass it).
 -- Tables: reads message (message_due_ix, from p_due_mark to p_now), channel
@@ -122,8 +122,8 @@ BEGIN
         v_is_dead := COALESCE(v_due.is_locked AND v_due.num_failures + 1 >= v_channel.max_attempts, FALSE);
         -- Paused: held.  With limits: held unless admitted already, or
         -- unless its takes claim (placed, its take claims).
-        v_is_held := NOT v_is_dead AND @extschema@._channel_admits(v_channel)
-            AND (v_channel.is_paused OR NOT v_due.is_admitted) AND NOT @extschema@._channel_claims(v_channel);
+        v_is_held := NOT v_is_dead AND @extschema@._channel_promotes(v_channel)
+            AND (v_channel.is_paused OR NOT v_due.is_admitted);
         -- Admission, a release, and a dead letter's count in a max_size
         -- channel write the channel's row.  One whose row lock another
         -- call holds (a complete, a take, another promotion of it) is left

@@ -17,7 +17,7 @@
 --   p_ids, only these ids (NULL: any).
 -- Returns: how many were put back.
 -- Calls: _check_channel_name, _epoch_enter, _clock_ms, _channel_guard_shared,
---   _channel_id, _channel_config, _channel_admits (inlined), _channel_claims, _message_place
+--   _channel_id, _channel_config, _channel_promotes (inlined), _channel_claims, _message_place
 --   (inlined).
 -- Tables: reads dead_letter (dead_letter_pkey for p_ids, else
 --   dead_letter_channel_ix, in order); writes dead_letter (deletes each one
@@ -86,7 +86,7 @@ BEGIN
         IF v_channel.name IS DISTINCT FROM v_dead.channel THEN
             PERFORM @extschema@._channel_guard_shared(v_dead.channel);
             v_channel := @extschema@._channel_config(@extschema@._channel_id(v_dead.channel), v_dead.channel);
-            v_limited := @extschema@._channel_admits(v_channel) AND NOT @extschema@._channel_claims(v_channel);
+            v_limited := @extschema@._channel_promotes(v_channel);
         END IF;
         v_id := pg_catalog.nextval('@extschema@.message_id_seq');
         v_key := v_dead.key;

@@ -22,7 +22,7 @@
 --   p_bound, the caller's epoch bound (_epoch_enter); p_now, the caller's
 --   clock, read after it entered the epoch.
 -- Returns: nothing.
--- Calls: _channel_claims, _channel_admits (inlined), _message_place (inlined),
+-- Calls: _channel_claims, _channel_promotes (inlined), _message_place (inlined),
 --   _attempt_log_append (inlined), _channel_admit.
 -- Tables: reads message (message_pkey: whether an admitted message was made
 --   ready again, its channel's pending delivery; _message_place's probes of
@@ -50,7 +50,7 @@ AS $$
 DECLARE
     -- (A channel whose takes claim places it: its next take claims.)
     v_claims boolean := @extschema@._channel_claims(p_channel);
-    v_limited boolean := @extschema@._channel_admits(p_channel) AND NOT v_claims;
+    v_limited boolean := @extschema@._channel_promotes(p_channel);
     v_keeps boolean := p_is_admitted AND p_channel.is_ordered;
     -- (A kept admission waits for its channel's release, as every
     -- delivery of a channel with a release interval does.)

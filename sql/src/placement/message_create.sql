@@ -53,7 +53,7 @@
 -- Calls: _channel_id, _now_ms, _max_content_bytes, _check_message_channel,
 --   _check_message, _epoch_hold (inlined), _channel_guard_shared (inlined),
 --   _clock_ms, _message_place (inlined), _channel_pattern_config,
---   _channel_admits, _message_key_reap, _message_key_claim,
+--   _channel_promotes, _message_key_reap, _message_key_claim,
 --   _channel_quota_take, _message_key_release, _early_margin_ms (a constant),
 --   _channel_hold_try (a full channel's message), _channel_claims (a
 --   pattern's follower).
@@ -123,7 +123,7 @@ BEGIN
             k.now,
             p.place,
             p.is_early,
-            -- (_channel_admits(c) AND NOT _channel_claims(c) written out: c
+            -- (_channel_promotes(c) written out: c
             -- is not a whole row.  A channel whose takes claim places its
             -- messages as one without limits does.)
             COALESCE(c.max_concurrency IS NOT NULL AND c.is_ordered OR c.release_interval_ms > 0 OR c.is_paused, FALSE)
@@ -182,7 +182,7 @@ BEGIN
                 v_waits := v_waits OR v_is_held;
             ELSE
                 SELECT
-                    COALESCE(@extschema@._channel_admits(f) AND NOT @extschema@._channel_claims(f), FALSE)
+                    COALESCE(@extschema@._channel_promotes(f), FALSE)
                     OR v_is_serializable,
                     COALESCE(@extschema@._channel_claims(f), FALSE),
                     CASE WHEN f.notify THEN COALESCE(f.notify_payload, p_channel) END

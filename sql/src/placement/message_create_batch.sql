@@ -25,7 +25,7 @@
 --   holder's for a claimed key, NULL for one dropped at max_size.
 -- Calls: _check_message_channel, _check_batch, _channel_guard_shared,
 --   _epoch_enter, _clock_ms, _now_ms, _channel_config, _channel_id,
---   _channel_admits, _channel_claims, _message_key_claim, _channel_quota_take, _message_place,
+--   _channel_promotes, _channel_claims, _message_key_claim, _channel_quota_take, _message_place,
 --   _message_early_behind (only behind an early message), _round_size and
 --   _early_margin_ms (constants).
 -- Tables: reads message_key (message_key_pkey: the keys not claimed at
@@ -89,7 +89,7 @@ BEGIN
     -- Waiting for a dequeue to admit or place them, as message_create's:
     -- a channel with limits whose takes do not claim, or a SERIALIZABLE
     -- producer.
-    v_limited := @extschema@._channel_admits(v_channel) AND NOT @extschema@._channel_claims(v_channel)
+    v_limited := @extschema@._channel_promotes(v_channel)
         OR pg_catalog.current_setting('transaction_isolation') = 'serializable';
     v_ids := ARRAY(
         SELECT s.id
