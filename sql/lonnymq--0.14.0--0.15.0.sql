@@ -73,6 +73,8 @@ SET num_admitted = (
 )
 WHERE c.max_concurrency IS NOT NULL AND c.release_interval_ms = 0 AND NOT c.is_paused AND NOT c.is_ordered;
 
+ALTER TABLE @extschema@.channel ADD COLUMN wake_id bigint;
+
 CREATE OR REPLACE FUNCTION @extschema@._max_error_bytes()
 RETURNS bigint
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -125,6 +127,34 @@ COMMENT ON FUNCTION @extschema@._message_state(@extschema@.message) IS
 'Internal: the name of a message''s state: held, placed, locked or scheduled (see the table message).';
 
 REVOKE ALL ON FUNCTION @extschema@._message_state(@extschema@.message) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._channel_defaults(p_channel text, p_now bigint)
+RETURNS @extschema@.channel
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT ROW(
+        @extschema@._channel_id(p_channel), p_channel,
+        NULL, NULL, 0, NULL, 0, 0, p_now, FALSE,
+        NULL, 1000, 2.0, 3600000, 0.1, 0, FALSE, FALSE, NULL, 0, FALSE, NULL, NULL, -9223372036854775808, NULL
+    )::@extschema@.channel
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._channel_follower(p_pattern @extschema@.channel, p_channel text)
+RETURNS @extschema@.channel
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT ROW(
+        @extschema@._channel_id(p_channel), p_channel,
+        p_pattern.max_concurrency, NULL, p_pattern.release_interval_ms, NULL, 0, 0, p_pattern.created_at, FALSE,
+        p_pattern.max_attempts, p_pattern.backoff_base_ms, p_pattern.backoff_factor, p_pattern.backoff_max_ms,
+        p_pattern.backoff_jitter, p_pattern.dedup_window_ms, p_pattern.retain_history, p_pattern.notify,
+        CASE
+            WHEN p_pattern.notify_payload <> '' THEN @extschema@._channel_id(p_channel)::text
+            ELSE p_pattern.notify_payload
+        END,
+        0, p_pattern.is_ordered, p_pattern.name, NULL, -9223372036854775808, NULL
+    )::@extschema@.channel
+$$;
 
 CREATE OR REPLACE FUNCTION @extschema@._channel_lock(p_channel text, p_now bigint)
 RETURNS @extschema@.channel
@@ -1000,6 +1030,7 @@ LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
     v_channel @extschema@.channel;
+    v_tid tid;
 BEGIN
     IF @extschema@._channel_row_try_lock(p_channel_id) THEN
         UPDATE @extschema@.channel AS c
@@ -1014,8 +1045,12 @@ BEGIN
         IF FOUND THEN
             RETURN TRUE;
         END IF;
-        -- No row (a pattern's follower), or full.
-        IF NOT EXISTS (SELECT FROM @extschema@._channel_row(p_channel_id, NULL)) THEN
+        -- No row (a pattern's follower), or full.  (Newest version first,
+        -- as above: the row's version to write, when it is full.)
+        SELECT r.ctid INTO v_tid FROM @extschema@.channel AS r
+        WHERE r.id >= p_channel_id AND r.id <= p_channel_id
+        ORDER BY r.id DESC LIMIT 1;
+        IF v_tid IS NULL THEN
             -- (The channel's name, by the holder's primary key: only here.)
             SELECT f.* INTO v_channel
             FROM @extschema@.message AS m
@@ -1032,13 +1067,7 @@ BEGIN
         UPDATE @extschema@.message AS m SET position = NULL, is_early = FALSE, is_held = TRUE WHERE m.id = p_id;
         UPDATE @extschema@.channel AS c
         SET admit_from = p_dequeue_at
-        WHERE
-            c.ctid = (
-                SELECT r.ctid FROM @extschema@.channel AS r
-                WHERE r.id >= p_channel_id AND r.id <= p_channel_id
-                ORDER BY r.id DESC LIMIT 1
-            )
-            AND c.admit_from > p_dequeue_at;
+        WHERE c.ctid = v_tid AND c.admit_from > p_dequeue_at;
     END IF;
     -- Refused (a busy row lock, or held): the take takes again, past it
     -- (message_complete_dequeue reads and clears the list).
@@ -1080,6 +1109,26 @@ COMMENT ON FUNCTION @extschema@._channel_hold_try(bigint, bigint) IS
 'Internal: whether a producer may create its message held, its channel being full, under the channel''s hold guard (tried shared).';
 
 REVOKE ALL ON FUNCTION @extschema@._channel_hold_try(bigint, bigint) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._channel_wake(p_channel_id bigint, p_channel text, p_wake_id bigint)
+RETURNS bigint
+LANGUAGE sql VOLATILE
+AS $$
+    WITH wake AS (
+        INSERT INTO @extschema@.message (id, channel_id, channel, dequeue_at, created_at, content, schedule)
+        SELECT pg_catalog.nextval('@extschema@.message_id_seq'), p_channel_id, p_channel, w.at, w.at, '', ''
+        FROM (SELECT @extschema@._clock_ms() + 10 AS at) AS w
+        WHERE NOT EXISTS (SELECT FROM @extschema@.message AS x WHERE x.id = p_wake_id)
+        RETURNING id
+    )
+
+    SELECT COALESCE((SELECT wake.id FROM wake), p_wake_id)
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_wake(bigint, text, bigint) IS
+'Internal: leave a wake for a channel (a due row that runs its admission walk again), unless its last one is still pending; returns the pending wake''s id.';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_wake(bigint, text, bigint) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION @extschema@._channel_admit(
     p_channel_id bigint,
@@ -1192,20 +1241,13 @@ BEGIN
                 ORDER BY m.dequeue_at, m.id LIMIT 1
             ), GREATEST(v_held.dequeue_at, v_channel.admit_from));
         END IF;
-        -- A wake: a due entry of message_due_ix (a message row whose
-        -- schedule is ''), which a dequeue's promotion finds with its
-        -- usual probe and runs this walk again for, once it has the guard
-        -- (_message_promote), after a walk that may have missed a held
-        -- message and had room left; one per channel (a wake of it that
-        -- exists will run after this commits: its promotion needs the row
-        -- lock, held here).
+        -- A wake (_channel_wake), after a walk that may have missed a held
+        -- message and had room left: a dequeue's promotion runs this walk
+        -- again for it, once it has the guard (_message_promote).  One per
+        -- channel: a pending one runs after this commits (its promotion
+        -- needs the row lock, held here).
         IF NOT v_is_guarded AND v_admitted < v_room THEN
-            -- (Due 10 ms on, by the clock read in the epoch entered above, as
-            -- every writer of message_due_ix does.)
-            INSERT INTO @extschema@.message (id, channel_id, channel, dequeue_at, created_at, content, schedule)
-            SELECT pg_catalog.nextval('@extschema@.message_id_seq'), v_channel.id, v_channel.name, w.at, w.at, '', ''
-            FROM (SELECT @extschema@._clock_ms() + 10 AS at) AS w
-            WHERE NOT EXISTS (SELECT FROM @extschema@.message AS x WHERE x.channel_id = v_channel.id AND x.schedule = '');
+            v_channel.wake_id := @extschema@._channel_wake(v_channel.id, v_channel.name, v_channel.wake_id);
         END IF;
     END IF;
     -- A pattern's follower whose counts are back to nothing (nothing
@@ -1224,7 +1266,8 @@ BEGIN
         num_admitted = v_channel.num_admitted + CASE WHEN v_claims THEN 0 ELSE v_admitted END,
         num_pending = v_channel.num_pending + CASE WHEN v_channel.release_interval_ms > 0 THEN v_admitted ELSE 0 END,
         release_at = v_channel.release_at,
-        admit_from = v_channel.admit_from
+        admit_from = v_channel.admit_from,
+        wake_id = v_channel.wake_id
     WHERE c.ctid = v_channel.tid;
     RETURN v_admitted;
 END;
@@ -1290,10 +1333,9 @@ BEGIN
     -- for on the channel guard: a wake walks the channel again, at READ
     -- COMMITTED (_message_promote, _channel_admit), and places it.
     IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
-        INSERT INTO @extschema@.message (id, channel_id, channel, dequeue_at, created_at, content, schedule)
-        SELECT pg_catalog.nextval('@extschema@.message_id_seq'), p_channel.id, p_channel.name, w.at, w.at, '', ''
-        FROM (SELECT @extschema@._clock_ms() + 10 AS at) AS w
-        WHERE NOT EXISTS (SELECT FROM @extschema@.message AS x WHERE x.channel_id = p_channel.id AND x.schedule = '');
+        UPDATE @extschema@.channel AS c
+        SET wake_id = @extschema@._channel_wake(c.id, c.name, c.wake_id)
+        WHERE c.id = p_channel.id;
     END IF;
 END;
 $$;
@@ -2774,6 +2816,9 @@ $upgrade$;
 
 COMMENT ON COLUMN @extschema@.channel.num_pending IS
 'Admission, internal state maintained by the queue functions, not to be written by hand: admitted messages not yet delivered (an expired lock placed again included), at most one with a release_interval_ms.';
+
+COMMENT ON COLUMN @extschema@.channel.wake_id IS
+'Admission, internal state maintained by the queue functions (0.15.0): the id of the last wake left for the channel (a message row whose schedule is ''''); one is pending while that row exists, and no other is left meanwhile; NULL: none left yet.';
 
 COMMENT ON COLUMN @extschema@.message.position IS
 'Delivery, internal state maintained by the queue functions, not to be written by hand: the message''s place in the round order while it is placed (round * 2^20 + its channel''s slot); NULL: locked, scheduled or held.';

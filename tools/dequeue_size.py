@@ -6,7 +6,7 @@ sql/src/ that are neither blank nor comments, following calls by name from
 message_dequeue, transitively: the size measure of the issue that rebuilt
 the dequeue (0.7.0: 1,245 lines in 23 functions).  Usage:
 tools/dequeue_size.py [root function] (default message_dequeue)
-[--max N]: print only the total, and exit 1 when it is over N (make lint: 855).  The
+[--max N]: print only the total, and exit 1 when it is over N (make lint: 856).  The
 budget grew from 0.7.0's 700 to 869: name patterns (0.12.0, +67), the fixes and bounds
 of 0.13.1 (+62), the worker loop's cost brought back to 0.13.0's by moving probes out of
 line (0.13.1, +24), and a raise that no longer passes what its own transaction took out
@@ -21,7 +21,9 @@ channel with max_concurrency and no release interval, pause or order claims at t
 (0.15.0, _channel_claim and the take's retakes past refused claims, +115: the limited worker
 loop 1.5 to 1.7 times as fast), while rate-limited, paused and ordered channels keep admission
 by promotion: moving them to claims is what would retire it, step 4 of the take and
-_channel_release_try_lock (doc/dequeue-design.md).  Issue 40's target is 560 (the take alone
+_channel_release_try_lock (doc/dequeue-design.md).  A channel's pending wake is found by
+its id, kept in its row, where a search walked all its messages that are not ready (0.15.0,
+_channel_wake, +1 once _channel_claim read its row's version once).  Issue 40's target is 560 (the take alone
 350): a change that needs more lines should retire some.
 
 The completion that message_complete_dequeue runs first (0.10.0) is not the

@@ -92,6 +92,10 @@ SET num_admitted = (
 )
 WHERE c.max_concurrency IS NOT NULL AND c.release_interval_ms = 0 AND NOT c.is_paused AND NOT c.is_ordered;
 
+-- A channel's pending wake is found by its id, which its row keeps
+-- (admission/_channel_wake.sql).  0.14.0 left no wakes: none to record.
+ALTER TABLE @extschema@.channel ADD COLUMN wake_id bigint;
+
 -- @after functions
 -- (The held messages of the channels whose takes claim: placed, in each
 -- channel's (dequeue_at, id) order, as _channel_readmit places a channel's

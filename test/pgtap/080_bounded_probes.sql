@@ -20,7 +20,7 @@
 SELECT pg_temp.lmq_committed_begin();
 \ir include/pathological.psql
 
-SELECT plan(45);
+SELECT plan(48);
 COMMIT;
 
 SELECT cmp_ok((SELECT count(*) FROM lonnymq.message), '>=', 500000::bigint, 'the pathological queue holds 500,000+ messages');
@@ -281,6 +281,39 @@ SELECT cmp_ok((SELECT idx FROM costs WHERE what = 'dequeue: a channel with 20 pr
 -- _message_turns_resolve the early messages it gives turns to.
 SELECT cmp_ok((SELECT idx FROM costs WHERE what = 'dequeue: batch of 100, a channel with priority messages'), '<=', 400::bigint,
     'a batch of 100 from it reads at most 4 index entries per message');
+
+-- A wake (_channel_wake): a limited channel's admission walk that may have
+-- missed a held message (here outside READ COMMITTED; in production also
+-- while a producer holds the channel's hold guard) and had room left
+-- leaves one, for a dequeue's promotion to walk the channel again; one per
+-- channel, the pending one found by its id (channel.wake_id), not by a walk
+-- of the channel's messages that are not ready: here 20,000 future ones.
+SELECT lonnymq.channel_set('wakeprobe', p_max_concurrency => 5);
+SELECT count(*) FROM generate_series(0, 1) AS k, lonnymq.message_create_batch(
+    'wakeprobe', array_fill('future'::bytea, ARRAY[10000]),
+    ARRAY(SELECT :t0 + 3600000 + k * 10000 + g FROM generate_series(1, 10000) AS g));
+SELECT count(*) FROM lonnymq.message_create_batch('wakeprobe', array_fill('now'::bytea, ARRAY[2]));
+SELECT array_agg(d.id) AS wids, array_agg(d.num_attempts) AS wtoks
+FROM lonnymq.message_dequeue(60000, 2, 'wakeprobe') AS d \gset
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+INSERT INTO costs SELECT 'complete, not READ COMMITTED: leaves a wake', * FROM pg_temp.lmq_cost(format(
+    $$ SELECT lonnymq.message_complete(%s, %s)::text $$, (:'wids'::bigint[])[1], (:'wtoks'::integer[])[1]));
+COMMIT;
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+INSERT INTO costs SELECT 'complete, not READ COMMITTED: a wake pending', * FROM pg_temp.lmq_cost(format(
+    $$ SELECT lonnymq.message_complete(%s, %s)::text $$, (:'wids'::bigint[])[2], (:'wtoks'::integer[])[2]));
+COMMIT;
+SELECT is(
+    (SELECT string_agg(result, ',' ORDER BY what) FROM costs WHERE what LIKE 'complete, not READ COMMITTED%'),
+    'true,true',
+    'two completions in a limited channel outside READ COMMITTED');
+SELECT cmp_ok((SELECT max(idx) FROM costs WHERE what LIKE 'complete, not READ COMMITTED%'), '<=', 60::bigint,
+    'each reads at most 60 index entries, past the channel''s 20,000 messages that are not ready');
+SELECT is(
+    (SELECT count(*) FROM lonnymq.message AS m JOIN lonnymq.channel AS c ON c.name = m.channel
+     WHERE m.channel = 'wakeprobe' AND m.schedule = '' AND m.id = c.wake_id),
+    1::bigint,
+    'and leave one wake, which the channel row names, and no second while it is pending');
 
 -- Report the measured costs in the TAP output.
 SELECT diag(string_agg(format('%-56s seq=%s idx=%s', what, seq, idx), E'\n' ORDER BY what)) FROM costs;

@@ -45,15 +45,14 @@
 -- Returns: how many messages were admitted (0 when the channel has no row,
 --   or its follower row was deleted).
 -- Calls: _channel_row_lock, _epoch_enter, _message_place (inlined),
---   _clock_ms (a wake's time).
+--   _channel_wake.
 -- Tables: reads channel (channel_pkey, backwards: newest version first),
---   message (message_held_ix, from admit_from; message_channel_ix, whether
---   the channel has a wake, only before leaving one, and, in a channel whose
---   takes claim, its placed unclaimed messages from the position mark, at
---   most its room), position_mark_seq (its last value);
---   writes message (the admitted ones, by message_pkey; a wake, inserted),
---   message_id_seq (a wake's id, nextval), channel (its counts, release_at
---   and admit_from, by the ctid it was locked at; or delete).
+--   message (message_held_ix, from admit_from; message_channel_ix, in a
+--   channel whose takes claim, its placed unclaimed messages from the
+--   position mark, at most its room), position_mark_seq (its last value);
+--   writes message (the admitted ones, by message_pkey), channel (its
+--   counts, release_at, admit_from and wake_id, by the ctid it was locked
+--   at; or delete); a wake's through _channel_wake.
 -- Locks: advisory (1819111683, hashint8(p_channel_id)) exclusive until the
 --   transaction ends (_channel_row_lock: waits for its holder), then the
 --   channel row FOR NO KEY UPDATE, which it updates or deletes; then the
@@ -173,20 +172,13 @@ BEGIN
                 ORDER BY m.dequeue_at, m.id LIMIT 1
             ), GREATEST(v_held.dequeue_at, v_channel.admit_from));
         END IF;
-        -- A wake: a due entry of message_due_ix (a message row whose
-        -- schedule is ''), which a dequeue's promotion finds with its
-        -- usual probe and runs this walk again for, once it has the guard
-        -- (_message_promote), after a walk that may have missed a held
-        -- message and had room left; one per channel (a wake of it that
-        -- exists will run after this commits: its promotion needs the row
-        -- lock, held here).
+        -- A wake (_channel_wake), after a walk that may have missed a held
+        -- message and had room left: a dequeue's promotion runs this walk
+        -- again for it, once it has the guard (_message_promote).  One per
+        -- channel: a pending one runs after this commits (its promotion
+        -- needs the row lock, held here).
         IF NOT v_is_guarded AND v_admitted < v_room THEN
-            -- (Due 10 ms on, by the clock read in the epoch entered above, as
-            -- every writer of message_due_ix does.)
-            INSERT INTO @extschema@.message (id, channel_id, channel, dequeue_at, created_at, content, schedule)
-            SELECT pg_catalog.nextval('@extschema@.message_id_seq'), v_channel.id, v_channel.name, w.at, w.at, '', ''
-            FROM (SELECT @extschema@._clock_ms() + 10 AS at) AS w
-            WHERE NOT EXISTS (SELECT FROM @extschema@.message AS x WHERE x.channel_id = v_channel.id AND x.schedule = '');
+            v_channel.wake_id := @extschema@._channel_wake(v_channel.id, v_channel.name, v_channel.wake_id);
         END IF;
     END IF;
     -- A pattern's follower whose counts are back to nothing (nothing
@@ -205,7 +197,8 @@ BEGIN
         num_admitted = v_channel.num_admitted + CASE WHEN v_claims THEN 0 ELSE v_admitted END,
         num_pending = v_channel.num_pending + CASE WHEN v_channel.release_interval_ms > 0 THEN v_admitted ELSE 0 END,
         release_at = v_channel.release_at,
-        admit_from = v_channel.admit_from
+        admit_from = v_channel.admit_from,
+        wake_id = v_channel.wake_id
     WHERE c.ctid = v_channel.tid;
     RETURN v_admitted;
 END;

@@ -16,7 +16,7 @@
 -- Parameters: p_id, the turn's holder; p_channel_id, its channel;
 --   p_dequeue_at, its dequeue_at.
 -- Returns: whether the take may deliver the holder.
--- Calls: _channel_row_try_lock, _channel_row, _channel_pattern_config,
+-- Calls: _channel_row_try_lock, _channel_pattern_config,
 --   _channel_claims, _clock_ms (a follower row's created_at).
 -- Tables: reads channel (channel_pkey, backwards: newest version first),
 --   message (a row-less follower's name, by message_pkey); writes channel
@@ -32,6 +32,7 @@ LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
     v_channel @extschema@.channel;
+    v_tid tid;
 BEGIN
     IF @extschema@._channel_row_try_lock(p_channel_id) THEN
         UPDATE @extschema@.channel AS c
@@ -46,8 +47,12 @@ BEGIN
         IF FOUND THEN
             RETURN TRUE;
         END IF;
-        -- No row (a pattern's follower), or full.
-        IF NOT EXISTS (SELECT FROM @extschema@._channel_row(p_channel_id, NULL)) THEN
+        -- No row (a pattern's follower), or full.  (Newest version first,
+        -- as above: the row's version to write, when it is full.)
+        SELECT r.ctid INTO v_tid FROM @extschema@.channel AS r
+        WHERE r.id >= p_channel_id AND r.id <= p_channel_id
+        ORDER BY r.id DESC LIMIT 1;
+        IF v_tid IS NULL THEN
             -- (The channel's name, by the holder's primary key: only here.)
             SELECT f.* INTO v_channel
             FROM @extschema@.message AS m
@@ -64,13 +69,7 @@ BEGIN
         UPDATE @extschema@.message AS m SET position = NULL, is_early = FALSE, is_held = TRUE WHERE m.id = p_id;
         UPDATE @extschema@.channel AS c
         SET admit_from = p_dequeue_at
-        WHERE
-            c.ctid = (
-                SELECT r.ctid FROM @extschema@.channel AS r
-                WHERE r.id >= p_channel_id AND r.id <= p_channel_id
-                ORDER BY r.id DESC LIMIT 1
-            )
-            AND c.admit_from > p_dequeue_at;
+        WHERE c.ctid = v_tid AND c.admit_from > p_dequeue_at;
     END IF;
     -- Refused (a busy row lock, or held): the take takes again, past it
     -- (message_complete_dequeue reads and clears the list).

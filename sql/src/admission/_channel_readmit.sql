@@ -15,12 +15,12 @@
 --   (the caller entered the epoch); p_now, the caller's clock.
 -- Returns: nothing (void).
 -- Calls: _channel_admits, _channel_claims, _channel_admit, _message_place (inlined),
---   _clock_ms (a wake's time, outside READ COMMITTED).
+--   _channel_wake (outside READ COMMITTED).
 -- Tables: reads message (message_channel_ix: the channel's messages;
 --   message_held_ix: its held ones); writes message (the channel's ready,
---   admitted and locked messages; the held ones it places; a wake, outside
---   READ COMMITTED), message_id_seq (the wake's id), channel (its counts
---   and admit_from).
+--   admitted and locked messages; the held ones it places), channel (its
+--   counts and admit_from; outside READ COMMITTED, the wake_id of the wake
+--   it leaves through _channel_wake).
 -- Locks: the channel's messages it updates (waits for a take or completion
 --   in flight).  The caller holds the channel guard exclusively and the
 --   channel row lock (1819111683) with its row FOR UPDATE; _channel_admit's
@@ -86,10 +86,9 @@ BEGIN
     -- for on the channel guard: a wake walks the channel again, at READ
     -- COMMITTED (_message_promote, _channel_admit), and places it.
     IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
-        INSERT INTO @extschema@.message (id, channel_id, channel, dequeue_at, created_at, content, schedule)
-        SELECT pg_catalog.nextval('@extschema@.message_id_seq'), p_channel.id, p_channel.name, w.at, w.at, '', ''
-        FROM (SELECT @extschema@._clock_ms() + 10 AS at) AS w
-        WHERE NOT EXISTS (SELECT FROM @extschema@.message AS x WHERE x.channel_id = p_channel.id AND x.schedule = '');
+        UPDATE @extschema@.channel AS c
+        SET wake_id = @extschema@._channel_wake(c.id, c.name, c.wake_id)
+        WHERE c.id = p_channel.id;
     END IF;
 END;
 $$;

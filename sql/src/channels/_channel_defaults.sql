@@ -18,7 +18,7 @@ AS $$
     SELECT ROW(
         @extschema@._channel_id(p_channel), p_channel,
         NULL, NULL, 0, NULL, 0, 0, p_now, FALSE,
-        NULL, 1000, 2.0, 3600000, 0.1, 0, FALSE, FALSE, NULL, 0, FALSE, NULL, NULL, -9223372036854775808
+        NULL, 1000, 2.0, 3600000, 0.1, 0, FALSE, FALSE, NULL, 0, FALSE, NULL, NULL, -9223372036854775808, NULL
     )::@extschema@.channel
 $$;
 

@@ -23,7 +23,7 @@ AS $$
             WHEN p_pattern.notify_payload <> '' THEN @extschema@._channel_id(p_channel)::text
             ELSE p_pattern.notify_payload
         END,
-        0, p_pattern.is_ordered, p_pattern.name, NULL, -9223372036854775808
+        0, p_pattern.is_ordered, p_pattern.name, NULL, -9223372036854775808, NULL
     )::@extschema@.channel
 $$;
 

@@ -55,6 +55,7 @@ CREATE TABLE @extschema@.channel (
     pattern text,
     prefix text COLLATE "C",
     admit_from bigint NOT NULL DEFAULT -9223372036854775808,
+    wake_id bigint,
     CONSTRAINT channel_pkey PRIMARY KEY (id),
     CONSTRAINT channel_name_key UNIQUE (name),
     CONSTRAINT channel_name_check CHECK (
@@ -169,3 +170,6 @@ COMMENT ON COLUMN @extschema@.channel.is_ordered IS
 
 COMMENT ON COLUMN @extschema@.channel.admit_from IS
 'Admission, internal state maintained by the queue functions (0.13.1): no message of the channel waiting for its admission has a dequeue_at below it; the walk of those messages starts there.';
+
+COMMENT ON COLUMN @extschema@.channel.wake_id IS
+'Admission, internal state maintained by the queue functions (0.15.0): the id of the last wake left for the channel (a message row whose schedule is ''''); one is pending while that row exists, and no other is left meanwhile; NULL: none left yet.';
