@@ -75,6 +75,14 @@ WHERE c.max_concurrency IS NOT NULL AND c.release_interval_ms = 0 AND NOT c.is_p
 
 ALTER TABLE @extschema@.channel ADD COLUMN wake_id bigint;
 
+DROP FUNCTION @extschema@._channel_admit(bigint, integer, integer, boolean, bigint, bigint);
+
+DROP INDEX @extschema@.message_early_ix;
+
+CREATE INDEX message_early_ix
+ON @extschema@.message (channel_id, dequeue_at, id, position)
+WHERE is_early AND position IS NOT NULL;
+
 CREATE OR REPLACE FUNCTION @extschema@._max_error_bytes()
 RETURNS bigint
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -989,15 +997,18 @@ BEGIN
     PERFORM @extschema@._channel_removed(ARRAY[v_channel.id]);
     IF v_gone.is_admitted THEN
         -- Admitted and not delivered: it also held the release interval's turn.
-        PERFORM @extschema@._channel_admit(v_channel.id, 1, 1, FALSE, @extschema@._clock_ms(), NULL);
+        PERFORM @extschema@._channel_admit(v_channel.id, 1, 1, @extschema@._clock_ms(), NULL);
     ELSIF v_gone.was_unclaimed THEN
         -- Placed in a channel whose takes claim: its place in the channel's
         -- room goes to a held message (_channel_admit).
-        PERFORM @extschema@._channel_admit(v_channel.id, 0, 0, FALSE, @extschema@._clock_ms(), NULL);
+        PERFORM @extschema@._channel_admit(v_channel.id, 0, 0, @extschema@._clock_ms(), NULL);
     END IF;
     RETURN TRUE;
 END;
 $$;
+
+COMMENT ON FUNCTION @extschema@._channel_admits(@extschema@.channel) IS
+'Internal: whether a channel admits its messages (max_concurrency, a release interval, or a pause).';
 
 CREATE OR REPLACE FUNCTION @extschema@._channel_claims(p_channel @extschema@.channel)
 RETURNS boolean
@@ -1110,14 +1121,13 @@ COMMENT ON FUNCTION @extschema@._channel_hold_try(bigint, bigint) IS
 
 REVOKE ALL ON FUNCTION @extschema@._channel_hold_try(bigint, bigint) FROM PUBLIC;
 
-CREATE OR REPLACE FUNCTION @extschema@._channel_wake(p_channel_id bigint, p_channel text, p_wake_id bigint)
+CREATE OR REPLACE FUNCTION @extschema@._channel_wake(p_channel_id bigint, p_channel text, p_wake_id bigint, p_at bigint)
 RETURNS bigint
 LANGUAGE sql VOLATILE
 AS $$
     WITH wake AS (
         INSERT INTO @extschema@.message (id, channel_id, channel, dequeue_at, created_at, content, schedule)
-        SELECT pg_catalog.nextval('@extschema@.message_id_seq'), p_channel_id, p_channel, w.at, w.at, '', ''
-        FROM (SELECT @extschema@._clock_ms() + 10 AS at) AS w
+        SELECT pg_catalog.nextval('@extschema@.message_id_seq'), p_channel_id, p_channel, p_at, p_at, '', ''
         WHERE NOT EXISTS (SELECT FROM @extschema@.message AS x WHERE x.id = p_wake_id)
         RETURNING id
     )
@@ -1125,16 +1135,38 @@ AS $$
     SELECT COALESCE((SELECT wake.id FROM wake), p_wake_id)
 $$;
 
-COMMENT ON FUNCTION @extschema@._channel_wake(bigint, text, bigint) IS
+COMMENT ON FUNCTION @extschema@._channel_wake(bigint, text, bigint, bigint) IS
 'Internal: leave a wake for a channel (a due row that runs its admission walk again), unless its last one is still pending; returns the pending wake''s id.';
 
-REVOKE ALL ON FUNCTION @extschema@._channel_wake(bigint, text, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._channel_wake(bigint, text, bigint, bigint) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._channel_release(p_channel_id bigint, p_delivered integer, p_now bigint)
+RETURNS void
+LANGUAGE sql VOLATILE
+AS $$
+    UPDATE @extschema@.channel AS c
+    SET
+        release_at = p_now + c.release_interval_ms,
+        num_pending = pg_catalog.int4larger(c.num_pending - p_delivered, 0),
+        wake_id = @extschema@._channel_wake(c.id, c.name, c.wake_id, p_now + c.release_interval_ms)
+    WHERE
+        c.ctid = (
+            SELECT r.ctid FROM @extschema@.channel AS r
+            WHERE r.id >= p_channel_id AND r.id <= p_channel_id
+            ORDER BY r.id DESC LIMIT 1
+        )
+        AND c.release_interval_ms > 0;
+$$;
+
+COMMENT ON FUNCTION @extschema@._channel_release(bigint, integer, bigint) IS
+'Internal: a take delivered admitted messages of a channel with a release interval: the interval starts again, and a wake at its end admits the next message.';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_release(bigint, integer, bigint) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION @extschema@._channel_admit(
     p_channel_id bigint,
     p_ended integer,
     p_pending_done integer,
-    p_is_delivery boolean,
     p_now bigint,
     p_held_at bigint
 )
@@ -1167,9 +1199,6 @@ BEGIN
     v_channel.admit_from := LEAST(v_channel.admit_from, p_held_at);
     IF v_channel.release_interval_ms > 0 THEN
         v_channel.num_pending := pg_catalog.int4larger(v_channel.num_pending - p_pending_done, 0);
-        IF p_is_delivery THEN
-            v_channel.release_at := p_now + v_channel.release_interval_ms;
-        END IF;
     END IF;
     -- (_channel_claims written out: v_channel is a record.)
     v_claims := v_channel.max_concurrency IS NOT NULL AND v_channel.release_interval_ms = 0
@@ -1247,7 +1276,7 @@ BEGIN
         -- channel: a pending one runs after this commits (its promotion
         -- needs the row lock, held here).
         IF NOT v_is_guarded AND v_admitted < v_room THEN
-            v_channel.wake_id := @extschema@._channel_wake(v_channel.id, v_channel.name, v_channel.wake_id);
+            v_channel.wake_id := @extschema@._channel_wake(v_channel.id, v_channel.name, v_channel.wake_id, @extschema@._clock_ms() + 10);
         END IF;
     END IF;
     -- A pattern's follower whose counts are back to nothing (nothing
@@ -1272,6 +1301,11 @@ BEGIN
     RETURN v_admitted;
 END;
 $$;
+
+COMMENT ON FUNCTION @extschema@._channel_admit(bigint, integer, integer, bigint, bigint) IS
+'Internal: admission of a channel with limits: count admitted messages that ended or were delivered, then admit held ones while there is room.';
+
+REVOKE ALL ON FUNCTION @extschema@._channel_admit(bigint, integer, integer, bigint, bigint) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION @extschema@._channel_readmit(
     p_channel @extschema@.channel,
@@ -1314,7 +1348,7 @@ BEGIN
         admit_from = -9223372036854775808
     WHERE c.id = p_channel.id;
     IF v_limited THEN
-        PERFORM @extschema@._channel_admit(p_channel.id, 0, 0, FALSE, p_now, NULL);
+        PERFORM @extschema@._channel_admit(p_channel.id, 0, 0, p_now, NULL);
         RETURN;
     END IF;
     FOR v_held IN
@@ -1334,7 +1368,7 @@ BEGIN
     -- COMMITTED (_message_promote, _channel_admit), and places it.
     IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
         UPDATE @extschema@.channel AS c
-        SET wake_id = @extschema@._channel_wake(c.id, c.name, c.wake_id)
+        SET wake_id = @extschema@._channel_wake(c.id, c.name, c.wake_id, @extschema@._clock_ms() + 10)
         WHERE c.id = p_channel.id;
     END IF;
 END;
@@ -1386,7 +1420,7 @@ BEGIN
         IF v_due.schedule = '' THEN
             IF @extschema@._channel_row_try_lock(v_due.channel_id)
                 AND pg_catalog.pg_try_advisory_xact_lock(1819111686, pg_catalog.hashint8(v_due.channel_id)) THEN
-                PERFORM @extschema@._channel_admit(v_due.channel_id, 0, 0, FALSE, p_now, NULL);
+                PERFORM @extschema@._channel_admit(v_due.channel_id, 0, 0, p_now, NULL);
                 DELETE FROM @extschema@.message AS m WHERE m.id = v_due.id;
             ELSE
                 UPDATE @extschema@.message AS m SET num_attempts = m.num_attempts + 1,
@@ -1470,7 +1504,7 @@ BEGIN
         -- its place; a held one may be admitted at once.
         IF v_is_held OR v_is_dead AND v_due.is_admitted THEN
             PERFORM @extschema@._channel_admit(
-                v_due.channel_id, v_due.is_admitted::integer, 0, FALSE, p_now, CASE WHEN v_is_held THEN v_due.dequeue_at END
+                v_due.channel_id, v_due.is_admitted::integer, 0, p_now, CASE WHEN v_is_held THEN v_due.dequeue_at END
             );
         END IF;
     END LOOP;
@@ -1517,6 +1551,11 @@ DECLARE
     v_turns @extschema@._turn[];
     v_move_ids bigint[];
     v_move_positions bigint[];
+    -- Every ready message lies at or above the position mark: the early
+    -- messages' probe tests it on each entry, which passes the dead entries
+    -- of those taken since (message_early_ix).  (A variable: an index
+    -- condition, where the sequence's volatile read would be a filter.)
+    v_mark bigint := pg_catalog.pg_sequence_last_value('@extschema@.position_mark_seq');
     -- A turn whose holder holds a claim (a recovered lock of a channel whose
     -- takes claim) delivers it: the take counted no claim for it, and one
     -- delivered in its place would need one.  (Only a recovered lock can
@@ -1552,7 +1591,7 @@ BEGIN
             SELECT x.id, x.channel_id, x.dequeue_at, x.is_locked, x.position
             FROM @extschema@.message AS x
             WHERE
-                x.channel_id = c.channel_id AND x.is_early AND x.position IS NOT NULL
+                x.channel_id = c.channel_id AND x.is_early AND x.position >= v_mark
                 AND x.id <> ALL(ARRAY(SELECT h.id FROM head AS h))
                 -- (Not a recovered lock that holds a claim: the take
                 -- counted a claim for each of these turns, which what it
@@ -1645,6 +1684,8 @@ DECLARE
     v_may_raise boolean := pg_catalog.pg_current_xact_id_if_assigned() IS NULL;
     v_now bigint;
     v_mark bigint;
+    -- Where the head starts: the position mark, then past a retake's turns.
+    v_from bigint;
     v_due_mark bigint;
     v_due boolean;
     v_raise boolean;
@@ -1682,7 +1723,7 @@ BEGIN
     -- (Sub-selects of k: the due mark is a parameter of their index scan,
     -- so the range starts at the mark whatever the plan.)
     SELECT
-        k.now, k.mark, k.due_mark,
+        k.now, k.mark, k.mark, k.due_mark,
         -- The marks' turn: 8 messages or more delivered since the last
         -- raise (none: the marks would not move, and idle pollers write
         -- nothing).
@@ -1695,7 +1736,7 @@ BEGIN
                 GREATEST(m.dequeue_at, m.created_at) >= k.due_mark AND GREATEST(m.dequeue_at, m.created_at) <= k.now
                 AND m.position IS NULL AND NOT m.is_held
         )
-    INTO v_now, v_mark, v_due_mark, v_raise, v_due
+    INTO v_now, v_mark, v_from, v_due_mark, v_raise, v_due
     FROM (
         SELECT
             @extschema@._epoch_hold(pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq')) AS in_epoch,
@@ -1722,7 +1763,7 @@ BEGIN
                     r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position,
                     r.is_limited AND NOT r.is_admitted AS must_claim
                 FROM @extschema@.message AS r
-                WHERE p_channel IS NULL AND v_turns IS NULL AND r.position >= v_mark AND (v_skip IS NULL OR r.id <> ALL(v_skip))
+                WHERE p_channel IS NULL AND v_turns IS NULL AND r.position >= v_from AND (v_skip IS NULL OR r.id <> ALL(v_skip))
                 ORDER BY r.position, r.dequeue_at, r.id
                 LIMIT v_limit
                 FOR UPDATE OF r SKIP LOCKED
@@ -1736,7 +1777,7 @@ BEGIN
                 FROM @extschema@.message AS r
                 WHERE
                     p_channel IS NOT NULL AND v_turns IS NULL AND r.channel_id = v_channel_id
-                    AND r.position >= v_mark AND r.channel = p_channel AND (v_skip IS NULL OR r.id <> ALL(v_skip))
+                    AND r.position >= v_from AND r.channel = p_channel AND (v_skip IS NULL OR r.id <> ALL(v_skip))
                 ORDER BY r.position NULLS FIRST, r.dequeue_at, r.id
                 LIMIT v_limit
                 FOR UPDATE OF r SKIP LOCKED
@@ -1757,11 +1798,13 @@ BEGIN
                 ) AS turns,
                 COALESCE(pg_catalog.array_agg(h.id), ARRAY(SELECT r.id FROM pg_catalog.unnest(v_turns) AS r)) AS ids,
                 -- Whether an early message of a turn's channel sorts before
-                -- its holder (message_early_ix: one probe per turn).
+                -- its holder (message_early_ix: one probe per turn; every
+                -- ready message lies at or above the position mark, a test
+                -- of each entry, which passes those taken since).
                 COALESCE(pg_catalog.bool_or(EXISTS (
                     SELECT 1 FROM @extschema@.message AS x
                     WHERE
-                        x.channel_id = h.channel_id AND x.is_early AND x.position IS NOT NULL
+                        x.channel_id = h.channel_id AND x.is_early AND x.position >= v_mark
                         AND (x.dequeue_at, x.id) < (h.dequeue_at, h.id)
                 )), FALSE) AS is_passed
             FROM head AS h
@@ -1835,7 +1878,7 @@ BEGIN
             -- call of its transaction.
             v_skip := COALESCE(v_skip, '{}') || pg_catalog.current_setting('lonnymq.refused')::bigint[];
             PERFORM pg_catalog.set_config('lonnymq.refused', '', TRUE);
-            v_mark := GREATEST(v_mark, (SELECT pg_catalog.max((t).position) FROM pg_catalog.unnest(v_turns) AS t));
+            v_from := GREATEST(v_from, (SELECT pg_catalog.max((t).position) FROM pg_catalog.unnest(v_turns) AS t));
             v_tries := COALESCE(v_tries, 0) + 1;
             v_out_before := v_out_before || v_out;
             v_admitted_before := v_admitted_before || v_admitted;
@@ -1848,20 +1891,16 @@ BEGIN
         END IF;
     END LOOP;
 
-    -- 4.
-    -- A take in a channel with a release interval starts the interval
-    -- again (its row lock is held already, from the take).
-    -- (The clock after the take: the interval never starts before a
-    -- delivery's lock.)
-    -- (With the retakes': an expression each, as without them.)
+    -- 4.  A delivery in a channel with a release interval starts the
+    -- interval again (its row lock is held already, from the take), and
+    -- leaves a wake at its end, which admits the next message
+    -- (_channel_release).  (The clock after the take: the interval never
+    -- starts before a delivery's lock.  With the retakes': an expression
+    -- each, as without them.)
     IF (v_admitted_before || v_admitted) IS NOT NULL THEN
-        PERFORM @extschema@._channel_admit(
-            c.id, 0, pg_catalog.cardinality(pg_catalog.array_positions(v_admitted_before || v_admitted, c.id)), TRUE, @extschema@._clock_ms(),
-            NULL
-        )
-        FROM (SELECT DISTINCT a.id FROM pg_catalog.unnest(v_admitted_before || v_admitted) AS a (id)) AS a
-        CROSS JOIN LATERAL @extschema@._channel_row(a.id, NULL) AS c
-        WHERE c.release_interval_ms > 0;
+        PERFORM @extschema@._channel_release(a.id, pg_catalog.count(*)::integer, @extschema@._clock_ms())
+        FROM pg_catalog.unnest(v_admitted_before || v_admitted) AS a (id)
+        GROUP BY a.id;
     END IF;
     FOREACH v_delivery IN ARRAY COALESCE(v_out_before || v_out, '{}') LOOP
         RETURN NEXT v_delivery;
@@ -1995,7 +2034,7 @@ BEGIN
             GROUP BY f.channel_id
             ORDER BY f.channel_id
         LOOP
-            PERFORM @extschema@._channel_admit(v_admitted.channel_id, v_admitted.n, v_admitted.pending, FALSE, v_now, NULL);
+            PERFORM @extschema@._channel_admit(v_admitted.channel_id, v_admitted.n, v_admitted.pending, v_now, NULL);
         END LOOP;
     END IF;
     -- Looked for only when fewer were completed than asked (n x k
@@ -2070,7 +2109,7 @@ BEGIN
         -- (p_held_at: the message is held, under its channel's row lock,
         -- _message_channel's.)
         PERFORM @extschema@._channel_admit(
-            p_channel.id, CASE WHEN p_is_admitted THEN 1 ELSE 0 END, COALESCE(v_pending, 0), FALSE, p_now,
+            p_channel.id, CASE WHEN p_is_admitted THEN 1 ELSE 0 END, COALESCE(v_pending, 0), p_now,
             CASE WHEN v_dequeue_at <= p_now AND v_limited THEN v_dequeue_at END
         );
     END IF;
@@ -2126,7 +2165,7 @@ BEGIN
     -- (Such a lock of a channel with a release interval was its pending
     -- delivery: the channel may admit another.)
     IF v_renewed.was_pending THEN
-        PERFORM @extschema@._channel_admit(v_renewed.channel_id, 0, 1, FALSE, @extschema@._clock_ms(), NULL);
+        PERFORM @extschema@._channel_admit(v_renewed.channel_id, 0, 1, @extschema@._clock_ms(), NULL);
     END IF;
     RETURN v_renewed IS NOT NULL;
 END;
@@ -2177,7 +2216,7 @@ BEGIN
             p_id, v_channel.id, v_channel.name, p_error, v_now, v_channel.dedup_window_ms
         );
         IF v_message.is_admitted THEN
-            PERFORM @extschema@._channel_admit(v_channel.id, 1, v_message.pending, FALSE, v_now, NULL);
+            PERFORM @extschema@._channel_admit(v_channel.id, 1, v_message.pending, v_now, NULL);
         END IF;
         RETURN 'dead';
     END IF;

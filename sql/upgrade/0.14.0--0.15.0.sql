@@ -95,6 +95,16 @@ WHERE c.max_concurrency IS NOT NULL AND c.release_interval_ms = 0 AND NOT c.is_p
 -- A channel's pending wake is found by its id, which its row keeps
 -- (admission/_channel_wake.sql).  0.14.0 left no wakes: none to record.
 ALTER TABLE @extschema@.channel ADD COLUMN wake_id bigint;
+-- The take admits nothing (admission/_channel_release.sql): a delivery in
+-- a channel with a release interval leaves a wake at the interval's end,
+-- and admission loses its parameter for deliveries.
+DROP FUNCTION @extschema@._channel_admit(bigint, integer, integer, boolean, bigint, bigint);
+
+-- The early messages' probes test the position on each entry of
+-- message_early_ix (schema/message_early_ix.sql): it is a column of the
+-- index now, rebuilt (only early messages are in it).
+DROP INDEX @extschema@.message_early_ix;
+-- @include sql/src/schema/message_early_ix.sql
 
 -- @after functions
 -- (The held messages of the channels whose takes claim: placed, in each

@@ -67,7 +67,7 @@ SELECT pg_temp.lmq_now() + 60000 AS lc_at \gset
 UPDATE lonnymq.channel SET release_at = :lc_at - 50 WHERE name = 'lc';
 INSERT INTO lonnymq.message (channel_id, channel, dequeue_at, created_at, content, is_held)
 VALUES (lonnymq._channel_id('lc'), 'lc', :lc_at, :lc_at, 'x', TRUE);
-SELECT lonnymq._channel_admit(lonnymq._channel_id('lc'), 0, 0, FALSE, :lc_at - 100, NULL);
+SELECT lonnymq._channel_admit(lonnymq._channel_id('lc'), 0, 0, :lc_at - 100, NULL);
 SELECT is(
     (SELECT m.dequeue_at - :lc_at || ' ' || m.is_admitted FROM lonnymq.message AS m WHERE m.channel = 'lc'),
     '0 true',

@@ -291,18 +291,17 @@ SELECT cmp_ok((SELECT idx FROM costs WHERE what = 'dequeue: batch of 100, a chan
 SELECT lonnymq.channel_set('wakeprobe', p_max_concurrency => 5);
 SELECT count(*) FROM generate_series(0, 1) AS k, lonnymq.message_create_batch(
     'wakeprobe', array_fill('future'::bytea, ARRAY[10000]),
-    ARRAY(SELECT :t0 + 3600000 + k * 10000 + g FROM generate_series(1, 10000) AS g));
+    (SELECT array_agg(:t0 + 3600000 + k * 10000 + g ORDER BY g) FROM generate_series(1, 10000) AS g));
 SELECT count(*) FROM lonnymq.message_create_batch('wakeprobe', array_fill('now'::bytea, ARRAY[2]));
 SELECT array_agg(d.id) AS wids, array_agg(d.num_attempts) AS wtoks
 FROM lonnymq.message_dequeue(60000, 2, 'wakeprobe') AS d \gset
-BEGIN ISOLATION LEVEL REPEATABLE READ;
+-- (Each statement its own transaction, at REPEATABLE READ.)
+SET default_transaction_isolation = 'repeatable read';
 INSERT INTO costs SELECT 'complete, not READ COMMITTED: leaves a wake', * FROM pg_temp.lmq_cost(format(
     $$ SELECT lonnymq.message_complete(%s, %s)::text $$, (:'wids'::bigint[])[1], (:'wtoks'::integer[])[1]));
-COMMIT;
-BEGIN ISOLATION LEVEL REPEATABLE READ;
 INSERT INTO costs SELECT 'complete, not READ COMMITTED: a wake pending', * FROM pg_temp.lmq_cost(format(
     $$ SELECT lonnymq.message_complete(%s, %s)::text $$, (:'wids'::bigint[])[2], (:'wtoks'::integer[])[2]));
-COMMIT;
+RESET default_transaction_isolation;
 SELECT is(
     (SELECT string_agg(result, ',' ORDER BY what) FROM costs WHERE what LIKE 'complete, not READ COMMITTED%'),
     'true,true',

@@ -61,7 +61,9 @@ def _setup_channel(conn, channel: str, kind: str) -> int:
 
 def _counters(conn, channel: str) -> dict:
     """The channel's counters next to what they count (a channel without
-    configuration has no row: its counters are None)."""
+    configuration has no row: its counters are None).  held: the channel's
+    messages, which max_size counts: not a wake (schedule '', no message,
+    which a delivery in a channel with a release interval leaves)."""
     row = conn.execute(
         """
         SELECT c.max_concurrency, c.release_interval_ms, c.num_admitted, m.admitted, c.num_pending, m.pending,
@@ -70,7 +72,7 @@ def _counters(conn, channel: str) -> dict:
             SELECT count(*) FILTER (WHERE is_admitted) AS admitted,
                    count(*) FILTER (WHERE is_admitted AND (NOT is_locked OR position IS NOT NULL)) AS pending,
                    count(*) FILTER (WHERE is_locked) AS locked,
-                   count(*) AS held
+                   count(*) FILTER (WHERE schedule IS NULL) AS held
             FROM lonnymq.message WHERE channel = %s
         ) AS m
         LEFT JOIN lonnymq.channel AS c ON c.name = %s

@@ -1,11 +1,13 @@
 -- Internal: admission of a channel with limits (max_concurrency,
 -- release_interval_ms, a pause): account for admitted messages that ended
--- or were delivered, then admit held messages while the channel has room,
--- in (dequeue_at, id) order.  An admitted message becomes ready (a place,
--- _message_place) or, when its channel's release_at is still ahead,
--- scheduled at release_at (promotion places it then).  So the take never
--- sees a message its channel may not deliver, and a saturated channel costs
--- other channels nothing.
+-- or no longer wait for their delivery, then admit held messages while the
+-- channel has room, in (dequeue_at, id) order.  An admitted message becomes
+-- ready (a place, _message_place) or, when its channel's release_at is
+-- still ahead, scheduled at release_at (promotion places it then).  So the
+-- take never sees a message its channel may not deliver, and a saturated
+-- channel costs other channels nothing.  The take never runs this: a
+-- delivery in a channel with a release interval leaves a wake at the
+-- interval's end (_channel_release), whose promotion runs it.
 -- Room: max_concurrency - num_admitted (admitted = ready, scheduled by the
 -- interval, or locked; an expired lock stays admitted); with a
 -- release_interval_ms, one admitted message not yet delivered at a time;
@@ -37,15 +39,15 @@
 -- guard (_message_promote).
 -- Parameters: p_channel_id; p_ended, admitted messages that left the
 --   channel or their admission (completed, cancelled, dead, failed,
---   deferred); p_pending_done, admitted messages no longer waiting for
---   their delivery (taken, or cancelled before it); p_is_delivery, they
---   were taken (the release interval starts again); p_now, the clock;
+--   deferred); p_pending_done, admitted messages that waited for their
+--   delivery and no longer do (cancelled; an expired lock placed again
+--   whose holder settled or renewed it); p_now, the clock;
 --   p_held_at, the dequeue_at of the message the caller has just held
 --   (NULL: none).
 -- Returns: how many messages were admitted (0 when the channel has no row,
 --   or its follower row was deleted).
 -- Calls: _channel_row_lock, _epoch_enter, _message_place (inlined),
---   _channel_wake.
+--   _channel_wake, _clock_ms (a wake's time).
 -- Tables: reads channel (channel_pkey, backwards: newest version first),
 --   message (message_held_ix, from admit_from; message_channel_ix, in a
 --   channel whose takes claim, its placed unclaimed messages from the
@@ -65,7 +67,6 @@ CREATE FUNCTION @extschema@._channel_admit(
     p_channel_id bigint,
     p_ended integer,
     p_pending_done integer,
-    p_is_delivery boolean,
     p_now bigint,
     p_held_at bigint
 )
@@ -98,9 +99,6 @@ BEGIN
     v_channel.admit_from := LEAST(v_channel.admit_from, p_held_at);
     IF v_channel.release_interval_ms > 0 THEN
         v_channel.num_pending := pg_catalog.int4larger(v_channel.num_pending - p_pending_done, 0);
-        IF p_is_delivery THEN
-            v_channel.release_at := p_now + v_channel.release_interval_ms;
-        END IF;
     END IF;
     -- (_channel_claims written out: v_channel is a record.)
     v_claims := v_channel.max_concurrency IS NOT NULL AND v_channel.release_interval_ms = 0
@@ -178,7 +176,7 @@ BEGIN
         -- channel: a pending one runs after this commits (its promotion
         -- needs the row lock, held here).
         IF NOT v_is_guarded AND v_admitted < v_room THEN
-            v_channel.wake_id := @extschema@._channel_wake(v_channel.id, v_channel.name, v_channel.wake_id);
+            v_channel.wake_id := @extschema@._channel_wake(v_channel.id, v_channel.name, v_channel.wake_id, @extschema@._clock_ms() + 10);
         END IF;
     END IF;
     -- A pattern's follower whose counts are back to nothing (nothing
@@ -204,7 +202,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION @extschema@._channel_admit(bigint, integer, integer, boolean, bigint, bigint) IS
+COMMENT ON FUNCTION @extschema@._channel_admit(bigint, integer, integer, bigint, bigint) IS
 'Internal: admission of a channel with limits: count admitted messages that ended or were delivered, then admit held ones while there is room.';
 
-REVOKE ALL ON FUNCTION @extschema@._channel_admit(bigint, integer, integer, boolean, bigint, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._channel_admit(bigint, integer, integer, bigint, bigint) FROM PUBLIC;

@@ -15,7 +15,7 @@
 --   (the caller entered the epoch); p_now, the caller's clock.
 -- Returns: nothing (void).
 -- Calls: _channel_admits, _channel_claims, _channel_admit, _message_place (inlined),
---   _channel_wake (outside READ COMMITTED).
+--   _channel_wake, _clock_ms (a wake, outside READ COMMITTED).
 -- Tables: reads message (message_channel_ix: the channel's messages;
 --   message_held_ix: its held ones); writes message (the channel's ready,
 --   admitted and locked messages; the held ones it places), channel (its
@@ -67,7 +67,7 @@ BEGIN
         admit_from = -9223372036854775808
     WHERE c.id = p_channel.id;
     IF v_limited THEN
-        PERFORM @extschema@._channel_admit(p_channel.id, 0, 0, FALSE, p_now, NULL);
+        PERFORM @extschema@._channel_admit(p_channel.id, 0, 0, p_now, NULL);
         RETURN;
     END IF;
     FOR v_held IN
@@ -87,7 +87,7 @@ BEGIN
     -- COMMITTED (_message_promote, _channel_admit), and places it.
     IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
         UPDATE @extschema@.channel AS c
-        SET wake_id = @extschema@._channel_wake(c.id, c.name, c.wake_id)
+        SET wake_id = @extschema@._channel_wake(c.id, c.name, c.wake_id, @extschema@._clock_ms() + 10)
         WHERE c.id = p_channel.id;
     END IF;
 END;

@@ -102,7 +102,7 @@ BEGIN
         IF v_due.schedule = '' THEN
             IF @extschema@._channel_row_try_lock(v_due.channel_id)
                 AND pg_catalog.pg_try_advisory_xact_lock(1819111686, pg_catalog.hashint8(v_due.channel_id)) THEN
-                PERFORM @extschema@._channel_admit(v_due.channel_id, 0, 0, FALSE, p_now, NULL);
+                PERFORM @extschema@._channel_admit(v_due.channel_id, 0, 0, p_now, NULL);
                 DELETE FROM @extschema@.message AS m WHERE m.id = v_due.id;
             ELSE
                 UPDATE @extschema@.message AS m SET num_attempts = m.num_attempts + 1,
@@ -186,7 +186,7 @@ BEGIN
         -- its place; a held one may be admitted at once.
         IF v_is_held OR v_is_dead AND v_due.is_admitted THEN
             PERFORM @extschema@._channel_admit(
-                v_due.channel_id, v_due.is_admitted::integer, 0, FALSE, p_now, CASE WHEN v_is_held THEN v_due.dequeue_at END
+                v_due.channel_id, v_due.is_admitted::integer, 0, p_now, CASE WHEN v_is_held THEN v_due.dequeue_at END
             );
         END IF;
     END LOOP;

@@ -179,7 +179,7 @@ BEGIN
             GROUP BY f.channel_id
             ORDER BY f.channel_id
         LOOP
-            PERFORM @extschema@._channel_admit(v_admitted.channel_id, v_admitted.n, v_admitted.pending, FALSE, v_now, NULL);
+            PERFORM @extschema@._channel_admit(v_admitted.channel_id, v_admitted.n, v_admitted.pending, v_now, NULL);
         END LOOP;
     END IF;
     -- Looked for only when fewer were completed than asked (n x k

@@ -91,7 +91,7 @@ BEGIN
         -- (p_held_at: the message is held, under its channel's row lock,
         -- _message_channel's.)
         PERFORM @extschema@._channel_admit(
-            p_channel.id, CASE WHEN p_is_admitted THEN 1 ELSE 0 END, COALESCE(v_pending, 0), FALSE, p_now,
+            p_channel.id, CASE WHEN p_is_admitted THEN 1 ELSE 0 END, COALESCE(v_pending, 0), p_now,
             CASE WHEN v_dequeue_at <= p_now AND v_limited THEN v_dequeue_at END
         );
     END IF;

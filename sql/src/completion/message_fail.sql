@@ -72,7 +72,7 @@ BEGIN
             p_id, v_channel.id, v_channel.name, p_error, v_now, v_channel.dedup_window_ms
         );
         IF v_message.is_admitted THEN
-            PERFORM @extschema@._channel_admit(v_channel.id, 1, v_message.pending, FALSE, v_now, NULL);
+            PERFORM @extschema@._channel_admit(v_channel.id, 1, v_message.pending, v_now, NULL);
         END IF;
         RETURN 'dead';
     END IF;

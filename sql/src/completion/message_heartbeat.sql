@@ -69,7 +69,7 @@ BEGIN
     -- (Such a lock of a channel with a release interval was its pending
     -- delivery: the channel may admit another.)
     IF v_renewed.was_pending THEN
-        PERFORM @extschema@._channel_admit(v_renewed.channel_id, 0, 1, FALSE, @extschema@._clock_ms(), NULL);
+        PERFORM @extschema@._channel_admit(v_renewed.channel_id, 0, 1, @extschema@._clock_ms(), NULL);
     END IF;
     RETURN v_renewed IS NOT NULL;
 END;

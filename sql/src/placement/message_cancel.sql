@@ -52,11 +52,11 @@ BEGIN
     PERFORM @extschema@._channel_removed(ARRAY[v_channel.id]);
     IF v_gone.is_admitted THEN
         -- Admitted and not delivered: it also held the release interval's turn.
-        PERFORM @extschema@._channel_admit(v_channel.id, 1, 1, FALSE, @extschema@._clock_ms(), NULL);
+        PERFORM @extschema@._channel_admit(v_channel.id, 1, 1, @extschema@._clock_ms(), NULL);
     ELSIF v_gone.was_unclaimed THEN
         -- Placed in a channel whose takes claim: its place in the channel's
         -- room goes to a held message (_channel_admit).
-        PERFORM @extschema@._channel_admit(v_channel.id, 0, 0, FALSE, @extschema@._clock_ms(), NULL);
+        PERFORM @extschema@._channel_admit(v_channel.id, 0, 0, @extschema@._clock_ms(), NULL);
     END IF;
     RETURN TRUE;
 END;

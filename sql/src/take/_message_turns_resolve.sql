@@ -20,8 +20,9 @@
 -- Parameters: p_turns, the turns with their holders, locked by the caller.
 -- Returns: the turns, each with the message it delivers, in turn order.
 -- Calls: none.
--- Tables: reads message (message_pkey: whether a turn's holder holds a
---   claim; message_early_ix: each channel's early messages);
+-- Tables: reads position_mark_seq (its last value), message (message_pkey:
+--   whether a turn's holder holds a claim; message_early_ix: each channel's
+--   early messages, at or above the position mark);
 --   writes message (the displaced holders' position and is_early, by
 --   message_pkey).
 -- Locks: the early messages it reads FOR UPDATE SKIP LOCKED, until the
@@ -35,6 +36,11 @@ DECLARE
     v_turns @extschema@._turn[];
     v_move_ids bigint[];
     v_move_positions bigint[];
+    -- Every ready message lies at or above the position mark: the early
+    -- messages' probe tests it on each entry, which passes the dead entries
+    -- of those taken since (message_early_ix).  (A variable: an index
+    -- condition, where the sequence's volatile read would be a filter.)
+    v_mark bigint := pg_catalog.pg_sequence_last_value('@extschema@.position_mark_seq');
     -- A turn whose holder holds a claim (a recovered lock of a channel whose
     -- takes claim) delivers it: the take counted no claim for it, and one
     -- delivered in its place would need one.  (Only a recovered lock can
@@ -70,7 +76,7 @@ BEGIN
             SELECT x.id, x.channel_id, x.dequeue_at, x.is_locked, x.position
             FROM @extschema@.message AS x
             WHERE
-                x.channel_id = c.channel_id AND x.is_early AND x.position IS NOT NULL
+                x.channel_id = c.channel_id AND x.is_early AND x.position >= v_mark
                 AND x.id <> ALL(ARRAY(SELECT h.id FROM head AS h))
                 -- (Not a recovered lock that holds a claim: the take
                 -- counted a claim for each of these turns, which what it

@@ -32,8 +32,9 @@
 --      _message_turns_resolve gives the turns to the right messages, and
 --      the take runs once more;
 --   4. only when needed: a take of an admitted message in a channel with a
---      release interval starts the interval again, and the channel admits
---      its next message (_channel_admit).
+--      release interval starts the interval again, and leaves a wake at its
+--      end, whose promotion admits the channel's next message
+--      (_channel_release): the take admits nothing.
 -- In the common case (channels without limits, nothing due) that is three
 -- statements, the completion's included, and no write but the messages
 -- completed and taken.
@@ -50,8 +51,7 @@
 --   _check_channel_name, _message_complete_set, _epoch_hold (inlined),
 --   _clock_ms, _marks_turn_deliveries (a constant), _housekeeping,
 --   _attempt_log_append, _channel_release_try_lock, _message_turns_resolve,
---   _channel_admit, _channel_row (inlined), _channel_claim (a turn whose
---   holder must claim).
+--   _channel_release, _channel_claim (a turn whose holder must claim).
 -- Tables: reads position_bound_seq, position_mark_seq, due_mark_seq,
 --   messages_delivered_seq, marks_delivered_seq (their last values: the
 --   epoch, the marks, and the deliveries since the last raise), message (message_due_ix, from the due
@@ -75,10 +75,9 @@
 --   _message_turns_resolve's early messages FOR UPDATE SKIP LOCKED; the
 --   channel row lock (1819111683) tried, until the transaction ends, for an
 --   admitted message of a channel with a release interval
---   (_channel_release_try_lock), then its channel row FOR NO KEY UPDATE
---   (_channel_admit).  The take skips what is locked and only tries its advisory
---   locks; step 4's _channel_admit finds the channel row lock held
---   already, from the take.
+--   (_channel_release_try_lock), then its channel row, by step 4's update
+--   (_channel_release).  The take skips what is locked and only tries its
+--   advisory locks; step 4 writes under the row lock the take holds.
 CREATE FUNCTION @extschema@.message_complete_dequeue(
     p_ids bigint[],
     p_num_attempts integer[],
@@ -98,6 +97,8 @@ DECLARE
     v_may_raise boolean := pg_catalog.pg_current_xact_id_if_assigned() IS NULL;
     v_now bigint;
     v_mark bigint;
+    -- Where the head starts: the position mark, then past a retake's turns.
+    v_from bigint;
     v_due_mark bigint;
     v_due boolean;
     v_raise boolean;
@@ -135,7 +136,7 @@ BEGIN
     -- (Sub-selects of k: the due mark is a parameter of their index scan,
     -- so the range starts at the mark whatever the plan.)
     SELECT
-        k.now, k.mark, k.due_mark,
+        k.now, k.mark, k.mark, k.due_mark,
         -- The marks' turn: 8 messages or more delivered since the last
         -- raise (none: the marks would not move, and idle pollers write
         -- nothing).
@@ -148,7 +149,7 @@ BEGIN
                 GREATEST(m.dequeue_at, m.created_at) >= k.due_mark AND GREATEST(m.dequeue_at, m.created_at) <= k.now
                 AND m.position IS NULL AND NOT m.is_held
         )
-    INTO v_now, v_mark, v_due_mark, v_raise, v_due
+    INTO v_now, v_mark, v_from, v_due_mark, v_raise, v_due
     FROM (
         SELECT
             @extschema@._epoch_hold(pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq')) AS in_epoch,
@@ -175,7 +176,7 @@ BEGIN
                     r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position,
                     r.is_limited AND NOT r.is_admitted AS must_claim
                 FROM @extschema@.message AS r
-                WHERE p_channel IS NULL AND v_turns IS NULL AND r.position >= v_mark AND (v_skip IS NULL OR r.id <> ALL(v_skip))
+                WHERE p_channel IS NULL AND v_turns IS NULL AND r.position >= v_from AND (v_skip IS NULL OR r.id <> ALL(v_skip))
                 ORDER BY r.position, r.dequeue_at, r.id
                 LIMIT v_limit
                 FOR UPDATE OF r SKIP LOCKED
@@ -189,7 +190,7 @@ BEGIN
                 FROM @extschema@.message AS r
                 WHERE
                     p_channel IS NOT NULL AND v_turns IS NULL AND r.channel_id = v_channel_id
-                    AND r.position >= v_mark AND r.channel = p_channel AND (v_skip IS NULL OR r.id <> ALL(v_skip))
+                    AND r.position >= v_from AND r.channel = p_channel AND (v_skip IS NULL OR r.id <> ALL(v_skip))
                 ORDER BY r.position NULLS FIRST, r.dequeue_at, r.id
                 LIMIT v_limit
                 FOR UPDATE OF r SKIP LOCKED
@@ -210,11 +211,13 @@ BEGIN
                 ) AS turns,
                 COALESCE(pg_catalog.array_agg(h.id), ARRAY(SELECT r.id FROM pg_catalog.unnest(v_turns) AS r)) AS ids,
                 -- Whether an early message of a turn's channel sorts before
-                -- its holder (message_early_ix: one probe per turn).
+                -- its holder (message_early_ix: one probe per turn; every
+                -- ready message lies at or above the position mark, a test
+                -- of each entry, which passes those taken since).
                 COALESCE(pg_catalog.bool_or(EXISTS (
                     SELECT 1 FROM @extschema@.message AS x
                     WHERE
-                        x.channel_id = h.channel_id AND x.is_early AND x.position IS NOT NULL
+                        x.channel_id = h.channel_id AND x.is_early AND x.position >= v_mark
                         AND (x.dequeue_at, x.id) < (h.dequeue_at, h.id)
                 )), FALSE) AS is_passed
             FROM head AS h
@@ -288,7 +291,7 @@ BEGIN
             -- call of its transaction.
             v_skip := COALESCE(v_skip, '{}') || pg_catalog.current_setting('lonnymq.refused')::bigint[];
             PERFORM pg_catalog.set_config('lonnymq.refused', '', TRUE);
-            v_mark := GREATEST(v_mark, (SELECT pg_catalog.max((t).position) FROM pg_catalog.unnest(v_turns) AS t));
+            v_from := GREATEST(v_from, (SELECT pg_catalog.max((t).position) FROM pg_catalog.unnest(v_turns) AS t));
             v_tries := COALESCE(v_tries, 0) + 1;
             v_out_before := v_out_before || v_out;
             v_admitted_before := v_admitted_before || v_admitted;
@@ -301,20 +304,16 @@ BEGIN
         END IF;
     END LOOP;
 
-    -- 4.
-    -- A take in a channel with a release interval starts the interval
-    -- again (its row lock is held already, from the take).
-    -- (The clock after the take: the interval never starts before a
-    -- delivery's lock.)
-    -- (With the retakes': an expression each, as without them.)
+    -- 4.  A delivery in a channel with a release interval starts the
+    -- interval again (its row lock is held already, from the take), and
+    -- leaves a wake at its end, which admits the next message
+    -- (_channel_release).  (The clock after the take: the interval never
+    -- starts before a delivery's lock.  With the retakes': an expression
+    -- each, as without them.)
     IF (v_admitted_before || v_admitted) IS NOT NULL THEN
-        PERFORM @extschema@._channel_admit(
-            c.id, 0, pg_catalog.cardinality(pg_catalog.array_positions(v_admitted_before || v_admitted, c.id)), TRUE, @extschema@._clock_ms(),
-            NULL
-        )
-        FROM (SELECT DISTINCT a.id FROM pg_catalog.unnest(v_admitted_before || v_admitted) AS a (id)) AS a
-        CROSS JOIN LATERAL @extschema@._channel_row(a.id, NULL) AS c
-        WHERE c.release_interval_ms > 0;
+        PERFORM @extschema@._channel_release(a.id, pg_catalog.count(*)::integer, @extschema@._clock_ms())
+        FROM pg_catalog.unnest(v_admitted_before || v_admitted) AS a (id)
+        GROUP BY a.id;
     END IF;
     FOREACH v_delivery IN ARRAY COALESCE(v_out_before || v_out, '{}') LOOP
         RETURN NEXT v_delivery;
