@@ -1,0 +1,6 @@
+-- Schema changes from 0.15.0 to 0.16.0 (hand-written).  make appends the
+-- functions of sql/src/ and the comments of sql/src/schema/ that 0.15.0
+-- does not already have, the entry points' settings, and the recorded
+-- access grants again, giving sql/lonnymq--0.15.0--0.16.0.sql
+-- (tools/build_upgrade.py).  Test: test/python/test_upgrade.py (the
+-- upgraded schema equals a fresh one).
