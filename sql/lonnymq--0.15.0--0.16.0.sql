@@ -2,6 +2,1231 @@
 -- statements that change something. Do not edit: edit those and run make.
 \echo Use "ALTER EXTENSION lonnymq UPDATE TO '0.16.0'" to load this file. \quit
 
+ALTER TABLE @extschema@.message ADD COLUMN headers jsonb;
+
+ALTER TABLE @extschema@.dead_letter ADD COLUMN headers jsonb;
+
+ALTER TABLE @extschema@.message_history ADD COLUMN headers jsonb;
+
+ALTER TYPE @extschema@.delivery ADD ATTRIBUTE headers jsonb;
+
+SELECT pg_catalog.set_config(
+    'lonnymq.upgrade_grants',
+    COALESCE(
+        (
+            SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_array(s.new_signature, x.grantee::regrole::text, x.is_grantable))
+            FROM (
+                VALUES
+                ('message_create(text, bytea, bigint, text)', 'message_create(text, bytea, bigint, text, jsonb)'),
+                (
+                    'message_create_batch(text, bytea[], bigint[], text[])',
+                    'message_create_batch(text, bytea[], bigint[], text[], jsonb[])'
+                ),
+                (
+                    'message_publish(text, bytea, bigint, text, boolean)',
+                    'message_publish(text, bytea, bigint, text, boolean, jsonb)'
+                ),
+                (
+                    'message_publish_batch(text, bytea[], bigint[], text[], boolean)',
+                    'message_publish_batch(text, bytea[], bigint[], text[], boolean, jsonb[])'
+                )
+            ) AS s (old_signature, new_signature)
+            INNER JOIN pg_catalog.pg_proc AS p ON p.oid = pg_catalog.to_regprocedure('@extschema@.' || s.old_signature)
+            CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) AS x
+            WHERE x.privilege_type = 'EXECUTE' AND x.grantee <> 0 AND x.grantee <> p.proowner
+        )::text,
+        '[]'
+    ),
+    TRUE
+);
+
+DROP FUNCTION @extschema@.message_create(text, bytea, bigint, text);
+
+DROP FUNCTION @extschema@.message_create_batch(text, bytea[], bigint[], text[]);
+
+DROP FUNCTION @extschema@.message_publish(text, bytea, bigint, text, boolean);
+
+DROP FUNCTION @extschema@.message_publish_batch(text, bytea[], bigint[], text[], boolean);
+
+DROP FUNCTION @extschema@._check_batch(bytea[], bigint[], text[]);
+
+CREATE OR REPLACE FUNCTION @extschema@._max_headers_bytes()
+RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT 65536
+$$;
+
+COMMENT ON FUNCTION @extschema@._max_headers_bytes() IS
+'Internal: the largest headers object a message may carry, in bytes of its JSON text (64 KiB).';
+
+REVOKE ALL ON FUNCTION @extschema@._max_headers_bytes() FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._check_headers(p_headers jsonb, p_name text)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+AS $$
+DECLARE
+    v_bytes integer;
+BEGIN
+    IF pg_catalog.jsonb_typeof(p_headers) <> 'object' THEN
+        RAISE EXCEPTION 'lonnymq: % must be a JSON object, got a JSON %', p_name, pg_catalog.jsonb_typeof(p_headers)
+            USING ERRCODE = '22023';
+    END IF;
+    v_bytes := pg_catalog.octet_length(p_headers::text);
+    IF v_bytes > @extschema@._max_headers_bytes() THEN
+        RAISE EXCEPTION 'lonnymq: % is % bytes of JSON, the limit is % (64 KiB)', p_name, v_bytes,
+            @extschema@._max_headers_bytes()
+            USING ERRCODE = '22023';
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._check_headers(jsonb, text) IS
+'Internal: raises 22023 for headers that are not a JSON object or are over 64 KiB of JSON text.';
+
+REVOKE ALL ON FUNCTION @extschema@._check_headers(jsonb, text) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._check_batch(p_contents bytea[], p_dequeue_at bigint[], p_keys text[], p_headers jsonb[])
+RETURNS integer
+LANGUAGE plpgsql IMMUTABLE
+AS $$
+DECLARE
+    v_n integer;
+    v_largest bigint;
+    v_key text;
+    v_bad integer;
+BEGIN
+    IF p_contents IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_contents must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    v_n := pg_catalog.cardinality(p_contents);
+    IF pg_catalog.array_ndims(p_contents) <> 1
+        OR pg_catalog.array_ndims(p_dequeue_at) <> 1
+        OR pg_catalog.array_ndims(p_keys) <> 1
+        OR pg_catalog.array_ndims(p_headers) <> 1 THEN
+        RAISE EXCEPTION 'lonnymq: p_contents, p_dequeue_at, p_keys and p_headers must be one-dimensional arrays'
+            USING ERRCODE = '22023';
+    END IF;
+    IF pg_catalog.cardinality(p_dequeue_at) <> v_n OR pg_catalog.cardinality(p_keys) <> v_n
+        OR pg_catalog.cardinality(p_headers) <> v_n THEN
+        RAISE EXCEPTION
+            'lonnymq: p_dequeue_at, p_keys and p_headers must have as many elements as p_contents (%), got %, % and %',
+            v_n, pg_catalog.cardinality(p_dequeue_at), pg_catalog.cardinality(p_keys), pg_catalog.cardinality(p_headers)
+            USING ERRCODE = '22023';
+    END IF;
+    IF v_n = 0 THEN
+        RETURN 0;
+    END IF;
+    IF v_n > 10000 THEN
+        RAISE EXCEPTION 'lonnymq: a batch holds at most 10000 messages, got %', v_n
+            USING ERRCODE = '22023';
+    END IF;
+    IF pg_catalog.array_position(p_contents, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_contents[%] is NULL', pg_catalog.array_position(p_contents, NULL)
+            USING ERRCODE = '22004';
+    END IF;
+    SELECT pg_catalog.max(pg_catalog.octet_length(c.content)) INTO v_largest
+    FROM pg_catalog.unnest(p_contents) AS c (content);
+    PERFORM @extschema@._check_size('a content', v_largest, @extschema@._max_content_bytes());
+    IF p_keys IS NOT NULL THEN
+        SELECT pg_catalog.min(k.key) INTO v_key
+        FROM pg_catalog.unnest(p_keys) AS k (key)
+        -- octet_length first: it reads the header, length() every byte.
+        WHERE pg_catalog.octet_length(k.key) NOT BETWEEN 1 AND 1024 AND pg_catalog.length(k.key) NOT BETWEEN 1 AND 1024;
+        PERFORM @extschema@._check_key(v_key);
+    END IF;
+    IF p_headers IS NOT NULL THEN
+        -- The first bad element, if any, goes to _check_headers for its
+        -- error.
+        SELECT pg_catalog.min(h.i) INTO v_bad
+        FROM ROWS FROM (pg_catalog.unnest(p_headers)) WITH ORDINALITY AS h (headers, i)
+        WHERE
+            pg_catalog.jsonb_typeof(h.headers) <> 'object'
+            OR pg_catalog.octet_length(h.headers::text) > @extschema@._max_headers_bytes();
+        IF v_bad IS NOT NULL THEN
+            PERFORM @extschema@._check_headers(
+                p_headers[pg_catalog.array_lower(p_headers, 1) + v_bad - 1], pg_catalog.format('p_headers[%s]', v_bad)
+            );
+        END IF;
+    END IF;
+    RETURN v_n;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._check_batch(bytea[], bigint[], text[], jsonb[]) IS
+'Internal: validates a batch''s arrays (22004, 22023, 54000) and returns its number of messages.';
+
+REVOKE ALL ON FUNCTION @extschema@._check_batch(bytea[], bigint[], text[], jsonb[]) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@.message_create(
+    p_channel text,
+    p_content bytea,
+    p_dequeue_at bigint DEFAULT NULL,
+    p_key text DEFAULT NULL,
+    p_headers jsonb DEFAULT NULL
+)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_channel_id bigint := @extschema@._channel_id(p_channel);
+    -- The default is the transaction's start, so that messages created in one
+    -- transaction share a dequeue_at and keep their order by id.
+    v_dequeue_at bigint := COALESCE(p_dequeue_at, @extschema@._now_ms());
+    v_epoch bigint;
+    v_place bigint;
+    v_is_early boolean;
+    v_waits boolean;
+    -- (Read once: a setting, not a query.)
+    v_is_serializable boolean := pg_catalog.current_setting('transaction_isolation') = 'serializable';
+    v_max_size integer;
+    v_notify text;
+    v_now bigint;
+    v_id bigint;
+    v_created bigint;
+    v_counted bigint;
+    v_has_no_row boolean;
+    v_is_limited boolean;
+    v_is_full boolean;
+    -- (NULL until a full channel's create sets it: an initialiser would be
+    -- one more expression for every create.)
+    v_is_held boolean;
+BEGIN
+    -- One expression for valid input; the checks say what is wrong.
+    IF p_channel IS NULL OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 OR p_content IS NULL
+        OR pg_catalog.octet_length(p_content) > @extschema@._max_content_bytes()
+        OR pg_catalog.length(p_key) NOT BETWEEN 1 AND 1024 OR pg_catalog.right(p_channel, 1) = '*'
+        OR p_headers IS NOT NULL AND (
+            pg_catalog.jsonb_typeof(p_headers) <> 'object'
+            OR pg_catalog.octet_length(p_headers::text) > @extschema@._max_headers_bytes()
+        ) THEN
+        PERFORM @extschema@._check_message_channel(p_channel);
+        PERFORM @extschema@._check_message(p_content, p_key);
+        PERFORM @extschema@._check_headers(p_headers, 'p_headers');
+    END IF;
+
+    LOOP
+        -- k is one row whose columns are computed in order: the epoch is
+        -- read, its parity and the channel guard held, then the clock read
+        -- (a subquery with volatile columns is never flattened into its
+        -- caller).
+        SELECT
+            k.epoch,
+            k.now,
+            p.place,
+            p.is_early,
+            -- (_channel_promotes(c) written out: c
+            -- is not a whole row.  A channel whose takes claim places its
+            -- messages as one without limits does.)
+            COALESCE(c.max_concurrency IS NOT NULL AND c.is_ordered OR c.release_interval_ms > 0 OR c.is_paused, FALSE)
+            OR v_is_serializable,
+            -- (_channel_claims(c).)
+            COALESCE(
+                c.max_concurrency IS NOT NULL AND c.release_interval_ms = 0 AND NOT c.is_paused AND NOT c.is_ordered, FALSE
+            ),
+            c.max_size,
+            CASE WHEN c.notify AND NOT c.is_paused THEN COALESCE(c.notify_payload, p_channel) END,
+            c.id IS NULL,
+            -- (Full: paused, or max_concurrency admitted, without a release
+            -- interval, and the message due: _channel_hold_try.)
+            COALESCE(c.release_interval_ms = 0 AND (c.is_paused OR c.num_admitted >= c.max_concurrency), FALSE)
+            AND v_dequeue_at <= k.now AND NOT v_is_serializable
+        INTO v_epoch, v_now, v_place, v_is_early, v_waits, v_is_limited, v_max_size, v_notify, v_has_no_row, v_is_full
+        FROM (
+            SELECT
+                e.epoch,
+                @extschema@._epoch_hold(e.epoch) AS in_epoch,
+                @extschema@._channel_guard_shared(p_channel) AS in_channel,
+                @extschema@._clock_ms() AS now
+            FROM (SELECT pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') AS epoch) AS e
+        ) AS k
+        -- The channel's row, newest version first (_channel_row says why),
+        -- written out with the columns read: _channel_row's whole row
+        -- would have all 24 built at every call.  (The name, as there, a
+        -- condition no index serves: else channel_name_key and a sort.)
+        LEFT JOIN LATERAL (
+            SELECT
+                r.id, r.max_size, r.max_concurrency, r.release_interval_ms, r.is_paused, r.notify, r.notify_payload,
+                r.num_admitted, r.is_ordered
+            FROM @extschema@.channel AS r
+            WHERE r.id >= v_channel_id AND r.id <= v_channel_id AND (p_channel IS NULL OR r.name = p_channel)
+            ORDER BY r.id DESC
+            LIMIT 1
+        ) AS c ON TRUE
+        -- (A SERIALIZABLE producer's bound is NULL: the probes' condition
+        -- can never hold, so they read nothing.)
+        CROSS JOIN LATERAL @extschema@._message_place(
+            v_channel_id, CASE WHEN NOT v_is_serializable THEN k.epoch >> 1 END, v_dequeue_at,
+            CASE WHEN p_dequeue_at IS NULL THEN @extschema@._early_margin_ms() ELSE 0 END
+        ) AS p;
+
+        -- A channel without a row follows its pattern, if it has one: looked
+        -- for only once a pattern was ever set (channel_pattern_seq), so
+        -- that producers of a database without patterns read nothing more.
+        -- A full channel's message is held at once when the hold guard
+        -- allows it (_channel_hold_try), else it waits.  (One condition, so
+        -- that producers of other channels evaluate nothing more.)
+        IF v_is_full OR v_has_no_row AND pg_catalog.pg_sequence_last_value('@extschema@.channel_pattern_seq') > 0 THEN
+            IF v_is_full THEN
+                v_is_held := @extschema@._channel_hold_try(v_channel_id, v_dequeue_at);
+                -- (Held: no position.  A channel whose takes claim would
+                -- place it else.)
+                v_waits := v_waits OR v_is_held;
+            ELSE
+                SELECT
+                    COALESCE(@extschema@._channel_promotes(f), FALSE)
+                    OR v_is_serializable,
+                    COALESCE(@extschema@._channel_claims(f), FALSE),
+                    CASE WHEN f.notify THEN COALESCE(f.notify_payload, p_channel) END
+                INTO v_waits, v_is_limited, v_notify
+                FROM (SELECT) AS one
+                LEFT JOIN LATERAL @extschema@._channel_pattern_config(p_channel) AS f ON TRUE;
+            END IF;
+        END IF;
+
+        -- Once, not again when the epoch changed.
+        IF v_id IS NULL AND (p_key IS NOT NULL OR v_max_size IS NOT NULL) THEN
+            v_id := pg_catalog.nextval('@extschema@.message_id_seq');
+            IF p_key IS NOT NULL THEN
+                -- Each keyed create deletes up to two ended claims.
+                PERFORM @extschema@._message_key_reap(v_now, 2);
+                v_created := @extschema@._message_key_claim(v_channel_id, p_key, v_id, v_now);
+                IF v_created IS NOT NULL THEN
+                    RETURN v_created;
+                END IF;
+            END IF;
+            IF v_max_size IS NOT NULL AND @extschema@._channel_quota_take(v_channel_id, v_max_size, 1) = 0 THEN
+                IF p_key IS NOT NULL THEN
+                    PERFORM @extschema@._message_key_release(v_channel_id, p_key, v_id, 0, 0);
+                END IF;
+                RETURN NULL;
+            END IF;
+        END IF;
+
+        INSERT INTO @extschema@.message (
+            id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early, is_held, is_limited,
+            headers
+        )
+        SELECT
+            COALESCE(v_id, pg_catalog.nextval('@extschema@.message_id_seq')), v_channel_id, p_channel, v_dequeue_at,
+            v_now, p_content, p_key,
+            CASE WHEN v_dequeue_at <= v_now AND NOT v_waits THEN v_place END,
+            v_dequeue_at <= v_now AND NOT v_waits AND v_is_early,
+            -- (Held only when this pass found the channel full: a pass
+            -- after the epoch changed may not, and keeps an earlier pass's
+            -- v_is_held.)
+            COALESCE(v_is_full AND v_is_held, FALSE), v_is_limited, p_headers
+        WHERE pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') = v_epoch
+        -- (Counted, lonnymq_messages_created_total: a sequence, no row.)
+        RETURNING id, pg_catalog.nextval('@extschema@.messages_created_seq') INTO v_created, v_counted;
+        EXIT WHEN v_created IS NOT NULL;
+    END LOOP;
+    IF v_notify IS NOT NULL AND v_dequeue_at <= v_now THEN
+        PERFORM pg_catalog.pg_notify('lonnymq', v_notify);
+    END IF;
+    RETURN v_created;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@.message_create(text, bytea, bigint, text, jsonb) IS
+'Create a message in a channel (a channel needs no creation). p_dequeue_at: epoch ms before which it is not delivered; past or negative values give priority within the channel. p_key: a deduplication key (the existing message''s id is returned while the key is held). p_headers: a JSON object returned with every delivery (trace context). Returns the id, or NULL when the channel is at max_size (nothing stored).';
+
+REVOKE ALL ON FUNCTION @extschema@.message_create(text, bytea, bigint, text, jsonb) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@.message_create_batch(
+    p_channel text,
+    p_contents bytea[],
+    p_dequeue_at bigint[] DEFAULT NULL,
+    p_keys text[] DEFAULT NULL,
+    p_headers jsonb[] DEFAULT NULL
+)
+RETURNS SETOF bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_n integer;
+    v_bound bigint;
+    v_limited boolean;
+    v_next bigint;
+    v_last_at bigint;
+    v_last_is_early boolean;
+    v_now bigint;
+    v_default bigint;
+    v_channel @extschema@.channel%ROWTYPE;
+    v_ids bigint[];
+    v_out bigint[];
+    v_keep boolean[];
+    v_claimed bigint;
+    v_keyed bigint;
+    v_room integer;
+    v_dropped bigint[] := '{}';
+    v_dropped_keys text[] := '{}';
+    v_ready_at bigint;
+    v_key text;
+    v_existing bigint;
+    i integer;
+BEGIN
+    IF p_channel IS NULL OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 OR pg_catalog.right(p_channel, 1) = '*' THEN
+        PERFORM @extschema@._check_message_channel(p_channel);
+    END IF;
+    v_n := @extschema@._check_batch(p_contents, p_dequeue_at, p_keys, p_headers);
+    IF v_n = 0 THEN
+        RETURN;
+    END IF;
+
+    PERFORM @extschema@._channel_guard_shared(p_channel);
+    v_bound := @extschema@._epoch_enter();
+    v_now := @extschema@._clock_ms();
+    v_default := @extschema@._now_ms();
+    v_channel := @extschema@._channel_config(@extschema@._channel_id(p_channel), p_channel);
+    -- Waiting for a dequeue to admit or place them, as message_create's:
+    -- a channel with limits whose takes do not claim, or a SERIALIZABLE
+    -- producer.
+    v_limited := @extschema@._channel_promotes(v_channel)
+        OR pg_catalog.current_setting('transaction_isolation') = 'serializable';
+    v_ids := ARRAY(
+        SELECT s.id
+        FROM (
+            SELECT pg_catalog.nextval('@extschema@.message_id_seq') AS id
+            FROM pg_catalog.generate_series(1, v_n)
+        ) AS s
+        ORDER BY s.id
+    );
+    v_out := v_ids;
+    v_keep := pg_catalog.array_fill(TRUE, ARRAY[v_n]);
+
+    IF p_keys IS NOT NULL THEN
+        -- Claim every key at once; the first occurrence of a repeated key
+        -- wins.  Only when fewer were claimed than given (a key held, or
+        -- repeated) are the others found, one probe each, and resolved one
+        -- by one: a batch of new keys costs one INSERT and no loop.
+        WITH claimed AS (
+            INSERT INTO @extschema@.message_key AS mk (channel_id, key, message_id)
+            SELECT v_channel.id, k.key, v_ids[k.i]
+            FROM ROWS FROM (pg_catalog.unnest(p_keys)) WITH ORDINALITY AS k (key, i)
+            WHERE k.key IS NOT NULL
+            ORDER BY k.i
+            ON CONFLICT (channel_id, key) DO NOTHING
+            RETURNING 1
+        )
+
+        SELECT
+            (SELECT pg_catalog.count(*) FROM claimed),
+            (SELECT pg_catalog.count(k.key) FROM pg_catalog.unnest(p_keys) AS k (key))
+        INTO v_claimed, v_keyed;
+        IF v_claimed < v_keyed THEN
+            FOR i IN
+                SELECT k.i
+                FROM ROWS FROM (pg_catalog.unnest(p_keys)) WITH ORDINALITY AS k (key, i)
+                WHERE
+                    k.key IS NOT NULL
+                    AND NOT EXISTS (
+                        SELECT FROM @extschema@.message_key AS mk
+                        WHERE mk.channel_id = v_channel.id AND mk.key = k.key AND mk.message_id = v_ids[k.i]
+                    )
+                ORDER BY k.i
+            LOOP
+                v_key := p_keys[pg_catalog.array_lower(p_keys, 1) + i - 1];
+                v_existing := @extschema@._message_key_claim(v_channel.id, v_key, v_ids[i], v_now);
+                IF v_existing IS NOT NULL THEN
+                    v_out[i] := v_existing;
+                    v_keep[i] := FALSE;
+                END IF;
+            END LOOP;
+        END IF;
+    END IF;
+
+    IF v_channel.max_size IS NOT NULL THEN
+        -- Room for the new ones (not the duplicates), in input order.
+        v_room := @extschema@._channel_quota_take(
+            v_channel.id, v_channel.max_size,
+            (SELECT pg_catalog.count(*)::integer FROM pg_catalog.unnest(v_keep) AS k (keep) WHERE k.keep)
+        );
+        FOR i IN 1..v_n LOOP
+            CONTINUE WHEN NOT v_keep[i];
+            IF v_room > 0 THEN
+                v_room := v_room - 1;
+            ELSE
+                v_keep[i] := FALSE;
+                v_dropped := v_dropped || v_ids[i];
+                IF p_keys IS NOT NULL THEN
+                    v_dropped_keys := v_dropped_keys || p_keys[pg_catalog.array_lower(p_keys, 1) + i - 1];
+                END IF;
+                v_out[i] := NULL;
+            END IF;
+        END LOOP;
+        IF pg_catalog.cardinality(v_dropped) > 0 THEN
+            DELETE FROM @extschema@.message_key AS k
+            WHERE
+                k.channel_id = v_channel.id
+                AND k.key = ANY(v_dropped_keys)
+                AND k.message_id = ANY(v_dropped);
+            -- A repeat of a dropped message's key is dropped with it.
+            FOR i IN 1..v_n LOOP
+                IF v_out[i] = ANY(v_dropped) THEN
+                    v_out[i] := NULL;
+                END IF;
+            END LOOP;
+        END IF;
+    END IF;
+
+    SELECT pg_catalog.min(COALESCE(r.dequeue_at, v_default)) INTO v_ready_at
+    FROM ROWS FROM (pg_catalog.unnest(p_dequeue_at), pg_catalog.unnest(v_keep)) AS r (dequeue_at, keep)
+    WHERE r.keep AND COALESCE(r.dequeue_at, v_default) <= v_now;
+    IF v_ready_at IS NOT NULL AND NOT v_limited THEN
+        SELECT p.place, p.last_dequeue_at, p.last_is_early
+        INTO v_next, v_last_at, v_last_is_early
+        FROM @extschema@._message_place(v_channel.id, v_bound, v_ready_at, @extschema@._early_margin_ms()) AS p;
+    END IF;
+
+    -- The ready ones take the channel's next turns, one a round, in
+    -- (dequeue_at, id) order; those more than a second before the channel's
+    -- last ready message are early (_message_place).
+    INSERT INTO @extschema@.message (
+        id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early, is_held, is_limited, headers
+    )
+    SELECT
+        v_ids[r.i], v_channel.id, v_channel.name, r.at, v_now, r.content, r.key,
+        CASE WHEN r.is_ready THEN
+            v_next + @extschema@._round_size() * (pg_catalog.row_number() OVER (PARTITION BY r.is_ready ORDER BY r.at, r.i) - 1)
+        END,
+        -- (Behind an early message, as message_create does: the latest
+        -- early one and the last that is not early, _message_early_behind.)
+        r.is_ready AND CASE
+            WHEN v_last_is_early THEN @extschema@._message_early_behind(v_channel.id, v_bound, r.at, r.margin)
+            ELSE COALESCE(r.at < v_last_at - r.margin, FALSE)
+        END,
+        FALSE, @extschema@._channel_claims(v_channel), r.headers
+    FROM (
+        SELECT c.content, COALESCE(c.dequeue_at, v_default) AS at, c.key, c.headers, c.i,
+            -- (How far before the channel's last ready message it may sort
+            -- without being early: a default dequeue_at's margin, else none.)
+            CASE WHEN c.dequeue_at IS NULL THEN @extschema@._early_margin_ms() ELSE 0 END AS margin,
+            COALESCE(c.dequeue_at, v_default) <= v_now AND NOT v_limited AS is_ready,
+            -- (Counted, lonnymq_messages_created_total: a sequence, no row;
+            -- a volatile column, which the planner keeps.)
+            pg_catalog.nextval('@extschema@.messages_created_seq') AS counted
+        FROM ROWS FROM (
+            pg_catalog.unnest(p_contents),
+            pg_catalog.unnest(p_dequeue_at),
+            pg_catalog.unnest(p_keys),
+            pg_catalog.unnest(p_headers)
+        ) WITH ORDINALITY AS c (content, dequeue_at, key, headers, i)
+        WHERE v_keep[c.i]
+    ) AS r
+    ORDER BY r.i;
+
+    IF v_ready_at IS NOT NULL THEN
+        IF v_channel.notify AND NOT v_channel.is_paused THEN
+            PERFORM pg_catalog.pg_notify('lonnymq', COALESCE(v_channel.notify_payload, v_channel.name));
+        END IF;
+    END IF;
+
+    RETURN QUERY
+    SELECT o.id
+    FROM ROWS FROM (pg_catalog.unnest(v_out)) WITH ORDINALITY AS o (id, i)
+    ORDER BY o.i;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@.message_create_batch(text, bytea[], bigint[], text[], jsonb[]) IS
+'Create many messages in one channel: one id per input in input order (the existing id for a duplicate key, NULL for one dropped at max_size). Array lengths must match (22023).';
+
+REVOKE ALL ON FUNCTION @extschema@.message_create_batch(text, bytea[], bigint[], text[], jsonb[]) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@.message_complete_dequeue(
+    p_ids bigint[],
+    p_num_attempts integer[],
+    p_lock_ms bigint,
+    p_limit integer DEFAULT 1,
+    p_channel text DEFAULT NULL
+)
+RETURNS SETOF @extschema@.delivery
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_limit integer := COALESCE(p_limit, 1);
+    -- Evaluated once, not once per message taken.
+    v_caller pg_catalog.regrole := @extschema@._caller_role();
+    v_channel_id bigint := @extschema@._channel_id(p_channel);
+    v_may_raise boolean := pg_catalog.pg_current_xact_id_if_assigned() IS NULL;
+    v_now bigint;
+    v_mark bigint;
+    -- Where the head starts: the position mark, then past a retake's turns.
+    v_from bigint;
+    v_due_mark bigint;
+    v_due boolean;
+    v_raise boolean;
+    v_is_resolved boolean := FALSE;
+    v_is_passed boolean;
+    v_turns @extschema@._turn[];
+    v_out @extschema@.delivery[];
+    v_admitted bigint[];
+    v_delivery @extschema@.delivery;
+    -- (A retake's, after turns a claim refused: no initialisers, so that a
+    -- call that retakes nothing evaluates no more expressions.)
+    v_tries integer;
+    v_skip bigint[];
+    v_out_before @extschema@.delivery[];
+    v_admitted_before bigint[];
+BEGIN
+    -- One expression for valid input; the checks say what is wrong.
+    IF p_lock_ms IS NULL OR p_lock_ms NOT BETWEEN 1 AND @extschema@._max_duration_ms()
+        OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 OR v_limit NOT BETWEEN 1 AND 1000 THEN
+        PERFORM @extschema@._check_lock_ms(p_lock_ms);
+        IF p_channel IS NOT NULL THEN
+            PERFORM @extschema@._check_channel_name(p_channel);
+        END IF;
+        RAISE EXCEPTION 'lonnymq: p_limit must be between 1 and 1000, got %', v_limit
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_ids IS NOT NULL OR p_num_attempts IS NOT NULL THEN
+        PERFORM @extschema@._message_complete_set(COALESCE(p_ids, '{}'), COALESCE(p_num_attempts, '{}'), v_caller, TRUE);
+    END IF;
+
+    -- 1.  k is one row whose columns are computed in order: the epoch's
+    -- parity is held before the clock is read, so that a lock's expiry
+    -- written with this clock is above the due mark (a subquery with
+    -- volatile columns is never flattened into its caller).
+    -- (Sub-selects of k: the due mark is a parameter of their index scan,
+    -- so the range starts at the mark whatever the plan.)
+    SELECT
+        k.now, k.mark, k.mark, k.due_mark,
+        -- The marks' turn: 8 messages or more delivered since the last
+        -- raise (none: the marks would not move, and idle pollers write
+        -- nothing).
+        v_may_raise AND pg_catalog.pg_sequence_last_value('@extschema@.messages_delivered_seq')
+            - pg_catalog.pg_sequence_last_value('@extschema@.marks_delivered_seq') >= @extschema@._marks_turn_deliveries(),
+        EXISTS (
+            SELECT 1
+            FROM @extschema@.message AS m
+            WHERE
+                GREATEST(m.dequeue_at, m.created_at) >= k.due_mark AND GREATEST(m.dequeue_at, m.created_at) <= k.now
+                AND m.position IS NULL AND NOT m.is_held
+        )
+    INTO v_now, v_mark, v_from, v_due_mark, v_raise, v_due
+    FROM (
+        SELECT
+            @extschema@._epoch_hold(pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq')) AS in_epoch,
+            @extschema@._clock_ms() AS now,
+            pg_catalog.pg_sequence_last_value('@extschema@.position_mark_seq') AS mark,
+            pg_catalog.pg_sequence_last_value('@extschema@.due_mark_seq') AS due_mark
+    ) AS k;
+
+    -- 2.  (A promotion's positions are checked against the bound by its
+    -- own _epoch_enter.)
+    IF v_due OR v_raise THEN
+        PERFORM @extschema@._housekeeping(v_now, v_due_mark, 8, v_raise, CASE WHEN p_channel IS NULL THEN v_limit ELSE 0 END);
+    END IF;
+
+    -- 3.  Of the head's two legs, the one p_channel does not ask for is not
+    -- executed.  The deliveries are taken by primary key only ("= ANY": an
+    -- index condition by shape, no join whose plan could walk
+    -- message_pkey).
+    LOOP
+        WITH head AS MATERIALIZED (
+            SELECT a.*
+            FROM (
+                SELECT
+                    r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position,
+                    r.is_limited AND NOT r.is_admitted AS must_claim
+                FROM @extschema@.message AS r
+                WHERE p_channel IS NULL AND v_turns IS NULL AND r.position >= v_from AND (v_skip IS NULL OR r.id <> ALL(v_skip))
+                ORDER BY r.position, r.dequeue_at, r.id
+                LIMIT v_limit
+                FOR UPDATE OF r SKIP LOCKED
+            ) AS a
+            UNION ALL
+            SELECT b.*
+            FROM (
+                SELECT
+                    r.id, r.channel_id, r.dequeue_at, r.is_locked, r.position,
+                    r.is_limited AND NOT r.is_admitted AS must_claim
+                FROM @extschema@.message AS r
+                WHERE
+                    p_channel IS NOT NULL AND v_turns IS NULL AND r.channel_id = v_channel_id
+                    AND r.position >= v_from AND r.channel = p_channel AND (v_skip IS NULL OR r.id <> ALL(v_skip))
+                ORDER BY r.position NULLS FIRST, r.dequeue_at, r.id
+                LIMIT v_limit
+                FOR UPDATE OF r SKIP LOCKED
+            ) AS b
+        ),
+
+        -- The turns in order (one row): the take finds its messages by
+        -- primary key ("= ANY": an index condition by shape, no join whose
+        -- plan could walk message_pkey), and the k-th turn is what the k-th
+        -- delivery reports.  Once resolved (_message_turns_resolve), the
+        -- turns are those it gave, already locked, and the head is not read
+        -- again.
+        turns AS MATERIALIZED (
+            SELECT
+                COALESCE(
+                    pg_catalog.array_agg(ROW(h.id, h.channel_id, h.dequeue_at, h.is_locked, h.position)::@extschema@._turn),
+                    v_turns
+                ) AS turns,
+                COALESCE(pg_catalog.array_agg(h.id), ARRAY(SELECT r.id FROM pg_catalog.unnest(v_turns) AS r)) AS ids,
+                -- Whether an early message of a turn's channel sorts before
+                -- its holder (message_early_ix: one probe per turn; every
+                -- ready message lies at or above the position mark, a test
+                -- of each entry, which passes those taken since).
+                COALESCE(pg_catalog.bool_or(EXISTS (
+                    SELECT 1 FROM @extschema@.message AS x
+                    WHERE
+                        x.channel_id = h.channel_id AND x.is_early AND x.position >= v_mark
+                        AND (x.dequeue_at, x.id) < (h.dequeue_at, h.id)
+                )), FALSE) AS is_passed
+            FROM head AS h
+            -- The claim of a turn whose holder must claim: once per turn
+            -- (the head is materialized), on the version it locked, in one
+            -- place in the plan.  A turn whose claim was refused is not
+            -- taken.
+            WHERE CASE WHEN h.must_claim THEN @extschema@._channel_claim(h.id, h.channel_id, h.dequeue_at) ELSE TRUE END
+        ),
+
+        taken AS (
+            UPDATE @extschema@.message AS m
+            SET
+                position = NULL, is_early = FALSE, is_locked = TRUE, locked_by = v_caller,
+                -- (A claim, counted by the head, is held while locked.)
+                is_admitted = m.is_admitted OR m.is_limited,
+                num_attempts = m.num_attempts + 1,
+                -- The clock when the row is taken, after another call's
+                -- promotion of it committed: a lock never starts before
+                -- its message became due.
+                dequeue_at = @extschema@._clock_ms() + p_lock_ms,
+                -- An expired lock was a failed delivery.
+                num_failures = m.num_failures + CASE WHEN m.is_locked THEN 1 ELSE 0 END,
+                attempt_log = CASE
+                    WHEN m.is_locked THEN
+                        @extschema@._attempt_log_append(m.attempt_log, m.num_attempts, v_now, 'lock expired')
+                    ELSE m.attempt_log
+                END
+            FROM turns AS u
+            WHERE
+                m.id = ANY(u.ids) AND NOT u.is_passed
+                -- A delivery in a channel with a release interval starts
+                -- the interval again (step 4), under the channel's row
+                -- lock, tried: else the message is left for a later call.
+                AND (NOT m.is_admitted OR m.is_limited OR @extschema@._channel_release_try_lock(m.channel_id))
+            RETURNING
+                m.id, m.channel, m.content, m.state, m.num_attempts, m.channel_id, m.headers,
+                m.is_admitted AND NOT m.is_limited AS is_admitted,
+                pg_catalog.array_position(u.ids, m.id) AS k,
+                -- (Counted, lonnymq_messages_delivered_total: a sequence, no row.)
+                pg_catalog.nextval('@extschema@.messages_delivered_seq') AS delivered
+        )
+
+        SELECT u.turns, u.is_passed, d.deliveries, d.admitted
+        INTO v_turns, v_is_passed, v_out, v_admitted
+        FROM turns AS u
+        CROSS JOIN LATERAL (
+            SELECT
+                pg_catalog.array_agg(
+                    ROW(
+                        t.id, t.channel, t.content, t.state, t.num_attempts, (u.turns[t.k]).dequeue_at,
+                        (u.turns[t.k]).is_locked, t.headers
+                    )::@extschema@.delivery
+                    ORDER BY t.k
+                ) AS deliveries,
+                pg_catalog.array_agg(t.channel_id) FILTER (WHERE t.is_admitted) AS admitted
+            FROM taken AS t
+        ) AS d;
+        -- (One expression on the common path: nothing refused.)
+        EXIT WHEN (NOT v_is_passed OR v_is_resolved)
+            AND COALESCE(pg_catalog.current_setting('lonnymq.refused', TRUE), '') = '';
+        IF v_is_passed AND NOT v_is_resolved THEN
+            v_turns := @extschema@._message_turns_resolve(v_turns);
+            v_is_resolved := TRUE;
+        ELSE
+            -- Turns whose claims were refused (_channel_claim: a full
+            -- channel's, held, or a busy row lock's) are taken again by the
+            -- head, past them and from the last turn taken (not across the
+            -- entries of what it took again), up to 8 times a call.  The
+            -- list is cleared as it is read: a call leaves none to the next
+            -- call of its transaction.
+            v_skip := COALESCE(v_skip, '{}') || pg_catalog.current_setting('lonnymq.refused')::bigint[];
+            PERFORM pg_catalog.set_config('lonnymq.refused', '', TRUE);
+            v_from := GREATEST(v_from, (SELECT pg_catalog.max((t).position) FROM pg_catalog.unnest(v_turns) AS t));
+            v_tries := COALESCE(v_tries, 0) + 1;
+            v_out_before := v_out_before || v_out;
+            v_admitted_before := v_admitted_before || v_admitted;
+            v_limit := v_limit - COALESCE(pg_catalog.cardinality(v_out), 0);
+            v_out := NULL;
+            v_admitted := NULL;
+            EXIT WHEN v_limit <= 0 OR v_tries > 8;
+            v_turns := NULL;
+            v_is_resolved := FALSE;
+        END IF;
+    END LOOP;
+
+    -- 4.  A delivery in a channel with a release interval starts the
+    -- interval again (its row lock is held already, from the take), and
+    -- leaves a wake at its end, which admits the next message
+    -- (_channel_release).  (The clock after the take: the interval never
+    -- starts before a delivery's lock.  With the retakes': an expression
+    -- each, as without them.)
+    IF (v_admitted_before || v_admitted) IS NOT NULL THEN
+        PERFORM @extschema@._channel_release(a.id, pg_catalog.count(*)::integer, @extschema@._clock_ms())
+        FROM pg_catalog.unnest(v_admitted_before || v_admitted) AS a (id)
+        GROUP BY a.id;
+    END IF;
+    FOREACH v_delivery IN ARRAY COALESCE(v_out_before || v_out, '{}') LOOP
+        RETURN NEXT v_delivery;
+    END LOOP;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._message_complete_set(
+    p_ids bigint[],
+    p_num_attempts integer[],
+    p_caller pg_catalog.regrole,
+    p_report boolean DEFAULT FALSE
+)
+RETURNS bigint[]
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_now bigint;
+    v_gone_ids bigint[];
+    v_expired_key bigint;
+    v_followed @extschema@.message[];
+    v_key record;
+    v_admitted record;
+BEGIN
+    -- One expression for valid input; _check_pairs says what is wrong.
+    IF p_ids IS NULL OR p_num_attempts IS NULL
+        OR pg_catalog.cardinality(p_ids) <> pg_catalog.cardinality(p_num_attempts)
+        OR pg_catalog.cardinality(p_ids) > 10000
+        OR pg_catalog.array_ndims(p_ids) > 1 OR pg_catalog.array_ndims(p_num_attempts) > 1
+        OR pg_catalog.array_position(p_ids, NULL) IS NOT NULL
+        OR pg_catalog.array_position(p_num_attempts, NULL) IS NOT NULL
+        OR pg_catalog.cardinality(p_ids) = 0 THEN
+        PERFORM @extschema@._check_pairs(p_ids, p_num_attempts);
+        RETURN '{}';
+    END IF;
+    v_now := @extschema@._clock_ms();
+
+    -- By primary key only ("= ANY": an index condition by shape, no join
+    -- whose plan could walk message_pkey), each message checked against its
+    -- own pair's token (array_position: the first pair of its id; a
+    -- repeated id's later pairs are reported as not completed).
+    -- Channel rows before message rows: the channels whose counts the
+    -- completion changes (limits, max_size) have their row locks
+    -- (_channel_rows_lock) taken, in key order, before any message is
+    -- deleted (an InitPlan, evaluated before the first delete).  A
+    -- completion that deleted first and then waited for a channel row
+    -- deadlocked with a dequeue that held that row (its own completion's)
+    -- while its take followed the deleted message's update chain: FOR
+    -- UPDATE SKIP LOCKED waits there (soak test).
+    WITH gone AS (
+        DELETE FROM @extschema@.message AS m
+        WHERE
+            m.id = ANY(p_ids)
+            AND m.num_attempts = p_num_attempts[pg_catalog.array_position(p_ids, m.id)]
+            AND m.is_locked
+            AND COALESCE(m.locked_by = p_caller, TRUE)
+            -- (No channel ever configured with a limit or max_size: nothing to
+            -- lock.)
+            AND (
+                SELECT pg_catalog.pg_sequence_last_value('@extschema@.channel_followed_seq') = 0
+                    OR @extschema@._channel_rows_lock(p_ids)
+            )
+        RETURNING
+            m.id, m.channel_id, m.channel, m.key, m.is_admitted, m AS message,
+            -- (Counted, lonnymq_messages_completed_total: a sequence, no row.)
+            pg_catalog.nextval('@extschema@.messages_completed_seq') AS counted
+    )
+
+    -- The messages something must follow: keyed, admitted, or of a
+    -- configured channel (history, max_size).
+    -- (Sub-selects, not joins: the message's channel is a parameter of
+    -- their probe, so the probe is one whatever the plan.)
+    SELECT
+        pg_catalog.array_agg(g.id),
+        pg_catalog.array_agg(g.message) FILTER (
+            WHERE g.key IS NOT NULL OR g.is_admitted
+            -- (Once a pattern was ever set, every message: its pattern may
+            -- keep its history.)
+            OR pg_catalog.pg_sequence_last_value('@extschema@.channel_pattern_seq') > 0
+            OR pg_catalog.pg_sequence_last_value('@extschema@.channel_followed_seq') > 0
+            AND @extschema@._channel_has_row(g.channel_id)
+        ),
+        -- The least due key of the expired locks completed (a live lock's
+        -- is ahead of the clock, where no raise reaches).
+        pg_catalog.min(GREATEST((g.message).dequeue_at, (g.message).created_at)) FILTER (
+            WHERE (g.message).dequeue_at < v_now
+        )
+    INTO v_gone_ids, v_followed, v_expired_key
+    FROM gone AS g;
+    -- A raise later in this transaction must not pass it: rolled back, the
+    -- lock is due again (_due_taken_note).
+    IF v_expired_key IS NOT NULL THEN
+        PERFORM @extschema@._due_taken_note(v_expired_key);
+    END IF;
+
+    IF v_followed IS NOT NULL THEN
+        INSERT INTO @extschema@.message_history (
+            id, channel, key, content, state, num_attempts, created_at, completed_at, headers
+        )
+        SELECT f.id, f.channel, f.key, f.content, f.state, f.num_attempts, f.created_at, v_now, f.headers
+        FROM pg_catalog.unnest(v_followed) AS f
+        -- (Scalar sub-selects, which the planner does not turn into joins:
+        -- probes by the message's channel whatever the plan.)
+        WHERE COALESCE(
+            (SELECT c.retain_history FROM @extschema@._channel_row(f.channel_id, f.channel) AS c),
+            (SELECT p.retain_history FROM @extschema@._channel_pattern_config(f.channel) AS p)
+        );
+        -- Keys: each keyed message's claim lasts its channel's dedup window.
+        FOR v_key IN
+            SELECT
+                f.channel_id, f.key, f.id,
+                COALESCE(
+                    (SELECT c.dedup_window_ms FROM @extschema@._channel_row(f.channel_id, f.channel) AS c),
+                    (SELECT p.dedup_window_ms FROM @extschema@._channel_pattern_config(f.channel) AS p),
+                    0
+                ) AS window_ms
+            FROM pg_catalog.unnest(v_followed) AS f
+            WHERE f.key IS NOT NULL
+        LOOP
+            PERFORM @extschema@._message_key_release(v_key.channel_id, v_key.key, v_key.id, v_key.window_ms, v_now);
+        END LOOP;
+        PERFORM @extschema@._channel_removed(ARRAY(SELECT f.channel_id FROM pg_catalog.unnest(v_followed) AS f));
+        -- Admitted messages free their places: the next held ones are
+        -- admitted, channel rows locked in id order.
+        FOR v_admitted IN
+            SELECT
+                f.channel_id, pg_catalog.count(*)::integer AS n,
+                -- (An expired lock placed again is its channel's
+                -- pending delivery.)
+                (pg_catalog.count(*) FILTER (WHERE f.position IS NOT NULL))::integer AS pending
+            FROM pg_catalog.unnest(v_followed) AS f
+            WHERE f.is_admitted
+            GROUP BY f.channel_id
+            ORDER BY f.channel_id
+        LOOP
+            PERFORM @extschema@._channel_admit(v_admitted.channel_id, v_admitted.n, v_admitted.pending, v_now, NULL);
+        END LOOP;
+    END IF;
+    -- Looked for only when fewer were completed than asked (n x k
+    -- comparisons then), not on every batch.
+    IF p_report AND COALESCE(pg_catalog.cardinality(v_gone_ids), 0) < pg_catalog.cardinality(p_ids) THEN
+        FOR i IN 1..pg_catalog.cardinality(p_ids) LOOP
+            CONTINUE WHEN p_ids[i] = ANY(v_gone_ids);
+            RAISE NOTICE 'lonnymq: message % was not completed: stale token, not locked, or locked by another role',
+                p_ids[i]
+                USING ERRCODE = '01LQ1', DETAIL = pg_catalog.format('id=%s num_attempts=%s', p_ids[i], p_num_attempts[i]);
+        END LOOP;
+    END IF;
+    RETURN COALESCE(v_gone_ids, '{}');
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._message_bury(
+    p_id bigint,
+    p_channel_id bigint,
+    p_channel text,
+    p_error text,
+    p_now bigint,
+    p_window_ms bigint
+)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_key text;
+    v_counted bigint;
+BEGIN
+    WITH gone AS (
+        DELETE FROM @extschema@.message AS m
+        WHERE m.id = p_id
+        RETURNING m.*
+    )
+
+    INSERT INTO @extschema@.dead_letter (
+        id, channel, key, content, state, num_attempts, created_at, dead_at, last_error, attempt_log, headers
+    )
+    SELECT
+        g.id, p_channel, g.key, g.content, g.state, g.num_attempts, g.created_at, p_now, p_error,
+        @extschema@._attempt_log_append(g.attempt_log, g.num_attempts, p_now, p_error), g.headers
+    FROM gone AS g
+    -- (Counted, lonnymq_messages_dead_lettered_total: a sequence, no row.)
+    RETURNING key, pg_catalog.nextval('@extschema@.messages_dead_lettered_seq') INTO v_key, v_counted;
+    IF v_key IS NOT NULL THEN
+        PERFORM @extschema@._message_key_release(p_channel_id, v_key, p_id, p_window_ms, p_now);
+    END IF;
+    PERFORM @extschema@._channel_removed(ARRAY[p_channel_id]);
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.dead_letter_redrive(
+    p_channel text DEFAULT NULL,
+    p_ids bigint[] DEFAULT NULL
+)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_now bigint;
+    v_dead record;
+    v_channel @extschema@.channel%ROWTYPE;
+    v_id bigint;
+    v_key text;
+    v_count integer := 0;
+    v_bound bigint;
+    v_cursor refcursor;
+    v_limited boolean;
+BEGIN
+    IF p_channel IS NOT NULL THEN
+        PERFORM @extschema@._check_channel_name(p_channel);
+    END IF;
+    v_bound := @extschema@._epoch_enter();
+    v_now := @extschema@._clock_ms();
+    -- One query per way of choosing, each walking its own index in order:
+    -- the ids (primary key), one channel or all (dead_letter_channel_ix).
+    IF p_ids IS NOT NULL THEN
+        OPEN v_cursor FOR
+        SELECT d.*
+        FROM @extschema@.dead_letter AS d
+        WHERE d.id = ANY(p_ids) AND (p_channel IS NULL OR d.channel = p_channel)
+        ORDER BY d.id
+        FOR UPDATE SKIP LOCKED;
+    ELSIF p_channel IS NOT NULL THEN
+        OPEN v_cursor FOR
+        SELECT d.*
+        FROM @extschema@.dead_letter AS d
+        WHERE d.channel = p_channel
+        ORDER BY d.channel, d.id
+        FOR UPDATE SKIP LOCKED;
+    ELSE
+        OPEN v_cursor FOR
+        SELECT d.*
+        FROM @extschema@.dead_letter AS d
+        ORDER BY d.channel, d.id
+        FOR UPDATE SKIP LOCKED;
+    END IF;
+    LOOP
+        FETCH v_cursor INTO v_dead;
+        EXIT WHEN NOT FOUND;
+        IF v_channel.name IS DISTINCT FROM v_dead.channel THEN
+            PERFORM @extschema@._channel_guard_shared(v_dead.channel);
+            v_channel := @extschema@._channel_config(@extschema@._channel_id(v_dead.channel), v_dead.channel);
+            v_limited := @extschema@._channel_promotes(v_channel);
+        END IF;
+        v_id := pg_catalog.nextval('@extschema@.message_id_seq');
+        v_key := v_dead.key;
+        IF v_key IS NOT NULL THEN
+            UPDATE @extschema@.message_key AS k
+            SET message_id = v_id, expires_at = NULL
+            WHERE
+                k.channel_id = v_channel.id
+                AND k.key = v_key
+                AND (k.message_id = v_dead.id OR k.expires_at <= v_now);
+            IF NOT FOUND THEN
+                INSERT INTO @extschema@.message_key (channel_id, key, message_id)
+                VALUES (v_channel.id, v_key, v_id)
+                ON CONFLICT (channel_id, key) DO NOTHING;
+                IF NOT FOUND THEN
+                    v_key := NULL;
+                END IF;
+            END IF;
+        END IF;
+        -- Counted towards max_size, which it may exceed: a redrive never
+        -- drops a message.
+        UPDATE @extschema@.channel_quota AS q
+        SET num_created = q.num_created + 1
+        WHERE q.channel_id = v_channel.id;
+        -- Deliverable now: ready at its channel's next place, or, in a
+        -- channel with limits, due at once for admission (as a create).
+        INSERT INTO @extschema@.message (
+            id, channel_id, channel, dequeue_at, created_at, content, state, key, attempt_log, position, is_early,
+            is_limited, headers
+        )
+        SELECT
+            v_id, v_channel.id, v_channel.name, v_now, v_dead.created_at, v_dead.content, v_dead.state, v_key,
+            v_dead.attempt_log,
+            CASE WHEN NOT v_limited THEN p.place END, NOT v_limited AND p.is_early,
+            @extschema@._channel_claims(v_channel), v_dead.headers
+        FROM @extschema@._message_place(v_channel.id, v_bound, v_now, 0) AS p;
+        IF v_channel.notify AND NOT v_channel.is_paused THEN
+            PERFORM pg_catalog.pg_notify('lonnymq', COALESCE(v_channel.notify_payload, v_channel.name));
+        END IF;
+        DELETE FROM @extschema@.dead_letter AS d WHERE d.id = v_dead.id;
+        v_count := v_count + 1;
+    END LOOP;
+    CLOSE v_cursor;
+    -- (Counted, lonnymq_messages_created_total: a sequence, no row.)
+    PERFORM pg_catalog.nextval('@extschema@.messages_created_seq') FROM pg_catalog.generate_series(1, v_count);
+    RETURN v_count;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.message_publish(
+    p_routing_key text,
+    p_content bytea,
+    p_dequeue_at bigint DEFAULT NULL,
+    p_key text DEFAULT NULL,
+    p_require_route boolean DEFAULT FALSE,
+    p_headers jsonb DEFAULT NULL
+)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_channels integer;
+    v_stored integer;
+BEGIN
+    -- (Checked here too: a key bound to no channel creates nothing, and
+    -- bad input must still be refused.)
+    PERFORM @extschema@._check_topic(p_routing_key, 'p_routing_key');
+    PERFORM @extschema@._check_message(p_content, p_key);
+    PERFORM @extschema@._check_headers(p_headers, 'p_headers');
+    SELECT
+        pg_catalog.count(*),
+        pg_catalog.count(@extschema@.message_create(r.channel, p_content, p_dequeue_at, p_key, p_headers))
+    INTO v_channels, v_stored
+    FROM (SELECT t.channel FROM @extschema@._topic_routes(p_routing_key) AS t ORDER BY t.channel) AS r;
+    IF v_channels = 0 AND p_require_route THEN
+        RAISE EXCEPTION 'lonnymq: no channel is bound to routing key "%"', p_routing_key
+            USING ERRCODE = 'P0002';
+    END IF;
+    RETURN v_stored;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@.message_publish(text, bytea, bigint, text, boolean, jsonb) IS
+'Create the message in every channel bound to a pattern matching p_routing_key (topic_bind), in the caller''s transaction. Returns how many channels hold it; none bound: 0, or P0002 with p_require_route.';
+
+REVOKE ALL ON FUNCTION @extschema@.message_publish(text, bytea, bigint, text, boolean, jsonb) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@.message_publish_batch(
+    p_routing_key text,
+    p_contents bytea[],
+    p_dequeue_at bigint[] DEFAULT NULL,
+    p_keys text[] DEFAULT NULL,
+    p_require_route boolean DEFAULT FALSE,
+    p_headers jsonb[] DEFAULT NULL
+)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_channels integer;
+    v_stored bigint;
+BEGIN
+    -- (Checked here too: a key bound to no channel creates nothing, and
+    -- bad input must still be refused.)
+    PERFORM @extschema@._check_topic(p_routing_key, 'p_routing_key');
+    PERFORM @extschema@._check_batch(p_contents, p_dequeue_at, p_keys, p_headers);
+    SELECT pg_catalog.count(DISTINCT r.channel), pg_catalog.count(i.id)
+    INTO v_channels, v_stored
+    FROM (SELECT t.channel FROM @extschema@._topic_routes(p_routing_key) AS t ORDER BY t.channel) AS r
+    LEFT JOIN LATERAL @extschema@.message_create_batch(r.channel, p_contents, p_dequeue_at, p_keys, p_headers) AS i (id) ON TRUE;
+    IF v_channels = 0 AND p_require_route THEN
+        RAISE EXCEPTION 'lonnymq: no channel is bound to routing key "%"', p_routing_key
+            USING ERRCODE = 'P0002';
+    END IF;
+    RETURN v_stored;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@.message_publish_batch(text, bytea[], bigint[], text[], boolean, jsonb[]) IS
+'Create the messages in every channel bound to a pattern matching p_routing_key (topic_bind), in the caller''s transaction. Returns how many messages were stored over all channels; none bound: 0, or P0002 with p_require_route.';
+
+REVOKE ALL ON FUNCTION @extschema@.message_publish_batch(text, bytea[], bigint[], text[], boolean, jsonb[]) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._access_functions(p_access text)
+RETURNS SETOF regprocedure
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT f.fn::regprocedure
+    FROM (
+        VALUES
+        ('producer', '@extschema@.to_epoch(timestamptz)'),
+        ('producer', '@extschema@.message_create(text, bytea, bigint, text, jsonb)'),
+        ('producer', '@extschema@.message_create_batch(text, bytea[], bigint[], text[], jsonb[])'),
+        ('producer', '@extschema@.message_publish(text, bytea, bigint, text, boolean, jsonb)'),
+        ('producer', '@extschema@.message_publish_batch(text, bytea[], bigint[], text[], boolean, jsonb[])'),
+        ('producer', '@extschema@.topic_routes(text)'),
+        ('consumer', '@extschema@.to_epoch(timestamptz)'),
+        ('consumer', '@extschema@.message_dequeue(bigint, integer, text)'),
+        ('consumer', '@extschema@.message_complete_dequeue(bigint[], integer[], bigint, integer, text)'),
+        ('consumer', '@extschema@.message_complete(bigint, integer)'),
+        ('consumer', '@extschema@.message_complete_batch(bigint[], integer[])'),
+        ('consumer', '@extschema@.message_defer(bigint, integer, bigint, bytea)'),
+        ('consumer', '@extschema@.message_heartbeat(bigint, integer, bigint)'),
+        ('consumer', '@extschema@.message_fail(bigint, integer, text)'),
+        ('admin', '@extschema@.to_epoch(timestamptz)'),
+        ('admin', '@extschema@.message_create(text, bytea, bigint, text, jsonb)'),
+        ('admin', '@extschema@.message_create_batch(text, bytea[], bigint[], text[], jsonb[])'),
+        ('admin', '@extschema@.message_publish(text, bytea, bigint, text, boolean, jsonb)'),
+        ('admin', '@extschema@.message_publish_batch(text, bytea[], bigint[], text[], boolean, jsonb[])'),
+        ('admin', '@extschema@.topic_routes(text)'),
+        ('admin', '@extschema@.topic_bind(text, text)'),
+        ('admin', '@extschema@.topic_unbind(text, text)'),
+        ('admin', '@extschema@.message_dequeue(bigint, integer, text)'),
+        ('admin', '@extschema@.message_complete_dequeue(bigint[], integer[], bigint, integer, text)'),
+        ('admin', '@extschema@.message_complete(bigint, integer)'),
+        ('admin', '@extschema@.message_complete_batch(bigint[], integer[])'),
+        ('admin', '@extschema@.message_defer(bigint, integer, bigint, bytea)'),
+        ('admin', '@extschema@.message_heartbeat(bigint, integer, bigint)'),
+        ('admin', '@extschema@.message_fail(bigint, integer, text)'),
+        ('admin', '@extschema@.channel_set(text, integer, integer, bigint, integer, bigint, double precision, bigint, double precision, bigint, boolean, boolean, text, boolean)'),
+        ('admin', '@extschema@.channel_drop(text, boolean)'),
+        ('admin', '@extschema@.channel_pause(text)'),
+        ('admin', '@extschema@.channel_resume(text)'),
+        ('admin', '@extschema@.message_cancel(bigint)'),
+        ('admin', '@extschema@.dead_letter_redrive(text, bigint[])'),
+        ('admin', '@extschema@.dead_letter_delete(text, bigint[], boolean)'),
+        ('admin', '@extschema@.history_prune(bigint)'),
+        ('admin', '@extschema@.schedule_set(text, text, bytea, bigint, bigint)'),
+        ('admin', '@extschema@.schedule_drop(text)'),
+        ('admin', '@extschema@.tick()'),
+        ('admin', '@extschema@.channel_stats(text)'),
+        ('monitor', '@extschema@.to_epoch(timestamptz)'),
+        ('monitor', '@extschema@.metrics_text()'),
+        ('monitor', '@extschema@._metrics()'),
+        ('admin', '@extschema@.metrics_text()'),
+        ('admin', '@extschema@._metrics()')
+    ) AS f (access, fn)
+    WHERE f.access = p_access
+$$;
+
+DO $lonnymq_grants$
+DECLARE
+    v_grant jsonb;
+BEGIN
+    FOR v_grant IN
+        SELECT g.value
+        FROM pg_catalog.jsonb_array_elements(pg_catalog.current_setting('lonnymq.upgrade_grants')::jsonb) AS g
+    LOOP
+        EXECUTE pg_catalog.format(
+            'GRANT EXECUTE ON FUNCTION @extschema@.%s TO %s%s',
+            v_grant ->> 0, v_grant ->> 1, CASE WHEN (v_grant ->> 2)::boolean THEN ' WITH GRANT OPTION' ELSE '' END
+        );
+    END LOOP;
+END;
+$lonnymq_grants$;
+
+COMMENT ON COLUMN @extschema@.message.headers IS
+'The producer''s headers, a JSON object (W3C trace context: traceparent, tracestate), returned with every delivery; NULL: none given.';
+
+COMMENT ON COLUMN @extschema@.dead_letter.headers IS
+'The dead message''s headers, as its producer gave them; NULL: none.';
+
+COMMENT ON COLUMN @extschema@.message_history.headers IS
+'The completed message''s headers, as its producer gave them; NULL: none.';
+
+COMMENT ON COLUMN @extschema@.delivery.headers IS
+'As given to message_create (a JSON object: doc/headers.md); NULL if none.';
+
 DO $$
 DECLARE
     v_setting record;
@@ -25,3 +1250,37 @@ BEGIN
     END LOOP;
 END;
 $$;
+
+SELECT @extschema@._access_apply();
+
+DO $lonnymq_init_privs$
+BEGIN
+    IF (SELECT r.rolsuper FROM pg_catalog.pg_roles AS r WHERE r.rolname = current_user) THEN
+        UPDATE pg_catalog.pg_init_privs AS i
+        SET initprivs = ARRAY(
+            SELECT a
+            FROM pg_catalog.unnest(i.initprivs) AS a
+            WHERE NOT EXISTS (
+                SELECT 1
+                FROM pg_catalog.aclexplode(ARRAY[a]) AS x
+                WHERE x.grantee NOT IN (0, e.extowner)
+            )
+        )
+        FROM pg_catalog.pg_extension AS e
+        WHERE
+            e.extname = 'lonnymq'
+            AND i.privtype = 'e'
+            AND (
+                (i.classoid = 'pg_catalog.pg_namespace'::pg_catalog.regclass AND i.objoid = e.extnamespace)
+                OR EXISTS (
+                    SELECT 1
+                    FROM pg_catalog.pg_depend AS d
+                    WHERE
+                        d.classid = i.classoid AND d.objid = i.objoid AND d.deptype = 'e'
+                        AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass
+                        AND d.refobjid = e.oid
+                )
+            );
+    END IF;
+END;
+$lonnymq_init_privs$;

@@ -7,8 +7,8 @@ SELECT has_function('lonnymq', 'channel_set', ARRAY['text', 'integer', 'integer'
 SELECT has_function('lonnymq', 'channel_drop', ARRAY['text', 'boolean'], 'channel_drop(text, boolean)');
 SELECT has_function('lonnymq', 'channel_pause', ARRAY['text'], 'channel_pause(text)');
 SELECT has_function('lonnymq', 'channel_resume', ARRAY['text'], 'channel_resume(text)');
-SELECT has_function('lonnymq', 'message_create', ARRAY['text', 'bytea', 'bigint', 'text'], 'message_create(text, bytea, bigint, text)');
-SELECT has_function('lonnymq', 'message_create_batch', ARRAY['text', 'bytea[]', 'bigint[]', 'text[]'], 'message_create_batch(text, bytea[], bigint[], text[])');
+SELECT has_function('lonnymq', 'message_create', ARRAY['text', 'bytea', 'bigint', 'text', 'jsonb'], 'message_create(text, bytea, bigint, text, jsonb)');
+SELECT has_function('lonnymq', 'message_create_batch', ARRAY['text', 'bytea[]', 'bigint[]', 'text[]', 'jsonb[]'], 'message_create_batch(text, bytea[], bigint[], text[], jsonb[])');
 SELECT has_function('lonnymq', 'message_dequeue', ARRAY['bigint', 'integer', 'text'], 'message_dequeue(bigint, integer, text)');
 SELECT has_function('lonnymq', 'message_complete_dequeue', ARRAY['bigint[]', 'integer[]', 'bigint', 'integer', 'text'], 'message_complete_dequeue(bigint[], integer[], bigint, integer, text)');
 SELECT has_function('lonnymq', 'message_complete', ARRAY['bigint', 'integer'], 'message_complete(bigint, integer)');
@@ -29,8 +29,8 @@ SELECT has_function('lonnymq', 'revoke_access', ARRAY['name', 'text'], 'revoke_a
 SELECT has_function('lonnymq', 'topic_bind', ARRAY['text', 'text'], 'topic_bind(text, text)');
 SELECT has_function('lonnymq', 'topic_unbind', ARRAY['text', 'text'], 'topic_unbind(text, text)');
 SELECT has_function('lonnymq', 'topic_routes', ARRAY['text'], 'topic_routes(text)');
-SELECT has_function('lonnymq', 'message_publish', ARRAY['text', 'bytea', 'bigint', 'text', 'boolean'], 'message_publish(text, bytea, bigint, text, boolean)');
-SELECT has_function('lonnymq', 'message_publish_batch', ARRAY['text', 'bytea[]', 'bigint[]', 'text[]', 'boolean'], 'message_publish_batch(text, bytea[], bigint[], text[], boolean)');
+SELECT has_function('lonnymq', 'message_publish', ARRAY['text', 'bytea', 'bigint', 'text', 'boolean', 'jsonb'], 'message_publish(text, bytea, bigint, text, boolean, jsonb)');
+SELECT has_function('lonnymq', 'message_publish_batch', ARRAY['text', 'bytea[]', 'bigint[]', 'text[]', 'boolean', 'jsonb[]'], 'message_publish_batch(text, bytea[], bigint[], text[], boolean, jsonb[])');
 SELECT is(
     (SELECT pg_get_function_result('lonnymq.message_dequeue(bigint, integer, text)'::regprocedure)),
     'SETOF lonnymq.delivery',
@@ -47,7 +47,7 @@ SELECT is(
     (SELECT array_agg(format('%s %s', a.attname, format_type(a.atttypid, a.atttypmod)) ORDER BY a.attnum)
      FROM pg_attribute AS a WHERE a.attrelid = 'lonnymq.delivery'::regclass AND a.attnum > 0),
     ARRAY['id bigint', 'channel text', 'content bytea', 'state bytea', 'num_attempts integer', 'dequeue_at bigint',
-          'is_recovered boolean'],
+          'is_recovered boolean', 'headers jsonb'],
     'a delivery has the documented columns'
 );
 

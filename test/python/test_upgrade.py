@@ -821,3 +821,49 @@ def test_the_update_from_0_14_0_sets_the_followed_flag_from_the_channels(cluster
                 assert history == (1 if channel == "kept" else 0)
     finally:
         cluster.drop_database(name)
+
+
+def test_the_update_from_0_15_0_carries_direct_grants_to_the_new_producer_signatures(cluster):
+    """0.16.0's producer calls take headers: message_create, its batch and the
+    two publish calls get new signatures, so the update drops the old
+    functions.  A role given EXECUTE on them directly (not through
+    grant_access, whose grants the update applies again) keeps it on the new
+    ones, grant option included, and can call them with headers."""
+    name = f"upg_{_uid()}_grants"
+    role = f"lmq_direct_{_uid()}"
+    cluster.create_database(name, extensions=())
+    try:
+        with psycopg.connect(cluster.dsn(name), autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION lonnymq VERSION '0.15.0'")
+            conn.execute(f"CREATE ROLE {role}")
+            conn.execute(f"GRANT USAGE ON SCHEMA lonnymq TO {role}")
+            conn.execute(f"GRANT EXECUTE ON FUNCTION lonnymq.message_create(text, bytea, bigint, text) TO {role}")
+            conn.execute(
+                "GRANT EXECUTE ON FUNCTION lonnymq.message_publish_batch(text, bytea[], bigint[], text[], boolean) "
+                f"TO {role} WITH GRANT OPTION")
+            conn.execute("ALTER EXTENSION lonnymq UPDATE")
+            granted = {
+                signature: one(conn, "SELECT has_function_privilege(%s, %s, 'EXECUTE')", (role, f"lonnymq.{signature}"))
+                for signature in (
+                    "message_create(text, bytea, bigint, text, jsonb)",
+                    "message_create_batch(text, bytea[], bigint[], text[], jsonb[])",
+                    "message_publish(text, bytea, bigint, text, boolean, jsonb)",
+                    "message_publish_batch(text, bytea[], bigint[], text[], boolean, jsonb[])",
+                )
+            }
+            assert granted == {
+                "message_create(text, bytea, bigint, text, jsonb)": True,
+                "message_create_batch(text, bytea[], bigint[], text[], jsonb[])": False,
+                "message_publish(text, bytea, bigint, text, boolean, jsonb)": False,
+                "message_publish_batch(text, bytea[], bigint[], text[], boolean, jsonb[])": True,
+            }
+            assert one(conn, "SELECT has_function_privilege(%s, %s, 'EXECUTE WITH GRANT OPTION')", (
+                role, "lonnymq.message_publish_batch(text, bytea[], bigint[], text[], boolean, jsonb[])")) is True
+            conn.execute(f"SET ROLE {role}")
+            mid = one(conn, "SELECT lonnymq.message_create('g', 'x', p_headers => '{\"a\": 1}')")
+            conn.execute("RESET ROLE")
+            assert one(conn, "SELECT headers FROM lonnymq.message WHERE id = %s", (mid,)) == {"a": 1}
+    finally:
+        cluster.drop_database(name)
+        with psycopg.connect(cluster.dsn("postgres"), autocommit=True) as conn:
+            conn.execute(f"DROP ROLE IF EXISTS {role}")

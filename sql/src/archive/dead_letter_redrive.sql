@@ -3,7 +3,7 @@
 -- dead letter when both are NULL.  Returns how many were put back, each
 -- counted in lonnymq_messages_created_total.  A redriven message gets a new id
 -- (old fencing tokens can never match it) and starts again at num_attempts 0
--- with its content, state, key, created_at and attempt log.  Its key is
+-- with its content, state, headers, key, created_at and attempt log.  Its key is
 -- claimed again unless another message holds it now (the redriven message then
 -- has no key).  max_size is not applied (nothing is dropped) but the messages
 -- count towards it.  A channel needs no creation: the dead letters of a
@@ -115,13 +115,13 @@ BEGIN
         -- channel with limits, due at once for admission (as a create).
         INSERT INTO @extschema@.message (
             id, channel_id, channel, dequeue_at, created_at, content, state, key, attempt_log, position, is_early,
-            is_limited
+            is_limited, headers
         )
         SELECT
             v_id, v_channel.id, v_channel.name, v_now, v_dead.created_at, v_dead.content, v_dead.state, v_key,
             v_dead.attempt_log,
             CASE WHEN NOT v_limited THEN p.place END, NOT v_limited AND p.is_early,
-            @extschema@._channel_claims(v_channel)
+            @extschema@._channel_claims(v_channel), v_dead.headers
         FROM @extschema@._message_place(v_channel.id, v_bound, v_now, 0) AS p;
         IF v_channel.notify AND NOT v_channel.is_paused THEN
             PERFORM pg_catalog.pg_notify('lonnymq', COALESCE(v_channel.notify_payload, v_channel.name));

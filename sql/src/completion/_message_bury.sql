@@ -40,11 +40,11 @@ BEGIN
     )
 
     INSERT INTO @extschema@.dead_letter (
-        id, channel, key, content, state, num_attempts, created_at, dead_at, last_error, attempt_log
+        id, channel, key, content, state, num_attempts, created_at, dead_at, last_error, attempt_log, headers
     )
     SELECT
         g.id, p_channel, g.key, g.content, g.state, g.num_attempts, g.created_at, p_now, p_error,
-        @extschema@._attempt_log_append(g.attempt_log, g.num_attempts, p_now, p_error)
+        @extschema@._attempt_log_append(g.attempt_log, g.num_attempts, p_now, p_error), g.headers
     FROM gone AS g
     -- (Counted, lonnymq_messages_dead_lettered_total: a sequence, no row.)
     RETURNING key, pg_catalog.nextval('@extschema@.messages_dead_lettered_seq') INTO v_key, v_counted;

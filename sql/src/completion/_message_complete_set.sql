@@ -142,8 +142,10 @@ BEGIN
     END IF;
 
     IF v_followed IS NOT NULL THEN
-        INSERT INTO @extschema@.message_history (id, channel, key, content, state, num_attempts, created_at, completed_at)
-        SELECT f.id, f.channel, f.key, f.content, f.state, f.num_attempts, f.created_at, v_now
+        INSERT INTO @extschema@.message_history (
+            id, channel, key, content, state, num_attempts, created_at, completed_at, headers
+        )
+        SELECT f.id, f.channel, f.key, f.content, f.state, f.num_attempts, f.created_at, v_now, f.headers
         FROM pg_catalog.unnest(v_followed) AS f
         -- (Scalar sub-selects, which the planner does not turn into joins:
         -- probes by the message's channel whatever the plan.)

@@ -47,11 +47,13 @@
 --   payload (at most _max_content_bytes); p_dequeue_at, epoch ms before
 --   which it is not delivered (NULL: the transaction's start; a past value
 --   gives priority within the channel); p_key, a deduplication key (NULL:
+--   none); p_headers, a JSON object returned with every delivery (W3C trace
+--   context: doc/headers.md; at most _max_headers_bytes of JSON text; NULL:
 --   none).
 -- Returns: the new message's id; the holder's id when p_key is claimed;
 --   NULL when the channel is at max_size (nothing stored).
--- Calls: _channel_id, _now_ms, _max_content_bytes, _check_message_channel,
---   _check_message, _epoch_hold (inlined), _channel_guard_shared (inlined),
+-- Calls: _channel_id, _now_ms, _max_content_bytes, _max_headers_bytes,
+--   _check_message_channel, _check_message, _check_headers, _epoch_hold (inlined), _channel_guard_shared (inlined),
 --   _clock_ms, _message_place (inlined), _channel_pattern_config,
 --   _channel_promotes, _message_key_reap, _message_key_claim,
 --   _channel_quota_take, _message_key_release, _early_margin_ms (a constant),
@@ -75,7 +77,8 @@ CREATE FUNCTION @extschema@.message_create(
     p_channel text,
     p_content bytea,
     p_dequeue_at bigint DEFAULT NULL,
-    p_key text DEFAULT NULL
+    p_key text DEFAULT NULL,
+    p_headers jsonb DEFAULT NULL
 )
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -108,9 +111,14 @@ BEGIN
     -- One expression for valid input; the checks say what is wrong.
     IF p_channel IS NULL OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 OR p_content IS NULL
         OR pg_catalog.octet_length(p_content) > @extschema@._max_content_bytes()
-        OR pg_catalog.length(p_key) NOT BETWEEN 1 AND 1024 OR pg_catalog.right(p_channel, 1) = '*' THEN
+        OR pg_catalog.length(p_key) NOT BETWEEN 1 AND 1024 OR pg_catalog.right(p_channel, 1) = '*'
+        OR p_headers IS NOT NULL AND (
+            pg_catalog.jsonb_typeof(p_headers) <> 'object'
+            OR pg_catalog.octet_length(p_headers::text) > @extschema@._max_headers_bytes()
+        ) THEN
         PERFORM @extschema@._check_message_channel(p_channel);
         PERFORM @extschema@._check_message(p_content, p_key);
+        PERFORM @extschema@._check_headers(p_headers, 'p_headers');
     END IF;
 
     LOOP
@@ -212,7 +220,8 @@ BEGIN
         END IF;
 
         INSERT INTO @extschema@.message (
-            id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early, is_held, is_limited
+            id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early, is_held, is_limited,
+            headers
         )
         SELECT
             COALESCE(v_id, pg_catalog.nextval('@extschema@.message_id_seq')), v_channel_id, p_channel, v_dequeue_at,
@@ -222,7 +231,7 @@ BEGIN
             -- (Held only when this pass found the channel full: a pass
             -- after the epoch changed may not, and keeps an earlier pass's
             -- v_is_held.)
-            COALESCE(v_is_full AND v_is_held, FALSE), v_is_limited
+            COALESCE(v_is_full AND v_is_held, FALSE), v_is_limited, p_headers
         WHERE pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') = v_epoch
         -- (Counted, lonnymq_messages_created_total: a sequence, no row.)
         RETURNING id, pg_catalog.nextval('@extschema@.messages_created_seq') INTO v_created, v_counted;
@@ -235,7 +244,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION @extschema@.message_create(text, bytea, bigint, text) IS
-'Create a message in a channel (a channel needs no creation). p_dequeue_at: epoch ms before which it is not delivered; past or negative values give priority within the channel. p_key: a deduplication key (the existing message''s id is returned while the key is held). Returns the id, or NULL when the channel is at max_size (nothing stored).';
+COMMENT ON FUNCTION @extschema@.message_create(text, bytea, bigint, text, jsonb) IS
+'Create a message in a channel (a channel needs no creation). p_dequeue_at: epoch ms before which it is not delivered; past or negative values give priority within the channel. p_key: a deduplication key (the existing message''s id is returned while the key is held). p_headers: a JSON object returned with every delivery (trace context). Returns the id, or NULL when the channel is at max_size (nothing stored).';
 
-REVOKE ALL ON FUNCTION @extschema@.message_create(text, bytea, bigint, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.message_create(text, bytea, bigint, text, jsonb) FROM PUBLIC;

@@ -5,7 +5,8 @@
 -- deduplicate as in message_create, also within the batch (a repeated key
 -- gives the first occurrence's id); unlike message_create, it deletes no
 -- ended claims.  NULL p_dequeue_at (or a NULL element) means the
--- transaction start; NULL p_keys (or a NULL element) means no key.
+-- transaction start; NULL p_keys (or a NULL element) means no key; NULL
+-- p_headers (or a NULL element) means no headers.
 -- Set-based: one INSERT for the messages; keys are claimed with one INSERT
 -- and only those it did not claim are looked at one by one.  The ready
 -- messages of a channel without limits take its next turns, one per round,
@@ -20,7 +21,8 @@
 -- Parameters: p_channel, the channel's name (not a pattern); p_contents,
 --   the payloads; p_dequeue_at, each one's dequeue_at (NULL, or a NULL
 --   element: the transaction's start); p_keys, each one's deduplication key
---   (NULL, or a NULL element: none).  The arrays' lengths must match.
+--   (NULL, or a NULL element: none); p_headers, each one's headers, a JSON
+--   object (NULL, or a NULL element: none).  The arrays' lengths must match.
 -- Returns: one id per input, in input order: the new message's, the
 --   holder's for a claimed key, NULL for one dropped at max_size.
 -- Calls: _check_message_channel, _check_batch, _channel_guard_shared,
@@ -44,7 +46,8 @@ CREATE FUNCTION @extschema@.message_create_batch(
     p_channel text,
     p_contents bytea[],
     p_dequeue_at bigint[] DEFAULT NULL,
-    p_keys text[] DEFAULT NULL
+    p_keys text[] DEFAULT NULL,
+    p_headers jsonb[] DEFAULT NULL
 )
 RETURNS SETOF bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -76,7 +79,7 @@ BEGIN
     IF p_channel IS NULL OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 OR pg_catalog.right(p_channel, 1) = '*' THEN
         PERFORM @extschema@._check_message_channel(p_channel);
     END IF;
-    v_n := @extschema@._check_batch(p_contents, p_dequeue_at, p_keys);
+    v_n := @extschema@._check_batch(p_contents, p_dequeue_at, p_keys, p_headers);
     IF v_n = 0 THEN
         RETURN;
     END IF;
@@ -190,7 +193,7 @@ BEGIN
     -- (dequeue_at, id) order; those more than a second before the channel's
     -- last ready message are early (_message_place).
     INSERT INTO @extschema@.message (
-        id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early, is_held, is_limited
+        id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early, is_held, is_limited, headers
     )
     SELECT
         v_ids[r.i], v_channel.id, v_channel.name, r.at, v_now, r.content, r.key,
@@ -203,9 +206,9 @@ BEGIN
             WHEN v_last_is_early THEN @extschema@._message_early_behind(v_channel.id, v_bound, r.at, r.margin)
             ELSE COALESCE(r.at < v_last_at - r.margin, FALSE)
         END,
-        FALSE, @extschema@._channel_claims(v_channel)
+        FALSE, @extschema@._channel_claims(v_channel), r.headers
     FROM (
-        SELECT c.content, COALESCE(c.dequeue_at, v_default) AS at, c.key, c.i,
+        SELECT c.content, COALESCE(c.dequeue_at, v_default) AS at, c.key, c.headers, c.i,
             -- (How far before the channel's last ready message it may sort
             -- without being early: a default dequeue_at's margin, else none.)
             CASE WHEN c.dequeue_at IS NULL THEN @extschema@._early_margin_ms() ELSE 0 END AS margin,
@@ -216,8 +219,9 @@ BEGIN
         FROM ROWS FROM (
             pg_catalog.unnest(p_contents),
             pg_catalog.unnest(p_dequeue_at),
-            pg_catalog.unnest(p_keys)
-        ) WITH ORDINALITY AS c (content, dequeue_at, key, i)
+            pg_catalog.unnest(p_keys),
+            pg_catalog.unnest(p_headers)
+        ) WITH ORDINALITY AS c (content, dequeue_at, key, headers, i)
         WHERE v_keep[c.i]
     ) AS r
     ORDER BY r.i;
@@ -235,7 +239,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION @extschema@.message_create_batch(text, bytea[], bigint[], text[]) IS
+COMMENT ON FUNCTION @extschema@.message_create_batch(text, bytea[], bigint[], text[], jsonb[]) IS
 'Create many messages in one channel: one id per input in input order (the existing id for a duplicate key, NULL for one dropped at max_size). Array lengths must match (22023).';
 
-REVOKE ALL ON FUNCTION @extschema@.message_create_batch(text, bytea[], bigint[], text[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.message_create_batch(text, bytea[], bigint[], text[], jsonb[]) FROM PUBLIC;

@@ -14,6 +14,7 @@ CREATE TABLE @extschema@.dead_letter (
     dead_at bigint NOT NULL,
     last_error text,
     attempt_log jsonb,
+    headers jsonb,
     CONSTRAINT dead_letter_pkey PRIMARY KEY (id)
 ) WITH (
     autovacuum_vacuum_threshold = 1000,
@@ -54,3 +55,6 @@ COMMENT ON COLUMN @extschema@.dead_letter.last_error IS
 
 COMMENT ON COLUMN @extschema@.dead_letter.attempt_log IS
 'One JSON object per failed attempt, {"attempt": n, "at": epoch ms, "error": text}.';
+
+COMMENT ON COLUMN @extschema@.dead_letter.headers IS
+'The dead message''s headers, as its producer gave them; NULL: none.';

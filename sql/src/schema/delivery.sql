@@ -8,7 +8,8 @@ CREATE TYPE @extschema@.delivery AS (
     state bytea,
     num_attempts integer,
     dequeue_at bigint,
-    is_recovered boolean
+    is_recovered boolean,
+    headers jsonb
 );
 
 COMMENT ON TYPE @extschema@.delivery IS
@@ -27,3 +28,5 @@ COMMENT ON COLUMN @extschema@.delivery.dequeue_at IS
 'Its dequeue_at before this delivery, in epoch ms: its scheduled time, or, when recovered, when the lapsed lock expired.';
 COMMENT ON COLUMN @extschema@.delivery.is_recovered IS
 'True when it was still locked by an earlier delivery whose lock had expired.';
+COMMENT ON COLUMN @extschema@.delivery.headers IS
+'As given to message_create (a JSON object: doc/headers.md); NULL if none.';

@@ -49,6 +49,10 @@
 -- is_admitted, which it keeps while locked, recovered included.
 -- channel is the channel's name and channel_id its hash (_channel_id): a
 -- channel without configuration has no row.
+-- headers: the producer's JSON object (W3C trace context and any other
+-- metadata: doc/headers.md), returned with every delivery and carried into
+-- dead_letter, message_history and back by a redrive; NULL, which costs a
+-- bit of the null bitmap, when the producer gave none.
 -- schedule: set only on a schedule's pending occurrence, a scheduled
 -- message that its promotion turns into the schedule's message of that
 -- boundary, creating the following occurrence (_schedule_next); '' on a
@@ -78,6 +82,7 @@ CREATE TABLE @extschema@.message (
     is_early boolean NOT NULL DEFAULT FALSE,
     schedule text,
     is_limited boolean NOT NULL DEFAULT FALSE,
+    headers jsonb,
     CONSTRAINT message_pkey PRIMARY KEY (id)
 ) WITH (
     fillfactor = 70,
@@ -149,3 +154,6 @@ COMMENT ON COLUMN @extschema@.message.is_early IS
 
 COMMENT ON COLUMN @extschema@.message.schedule IS
 'Periodic messages, internal state maintained by the queue functions, not to be written by hand: the name of the schedule whose pending occurrence this is (scheduled at its next boundary, not counted by max_size, not cancellable; schedule_drop drops it); '''': a wake, no message (a due entry that walks a limited channel''s held messages again); NULL: any other message.';
+
+COMMENT ON COLUMN @extschema@.message.headers IS
+'The producer''s headers, a JSON object (W3C trace context: traceparent, tracestate), returned with every delivery; NULL: none given.';

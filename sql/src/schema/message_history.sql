@@ -10,6 +10,7 @@ CREATE TABLE @extschema@.message_history (
     num_attempts integer NOT NULL,
     created_at bigint NOT NULL,
     completed_at bigint NOT NULL,
+    headers jsonb,
     CONSTRAINT message_history_pkey PRIMARY KEY (id)
 ) WITH (
     autovacuum_vacuum_threshold = 1000,
@@ -44,3 +45,6 @@ COMMENT ON COLUMN @extschema@.message_history.created_at IS
 
 COMMENT ON COLUMN @extschema@.message_history.completed_at IS
 'When the message was completed, in epoch milliseconds.';
+
+COMMENT ON COLUMN @extschema@.message_history.headers IS
+'The completed message''s headers, as its producer gave them; NULL: none.';

@@ -45,7 +45,8 @@
 --   1000; NULL: 1); p_channel, deliver only from this channel (NULL: any).
 -- Returns: one delivery row per message taken, in turn order: its id,
 --   channel, content, state, num_attempts (the fencing token), dequeue_at
---   before this delivery and is_recovered (an expired lock taken again);
+--   before this delivery, is_recovered (an expired lock taken again) and
+--   headers (the producer's);
 --   no rows when nothing is ready.
 -- Calls: _caller_role, _channel_id, _max_duration_ms, _check_lock_ms,
 --   _check_channel_name, _message_complete_set, _epoch_hold (inlined),
@@ -254,7 +255,7 @@ BEGIN
                 -- lock, tried: else the message is left for a later call.
                 AND (NOT m.is_admitted OR m.is_limited OR @extschema@._channel_release_try_lock(m.channel_id))
             RETURNING
-                m.id, m.channel, m.content, m.state, m.num_attempts, m.channel_id,
+                m.id, m.channel, m.content, m.state, m.num_attempts, m.channel_id, m.headers,
                 m.is_admitted AND NOT m.is_limited AS is_admitted,
                 pg_catalog.array_position(u.ids, m.id) AS k,
                 -- (Counted, lonnymq_messages_delivered_total: a sequence, no row.)
@@ -269,7 +270,7 @@ BEGIN
                 pg_catalog.array_agg(
                     ROW(
                         t.id, t.channel, t.content, t.state, t.num_attempts, (u.turns[t.k]).dequeue_at,
-                        (u.turns[t.k]).is_locked
+                        (u.turns[t.k]).is_locked, t.headers
                     )::@extschema@.delivery
                     ORDER BY t.k
                 ) AS deliveries,

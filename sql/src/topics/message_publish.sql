@@ -12,9 +12,10 @@
 -- one message_create per channel.
 -- Parameters: p_routing_key, the routing key; p_content, p_dequeue_at, p_key,
 --   as message_create takes them; p_require_route, raise P0002 when no channel
---   is bound.
+--   is bound; p_headers, as message_create takes them (every copy carries
+--   them: a trace's context reaches every subscriber).
 -- Returns: how many channels hold the message.
--- Calls: _check_topic, _check_message, _topic_routes (inlined),
+-- Calls: _check_topic, _check_message, _check_headers, _topic_routes (inlined),
 --   message_create.
 -- Tables: none (topic_binding through _topic_routes; message and the rest
 --   through message_create)
@@ -26,7 +27,8 @@ CREATE FUNCTION @extschema@.message_publish(
     p_content bytea,
     p_dequeue_at bigint DEFAULT NULL,
     p_key text DEFAULT NULL,
-    p_require_route boolean DEFAULT FALSE
+    p_require_route boolean DEFAULT FALSE,
+    p_headers jsonb DEFAULT NULL
 )
 RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -40,7 +42,10 @@ BEGIN
     -- bad input must still be refused.)
     PERFORM @extschema@._check_topic(p_routing_key, 'p_routing_key');
     PERFORM @extschema@._check_message(p_content, p_key);
-    SELECT pg_catalog.count(*), pg_catalog.count(@extschema@.message_create(r.channel, p_content, p_dequeue_at, p_key))
+    PERFORM @extschema@._check_headers(p_headers, 'p_headers');
+    SELECT
+        pg_catalog.count(*),
+        pg_catalog.count(@extschema@.message_create(r.channel, p_content, p_dequeue_at, p_key, p_headers))
     INTO v_channels, v_stored
     FROM (SELECT t.channel FROM @extschema@._topic_routes(p_routing_key) AS t ORDER BY t.channel) AS r;
     IF v_channels = 0 AND p_require_route THEN
@@ -51,7 +56,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION @extschema@.message_publish(text, bytea, bigint, text, boolean) IS
+COMMENT ON FUNCTION @extschema@.message_publish(text, bytea, bigint, text, boolean, jsonb) IS
 'Create the message in every channel bound to a pattern matching p_routing_key (topic_bind), in the caller''s transaction. Returns how many channels hold it; none bound: 0, or P0002 with p_require_route.';
 
-REVOKE ALL ON FUNCTION @extschema@.message_publish(text, bytea, bigint, text, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.message_publish(text, bytea, bigint, text, boolean, jsonb) FROM PUBLIC;
