@@ -1142,6 +1142,65 @@ COMMENT ON FUNCTION @extschema@.message_publish_batch(text, bytea[], bigint[], t
 
 REVOKE ALL ON FUNCTION @extschema@.message_publish_batch(text, bytea[], bigint[], text[], boolean, jsonb[]) FROM PUBLIC;
 
+CREATE OR REPLACE FUNCTION @extschema@.message_status(p_id bigint)
+RETURNS TABLE (
+    id bigint,
+    channel text,
+    status text,
+    dequeue_at bigint,
+    num_attempts integer,
+    created_at bigint,
+    ended_at bigint
+)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_now bigint := @extschema@._clock_ms();
+BEGIN
+    IF p_id IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_id must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    RETURN QUERY
+    SELECT
+        m.id, m.channel,
+        CASE WHEN m.is_locked THEN 'locked' WHEN m.dequeue_at <= v_now THEN 'ready' ELSE 'scheduled' END,
+        m.dequeue_at, m.num_attempts, m.created_at, NULL::bigint
+    FROM @extschema@.message AS m
+    -- (A wake, schedule '', is no message.)
+    WHERE m.id = p_id AND m.schedule IS DISTINCT FROM '';
+    IF FOUND THEN
+        RETURN;
+    END IF;
+    RETURN QUERY
+    SELECT d.id, d.channel, 'dead', NULL::bigint, d.num_attempts, d.created_at, d.dead_at
+    FROM @extschema@.dead_letter AS d
+    WHERE d.id = p_id;
+    IF FOUND THEN
+        RETURN;
+    END IF;
+    RETURN QUERY
+    SELECT h.id, h.channel, 'done', NULL::bigint, h.num_attempts, h.created_at, h.completed_at
+    FROM @extschema@.message_history AS h
+    WHERE h.id = p_id;
+    IF FOUND THEN
+        RETURN;
+    END IF;
+    IF p_id > COALESCE(pg_catalog.pg_sequence_last_value('@extschema@.message_id_seq'), 0) OR p_id < 1 THEN
+        RAISE EXCEPTION 'lonnymq: % is not a message id lonnymq gave (the last is %)',
+            p_id, COALESCE(pg_catalog.pg_sequence_last_value('@extschema@.message_id_seq'), 0)
+            USING ERRCODE = '22023';
+    END IF;
+    RETURN QUERY SELECT p_id, NULL::text, 'gone', NULL::bigint, NULL::integer, NULL::bigint, NULL::bigint;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@.message_status(bigint) IS
+'One message''s status by id: scheduled, ready, locked, dead (a dead letter), done (in the history) or gone (completed without history, cancelled); 22023 for an id lonnymq never gave.';
+
+REVOKE ALL ON FUNCTION @extschema@.message_status(bigint) FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION @extschema@._access_functions(p_access text)
 RETURNS SETOF regprocedure
 LANGUAGE sql IMMUTABLE
@@ -1155,6 +1214,7 @@ AS $$
         ('producer', '@extschema@.message_publish(text, bytea, bigint, text, boolean, jsonb)'),
         ('producer', '@extschema@.message_publish_batch(text, bytea[], bigint[], text[], boolean, jsonb[])'),
         ('producer', '@extschema@.topic_routes(text)'),
+        ('producer', '@extschema@.message_status(bigint)'),
         ('consumer', '@extschema@.to_epoch(timestamptz)'),
         ('consumer', '@extschema@.message_dequeue(bigint, integer, text)'),
         ('consumer', '@extschema@.message_complete_dequeue(bigint[], integer[], bigint, integer, text)'),
@@ -1190,8 +1250,10 @@ AS $$
         ('admin', '@extschema@.schedule_drop(text)'),
         ('admin', '@extschema@.tick()'),
         ('admin', '@extschema@.channel_stats(text)'),
+        ('admin', '@extschema@.message_status(bigint)'),
         ('monitor', '@extschema@.to_epoch(timestamptz)'),
         ('monitor', '@extschema@.metrics_text()'),
+        ('monitor', '@extschema@.message_status(bigint)'),
         ('monitor', '@extschema@._metrics()'),
         ('admin', '@extschema@.metrics_text()'),
         ('admin', '@extschema@._metrics()')

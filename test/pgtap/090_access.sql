@@ -40,7 +40,7 @@ CREATE FUNCTION pg_temp.lmq_can(p_role name) RETURNS text LANGUAGE sql AS $$
 $$;
 SELECT is(
     pg_temp.lmq_can('lmq_pgtap_app'),
-    'message_create,message_create_batch,message_publish,message_publish_batch,to_epoch,topic_routes',
+    'message_create,message_create_batch,message_publish,message_publish_batch,message_status,to_epoch,topic_routes',
     'the producer set'
 );
 SELECT is(
@@ -54,10 +54,10 @@ SELECT is(
     '_metrics,channel_drop,channel_pause,channel_resume,channel_set,channel_stats,dead_letter_delete,dead_letter_redrive,'
     'history_prune,message_cancel,message_complete,message_complete_batch,message_complete_dequeue,message_create,'
     'message_create_batch,message_defer,message_dequeue,message_fail,message_heartbeat,message_publish,'
-    'message_publish_batch,metrics_text,schedule_drop,schedule_set,tick,to_epoch,topic_bind,topic_routes,topic_unbind',
+    'message_publish_batch,message_status,metrics_text,schedule_drop,schedule_set,tick,to_epoch,topic_bind,topic_routes,topic_unbind',
     'the admin set'
 );
-SELECT is(pg_temp.lmq_can('lmq_pgtap_mon'), '_metrics,metrics_text,to_epoch', 'the monitor set');
+SELECT is(pg_temp.lmq_can('lmq_pgtap_mon'), '_metrics,message_status,metrics_text,to_epoch', 'the monitor set');
 SELECT ok(
     has_table_privilege('lmq_pgtap_mon', 'lonnymq.metrics', 'SELECT')
     AND has_table_privilege('lmq_pgtap_ops', 'lonnymq.metrics', 'SELECT')

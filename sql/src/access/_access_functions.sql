@@ -1,8 +1,10 @@
 -- Internal: the functions each access set grants.
 --   producer: create messages (one or a batch), publish them to a topic
---             (one or a batch) and list a routing key's channels;
+--             (one or a batch), list a routing key's channels and follow a
+--             message's status (message_status);
 --   consumer: dequeue, complete (one or a batch), defer, heartbeat, fail;
---   monitor:  the metrics (metrics_text(), and SELECT on the view metrics,
+--   monitor:  a message's status (message_status), the metrics
+--             (metrics_text(), and SELECT on the view metrics,
 --             which calls _metrics: PostgreSQL checks a view's functions
 --             against the view's reader, so the set grants it too);
 --   admin:    everything above, plus topic bindings, channel settings,
@@ -31,6 +33,7 @@ AS $$
         ('producer', '@extschema@.message_publish(text, bytea, bigint, text, boolean, jsonb)'),
         ('producer', '@extschema@.message_publish_batch(text, bytea[], bigint[], text[], boolean, jsonb[])'),
         ('producer', '@extschema@.topic_routes(text)'),
+        ('producer', '@extschema@.message_status(bigint)'),
         ('consumer', '@extschema@.to_epoch(timestamptz)'),
         ('consumer', '@extschema@.message_dequeue(bigint, integer, text)'),
         ('consumer', '@extschema@.message_complete_dequeue(bigint[], integer[], bigint, integer, text)'),
@@ -66,8 +69,10 @@ AS $$
         ('admin', '@extschema@.schedule_drop(text)'),
         ('admin', '@extschema@.tick()'),
         ('admin', '@extschema@.channel_stats(text)'),
+        ('admin', '@extschema@.message_status(bigint)'),
         ('monitor', '@extschema@.to_epoch(timestamptz)'),
         ('monitor', '@extschema@.metrics_text()'),
+        ('monitor', '@extschema@.message_status(bigint)'),
         ('monitor', '@extschema@._metrics()'),
         ('admin', '@extschema@.metrics_text()'),
         ('admin', '@extschema@._metrics()')
