@@ -69,6 +69,7 @@ minimal example and the SQL call.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -259,6 +260,25 @@ def bytea_values(big: bool) -> st.SearchStrategy:
     return st.one_of(*branches)
 
 
+def jsonb_values(big: bool) -> st.SearchStrategy:
+    """JSON texts (the call casts them to jsonb): objects, which headers
+    must be, and every other kind of JSON value; big: also objects at and
+    past the headers' limit of 64 KiB of JSON text.  No NUL and no lone
+    surrogate, which jsonb itself refuses before the call."""
+    text = st.text(st.characters(exclude_characters="\x00", exclude_categories=("Cs",)), max_size=12)
+    scalar = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False), text)
+    value = st.recursive(
+        scalar, lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(text, inner, max_size=4)),
+        max_leaves=8)
+    branches = [value.map(json.dumps),
+                st.dictionaries(st.sampled_from(["traceparent", "tracestate", "k"]), scalar, max_size=3).map(json.dumps)]
+    if big:
+        # {"a": "x...x"} is 9 bytes of JSON around the string: at the limit, one past it, far past it.
+        branches.append(st.sampled_from([65536 - 9, 65536 - 9 + 1, 1_000_000]).map(
+            lambda n: json.dumps({"a": "x" * n})))
+    return st.one_of(*branches)
+
+
 def integer_values(lo: int, hi: int, edges: list[int], known: list[int]) -> st.SearchStrategy:
     branches = [st.sampled_from([e for e in edges if lo <= e <= hi]), st.integers(lo, hi), st.integers(-3, 1001)]
     if known:
@@ -285,6 +305,8 @@ def element_values(param: str, typ: str, world: World, big: bool) -> st.SearchSt
         return st.booleans()
     if typ == "timestamp with time zone":
         return st.one_of(st.sampled_from(TIMESTAMP_EDGES), st.datetimes(timezones=st.just(timezone.utc)))
+    if typ == "jsonb":
+        return jsonb_values(big)
     raise AssertionError(f"no strategy for {param} {typ}: add one to element_values")
 
 

@@ -43,6 +43,7 @@ CALLS = {
         "p_dequeue_at": "lonnymq.message_publish_batch('ev', ARRAY['x', 'y']::bytea[], ARRAY[{x}, 0]::bigint[])",
     },
     "message_cancel": {"p_id": "lonnymq.message_cancel({x})"},
+    "message_status": {"p_id": "lonnymq.message_status({x})"},
     "message_dequeue": {
         "p_lock_ms": "lonnymq.message_dequeue({x}, 5)",
         "p_limit": "lonnymq.message_dequeue(60000, {x})",
