@@ -19,9 +19,11 @@ DAY_MS = 24 * HOUR_MS
 LOCK_MS = MINUTE_MS
 
 # The extension's limits (sql/src checks them; the pgTAP files test their
-# edges): the largest content or state, the most messages one create batch
-# takes, the longest channel name and key.
+# edges): the largest content or state, the largest headers (bytes of their
+# jsonb text, octet_length(headers::text): _max_headers_bytes), the most
+# messages one create batch takes, the longest channel name and key.
 MAX_CONTENT_BYTES = 16 * 1024 * 1024  # 16,777,216
+MAX_HEADERS_BYTES = 64 * 1024  # 65,536
 MAX_BATCH = 10_000
 MAX_CHANNEL_CHARS = 255
 MAX_KEY_CHARS = 1024

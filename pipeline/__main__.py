@@ -64,7 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--content-json", action="store_true", help="serialise a string content column as JSON too")
     p.add_argument("--dequeue-at-col", metavar="COL", help="epoch ms (integer) or timestamp column; NULL = now")
     p.add_argument("--key-col", metavar="COL",
-                   help="dedup key column (default: sha256 of the row's canonical JSON)")
+                   help="dedup key column (default: sha256 of the row's canonical JSON, "
+                        "without the headers column)")
+    p.add_argument("--headers-col", metavar="COL",
+                   help="each message's headers (lonnymq 0.16.0): a map or struct column as a JSON object, "
+                        "a string column as JSON text of an object; NULL = none; at most 64 KiB of jsonb text")
     p.add_argument("--batch-size", type=int, default=1000, help="messages per message_create_batch call (1000)")
     p.add_argument("--partitions", type=int, help="repartition first: one transaction per partition")
     p.add_argument("--skip-bad", action="store_true",
@@ -166,7 +170,7 @@ def _run(args: argparse.Namespace) -> int:
 
             spec = EnqueueSpec(channel=args.channel, channel_col=args.channel_col, content_col=args.content_col,
                                content_json=args.content_json, dequeue_at_col=args.dequeue_at_col,
-                               key_col=args.key_col, batch_size=args.batch_size)
+                               key_col=args.key_col, headers_col=args.headers_col, batch_size=args.batch_size)
             df = read_input(spark, args.input, args.format)
             result = enqueue(spark, df, dsn, spec, skip_bad=args.skip_bad, partitions=args.partitions,
                              fail_after_commit=True if args.fail_after_commit else None, progress=progress)

@@ -54,12 +54,15 @@ def resolve_dsn(dsn: str | None = None, environ: dict[str, str] | None = None) -
     return make_conninfo(**params)
 
 
-def check_connection(dsn: str, *, need: tuple[str, ...] = ()) -> str:
+def check_connection(dsn: str, *, need: tuple[str | tuple[str, ...], ...] = (), since: str = "0.2.0") -> str:
     """Connect once from the driver; return the installed lonnymq version.
 
-    ``need``: regprocedure signatures such as ``lonnymq.message_create_batch(text,bytea[],bigint[],text[])``
-    or table names (``lonnymq.message_history``) that must exist.
-    Raises PipelineError when the server cannot be reached or lacks them.
+    ``need``: what must exist: regprocedure signatures such as
+    ``lonnymq.message_create_batch(text,bytea[],bigint[],text[],jsonb[])``,
+    table names (``lonnymq.message_history``) or columns
+    (``lonnymq.message_history.headers``); a tuple of them: any one of them.
+    ``since``: the first lonnymq version that has them all (for the error
+    message). Raises PipelineError when the server cannot be reached or lacks them.
     """
     import psycopg
 
@@ -67,6 +70,19 @@ def check_connection(dsn: str, *, need: tuple[str, ...] = ()) -> str:
         conn = psycopg.connect(dsn, autocommit=True, connect_timeout=15)
     except psycopg.Error as exc:
         raise PipelineError(f"cannot connect to PostgreSQL: {str(exc).strip()}") from exc
+
+    def exists(name: str) -> bool:
+        if "(" in name:
+            query, args = "SELECT pg_catalog.to_regprocedure(%s) IS NOT NULL", [name]
+        elif name.count(".") == 2:
+            table, column = name.rsplit(".", 1)
+            query = ("SELECT EXISTS (SELECT FROM pg_catalog.pg_attribute WHERE attrelid = pg_catalog.to_regclass(%s)"
+                     " AND attname = %s AND attnum > 0 AND NOT attisdropped)")
+            args = [table, column]
+        else:
+            query, args = "SELECT pg_catalog.to_regclass(%s) IS NOT NULL", [name]
+        return bool(conn.execute(query, args).fetchone()[0])
+
     try:
         row = conn.execute(
             "SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'lonnymq'").fetchone()
@@ -74,13 +90,13 @@ def check_connection(dsn: str, *, need: tuple[str, ...] = ()) -> str:
             raise PipelineError("the extension lonnymq is not installed in this database "
                                 "(CREATE EXTENSION lonnymq)")
         missing = []
-        for name in need:
-            fn = "to_regprocedure" if "(" in name else "to_regclass"
-            if conn.execute(f"SELECT pg_catalog.{fn}(%s) IS NULL", (name,)).fetchone()[0]:
-                missing.append(name)
+        for item in need:
+            names = (item,) if isinstance(item, str) else item
+            if not any(exists(n) for n in names):
+                missing.append(" or ".join(names))
         if missing:
             raise PipelineError(f"lonnymq {row[0]} lacks {', '.join(missing)}: "
-                                "the pipeline needs lonnymq 0.2.0 or later")
+                                f"the pipeline needs lonnymq {since} or later")
         return str(row[0])
     except psycopg.Error as exc:
         raise PipelineError(f"cannot use lonnymq on this connection: {str(exc).strip()}") from exc

@@ -10,21 +10,41 @@ How a row becomes a message
                 (as strings when a double cannot hold them exactly).
     dequeue_at  optional ``dequeue_at_col``: epoch milliseconds (an integer column)
                 or a timestamp / date column; NULL means "now".
+    headers     optional ``headers_col`` (lonnymq 0.16.0): a JSON object per message,
+                NULL for none (doc/headers.md). A map or struct column becomes a
+                JSON object by the rules of content (timestamps in ISO 8601, ...);
+                a string column is parsed as JSON text, which must be an object
+                (sent as given: jsonb keeps its numbers exactly). The column is
+                part of neither the content nor the derived key.
     key         ``key_col`` (cast to text) or, without it, derived from the row:
                 ``sha256:`` + the SHA-256 of the row's canonical JSON (all input
-                columns, sorted keys). Identical rows therefore make one message;
-                give a key column when identical rows are distinct messages.
+                columns but the headers column, sorted keys). Identical rows
+                therefore make one message; give a key column when identical
+                rows are distinct messages. The headers stay out so that a job
+                re-run with new headers (a new trace context, say) creates
+                nothing twice: a message keeps the headers of its first write.
 
 How it is written
     1. A validation job turns every row into a message, once: the messages are
        kept (Spark's cache, serialised, spilling to disk) for the write job, and
        the bad rows (NULL channel or content, a value JSON cannot hold such as
-       NaN, a channel name or key of the wrong length, content over 16 MiB) are
-       reported with their count and a sample. With bad rows and without
+       NaN, a channel name or key of the wrong length, content over 16 MiB,
+       headers that are not a JSON object or are over 64 KiB) are reported with
+       their count and a sample. With bad rows and without
        ``skip_bad`` nothing is written.
     2. A write job: each partition opens one connection and one transaction, sends
        its messages with ``lonnymq.message_create_batch`` in chunks of ``batch_size``
        per channel, and commits once. A partition is written entirely or not at all.
+
+Headers' size
+    The extension refuses headers over 65536 bytes of ``headers::text``: the
+    jsonb's own text, which is not the text given (jsonb prints a space after
+    every ``:`` and ``,``, numbers in plain notation with their scale, ``1e3``
+    as ``1000``, duplicate keys once). The validation measures that text
+    exactly, from the parsed JSON (what jsonb cannot hold, a string with
+    ``\\u0000`` or a number beyond numeric's range, is a bad row too), so a
+    row it passes is never refused by the server and one it refuses always
+    would be.
 
 Exactly once
     Every message carries a key, and a key that is already claimed returns the
@@ -55,7 +75,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from lonnymq_dev.limits import MAX_BATCH, MAX_CHANNEL_CHARS, MAX_CONTENT_BYTES, MAX_KEY_CHARS
+from lonnymq_dev.limits import MAX_BATCH, MAX_CHANNEL_CHARS, MAX_CONTENT_BYTES, MAX_HEADERS_BYTES, MAX_KEY_CHARS
 
 from .common import APPLICATION_NAME, PipelineError, Progress, check_connection
 
@@ -71,11 +91,13 @@ _HIDDEN = (_CHANNEL, _DEQUEUE_AT, _KEY)
 
 # Parameters in binary: a bytea[] in text is hex for the client to write and
 # the server to parse (a third of a batch's time, bench/pipeline.py).
+# The headers go as text[] (JSON texts), which the server casts to jsonb[].
 _BATCH_SQL = (
     "SELECT * FROM lonnymq.message_create_batch("
-    "%b::text, %b::bytea[], %b::bigint[], %b::text[])"
+    "%b::text, %b::bytea[], %b::bigint[], %b::text[], %b::jsonb[])"
 )
-_BATCH_SIGNATURE = "lonnymq.message_create_batch(text,bytea[],bigint[],text[])"
+_BATCH_SIGNATURE = "lonnymq.message_create_batch(text,bytea[],bigint[],text[],jsonb[])"
+_BATCH_SINCE = "0.16.0"  # the first version with that signature (headers)
 _FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".json": "json",
             ".jsonl": "json", ".ndjson": "json"}
 
@@ -94,6 +116,7 @@ class EnqueueSpec:
     content_json: bool = False
     dequeue_at_col: str | None = None
     key_col: str | None = None
+    headers_col: str | None = None
     batch_size: int = 1000
 
     def check(self, df: DataFrame) -> None:
@@ -112,11 +135,19 @@ class EnqueueSpec:
         if clash:
             raise PipelineError(f"reserved column names: {', '.join(clash)}")
         for role, col in (("channel", self.channel_col), ("content", self.content_col),
-                          ("dequeue_at", self.dequeue_at_col), ("key", self.key_col)):
+                          ("dequeue_at", self.dequeue_at_col), ("key", self.key_col),
+                          ("headers", self.headers_col)):
             if col is not None and col not in names:
                 raise PipelineError(f"{role} column {col!r} not in the input (columns: {', '.join(names)})")
         if self.content_col is not None and self.content_col == self.channel_col:
             raise PipelineError("the content column cannot be the channel column")
+        if self.headers_col is not None:
+            if self.headers_col in (self.channel_col, self.content_col):
+                raise PipelineError("the headers column cannot be the channel or the content column")
+            dtype = df.schema[self.headers_col].dataType
+            if not isinstance(dtype, (T.MapType, T.StructType, T.StringType)):
+                raise PipelineError(f"headers column {self.headers_col!r} is {dtype.simpleString()}: "
+                                    "use a map, a struct or a string of JSON text")
 
 
 @dataclass(frozen=True)
@@ -268,6 +299,110 @@ _CANONICAL_JSON = json.JSONEncoder(default=_json_default, ensure_ascii=False, se
                                    sort_keys=True, allow_nan=True)
 
 
+# ------------------------------------------------------------------ headers
+
+_JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _parse_json(text: str) -> Any:
+    """JSON text as PostgreSQL's json parser reads it: numbers as Decimals (exact,
+    of any size), NaN and Infinity refused."""
+    return json.loads(text, parse_float=decimal.Decimal, parse_int=decimal.Decimal,
+                      parse_constant=_no_constant)
+
+
+def _jsonb_string_bytes(s: str) -> int:
+    # jsonb escapes as json does with ensure_ascii off: '"', '\\' and the
+    # control characters; every other character as its UTF-8.
+    if "\x00" in s:
+        raise ValueError("a \\u0000 in a string, which jsonb cannot hold")
+    try:
+        return len(json.encoder.encode_basestring(s).encode("utf-8"))
+    except UnicodeEncodeError as exc:  # a lone surrogate, from a \\ud800 escape
+        raise ValueError(f"a lone surrogate (\\u{ord(exc.object[exc.start]):04x}), which jsonb cannot hold") from None
+
+
+# numeric's range that the size alone does not exclude: at most 16383 digits
+# after the point (NUMERIC_DSCALE_MAX: '1e-16384' overflows), and an exponent
+# that fits in half an int32 ('0e2147483648' overflows, '0e1000000' is 0).
+_NUMERIC_DSCALE_MAX = 16383
+_NUMERIC_EXPONENT_MAX = 2**31 // 2 - 1
+
+
+def _jsonb_number_bytes(d: decimal.Decimal) -> int:
+    # numeric's text: plain notation with the scale it was given (1e3 -> 1000,
+    # 1.50 -> 1.50, 1e-3 -> 0.001, 0e5 -> 0), no negative zero. Counted, not
+    # printed: 1e60000 is 60,001 bytes.
+    sign, digits, exponent = d.as_tuple()
+    assert isinstance(exponent, int)  # (no NaN: _parse_json refuses it)
+    scale = max(0, -exponent)
+    if scale > _NUMERIC_DSCALE_MAX or abs(exponent) >= _NUMERIC_EXPONENT_MAX:
+        raise ValueError(f"the number {d} is out of numeric's range")
+    if d.is_zero():
+        return 1 if scale == 0 else 2 + scale  # 0, 0.000
+    n = len(digits)
+    if exponent >= 0:
+        size = n + exponent
+    else:
+        size = n + 1 if n > scale else 2 + scale  # 12.5, 0.0125
+    return size + sign
+
+
+def jsonb_text_bytes(value: Any) -> int:
+    """``octet_length(v::jsonb::text)`` in PostgreSQL, for a value of _parse_json:
+    jsonb prints ``{"a": 1, "b": [1, 2]}``, a space after every ':' and ','.
+    ValueError for a value jsonb refuses (a string with \\u0000 or a lone
+    surrogate, a number out of numeric's range)."""
+    if isinstance(value, dict):
+        return max(2, 2 * len(value)) + sum(_jsonb_string_bytes(k) + 2 + jsonb_text_bytes(v) for k, v in value.items())
+    if isinstance(value, list):
+        return max(2, 2 * len(value)) + sum(jsonb_text_bytes(v) for v in value)
+    if isinstance(value, str):
+        return _jsonb_string_bytes(value)
+    if isinstance(value, bool):
+        return 4 if value else 5
+    if value is None:
+        return 4
+    if isinstance(value, (int, float)):
+        value = decimal.Decimal(repr(value))  # what json.dumps writes, read back
+    return _jsonb_number_bytes(value)
+
+
+def _headers_json(value: Any) -> tuple[str | None, str | None]:
+    """A headers column's value -> (the JSON text to send, None) or (None, why
+    it is a bad row). NULL: (None, None). A string is JSON text, sent as given;
+    anything else (a dict: a map or struct) is serialised as content is."""
+    if value is None:
+        return None, None
+    if isinstance(value, str):
+        text = value
+        try:
+            parsed = _parse_json(text)
+        except (ValueError, RecursionError) as exc:
+            return None, f"headers are not JSON: {exc}"
+    else:
+        try:
+            text = _CONTENT_JSON.encode(_plain(value))
+        except (TypeError, ValueError, OverflowError, RecursionError) as exc:
+            reason = str(exc)
+            return None, "unserialisable headers: " + ("NaN or Infinity" if "Out of range float" in reason else reason)
+        parsed = _parse_json(text)
+    if not isinstance(parsed, dict):
+        kind = _JSON_TYPES.get(type(parsed), "number")
+        return None, f"headers must be a JSON object, got a JSON {kind}"
+    try:
+        size = jsonb_text_bytes(parsed)
+    except ValueError as exc:
+        return None, f"headers cannot be jsonb: {exc}"
+    if size > MAX_HEADERS_BYTES:
+        return None, f"headers are {size} bytes of JSON text, the limit is {MAX_HEADERS_BYTES}"
+    return text, None
+
+
 def _plain(value: Any) -> Any:
     """Nested Rows -> dicts (lists and maps walked)."""
     if hasattr(value, "asDict"):
@@ -291,6 +426,7 @@ class _Message(NamedTuple):
     content: bytes
     dequeue_at: int | None
     key: str
+    headers: str | None = None  # JSON text
 
 
 def _fields(spec: EnqueueSpec, columns: list[str]) -> list[str]:
@@ -316,7 +452,11 @@ class _Preparer:
         pos = {name: i for i, name in enumerate(_fields(spec, columns))}
         # (name, position, may hold Rows); nested None (types unknown): every column.
         self._data = [(c, pos[c], nested is None or c in nested) for c in columns]
-        self._content = [d for d in self._data if d[0] != spec.channel_col]
+        # The derived key's columns: all but the headers; the content's: those
+        # but the channel.
+        self._keyed = [d for d in self._data if d[0] != spec.headers_col]
+        self._content = [d for d in self._keyed if d[0] != spec.channel_col]
+        self._headers_pos = pos[spec.headers_col] if spec.headers_col is not None else None
         self._channel_pos = pos.get(_CHANNEL)
         self._key_pos = pos.get(_KEY)
         self._dequeue_at_pos = pos.get(_DEQUEUE_AT)
@@ -353,7 +493,7 @@ class _Preparer:
             if key is None:
                 return "NULL key"
         else:
-            data = {c: (_plain(row[i]) if deep else row[i]) for c, i, deep in self._data}
+            data = {c: (_plain(row[i]) if deep else row[i]) for c, i, deep in self._keyed}
             try:
                 canonical = _CANONICAL_JSON.encode(data)
             except (TypeError, ValueError, OverflowError, RecursionError) as exc:
@@ -361,8 +501,13 @@ class _Preparer:
             key = "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
         if not 1 <= len(key) <= MAX_KEY_CHARS:
             return f"key must be 1 to {MAX_KEY_CHARS} characters, got {len(key)}"
+        headers = None
+        if self._headers_pos is not None:
+            headers, reason = _headers_json(row[self._headers_pos])
+            if reason is not None:
+                return reason
         dequeue_at = row[self._dequeue_at_pos] if self._dequeue_at_pos is not None else None
-        return _Message(channel, content, dequeue_at, key)
+        return _Message(channel, content, dequeue_at, key, headers)
 
     def show(self, row: Sequence[Any]) -> str:
         row = tuple(row)
@@ -373,7 +518,8 @@ class _Preparer:
 
 # The rows reach Python, and the messages go back to Spark's cache, as Arrow
 # batches (mapInArrow): half the cost per row of pickled Rows (bench/pipeline.py).
-PREPARED_SCHEMA = "channel string, content binary, dequeue_at long, key string, bad string, shown string"
+PREPARED_SCHEMA = ("channel string, content binary, dequeue_at long, key string, headers string, "
+                   "bad string, shown string")
 WRITTEN_SCHEMA = "partition long, attempt long, rows long, bad long, messages long, dropped long"
 # An output batch is cut after this many bytes of contents and keys: an
 # Arrow binary or string column holds at most 2 GiB.
@@ -425,16 +571,17 @@ def _prepare_batches(batches: Iterable[Any], prep: _Preparer,
             msg = prep(row)
             if isinstance(msg, str):
                 for n, v in (("channel", None), ("content", None), ("dequeue_at", None), ("key", None),
-                             ("bad", msg), ("shown", prep.show(row))):
+                             ("headers", None), ("bad", msg), ("shown", prep.show(row))):
                     out[n].append(v)
                 continue
             out["channel"].append(msg.channel)
             out["content"].append(msg.content)
             out["dequeue_at"].append(msg.dequeue_at)
             out["key"].append(msg.key)
+            out["headers"].append(msg.headers)
             out["bad"].append(None)
             out["shown"].append(None)
-            size += len(msg.content) + len(msg.key)
+            size += len(msg.content) + len(msg.key) + (len(msg.headers) if msg.headers is not None else 0)
             if size >= _PREPARED_BATCH_BYTES:
                 yield emit()
         if out["bad"]:  # one batch out per batch in, as large as Spark's
@@ -446,16 +593,18 @@ def _arrow_prepared_schema() -> Any:
     import pyarrow as pa
 
     return pa.schema([("channel", pa.string()), ("content", pa.binary()), ("dequeue_at", pa.int64()),
-                      ("key", pa.string()), ("bad", pa.string()), ("shown", pa.string())])
+                      ("key", pa.string()), ("headers", pa.string()), ("bad", pa.string()),
+                      ("shown", pa.string())])
 
 
 class _ChannelBuffer:
-    __slots__ = ("contents", "dequeue_at", "keys")
+    __slots__ = ("contents", "dequeue_at", "headers", "keys")
 
     def __init__(self) -> None:
         self.contents: list[bytes] = []
         self.dequeue_at: list[int | None] = []
         self.keys: list[str] = []
+        self.headers: list[str | None] = []
 
 
 def _write_batches(batches: Iterable[Any], spec: EnqueueSpec, dsn: str, fail_after_commit: bool) -> Iterator[Any]:
@@ -471,26 +620,29 @@ def _write_batches(batches: Iterable[Any], spec: EnqueueSpec, dsn: str, fail_aft
     stats = {"partition": index, "attempt": attempt, "rows": 0, "bad": 0, "messages": 0, "dropped": 0}
     batch_size = spec.batch_size
     with_dequeue_at = spec.dequeue_at_col is not None
+    with_headers = spec.headers_col is not None
     buffers: dict[str, _ChannelBuffer] = {}
 
     def flush(cur: psycopg.Cursor, channel: str, buf: _ChannelBuffer) -> None:
-        cur.execute(_BATCH_SQL, (channel, buf.contents, buf.dequeue_at if with_dequeue_at else None, buf.keys))
+        cur.execute(_BATCH_SQL, (channel, buf.contents, buf.dequeue_at if with_dequeue_at else None, buf.keys,
+                                 buf.headers if with_headers else None))
         ids = [r[0] for r in cur.fetchall()]
         if len(ids) != len(buf.keys):
             raise RuntimeError(f"message_create_batch returned {len(ids)} ids for {len(buf.keys)} messages")
         dropped = ids.count(None)
         stats["messages"] += len(ids) - dropped
         stats["dropped"] += dropped
-        buf.contents, buf.dequeue_at, buf.keys = [], [], []
+        buf.contents, buf.dequeue_at, buf.keys, buf.headers = [], [], [], []
 
     # The connection's context commits on a clean exit and rolls back on an error.
     with psycopg.connect(dsn, autocommit=False, application_name=f"{APPLICATION_NAME} enqueue") as conn:
         with conn.cursor() as cur:
             for batch in batches:
                 stats["rows"] += batch.num_rows
-                cols = batch.select(["channel", "content", "dequeue_at", "key", "bad"]).to_pydict()
-                for channel, content, dequeue_at, key, bad in zip(
-                        cols["channel"], cols["content"], cols["dequeue_at"], cols["key"], cols["bad"]):
+                cols = batch.select(["channel", "content", "dequeue_at", "key", "headers", "bad"]).to_pydict()
+                for channel, content, dequeue_at, key, headers, bad in zip(
+                        cols["channel"], cols["content"], cols["dequeue_at"], cols["key"], cols["headers"],
+                        cols["bad"]):
                     if bad is not None:  # skipped (reported by the validation: only with skip_bad)
                         stats["bad"] += 1
                         continue
@@ -500,6 +652,7 @@ def _write_batches(batches: Iterable[Any], spec: EnqueueSpec, dsn: str, fail_aft
                     buf.contents.append(content)
                     buf.dequeue_at.append(dequeue_at)
                     buf.keys.append(key)
+                    buf.headers.append(headers)
                     if len(buf.keys) >= batch_size:
                         flush(cur, channel, buf)
             for channel, buf in buffers.items():
@@ -515,7 +668,7 @@ def _write_batches(batches: Iterable[Any], spec: EnqueueSpec, dsn: str, fail_aft
 
 def prepare(df: DataFrame, spec: EnqueueSpec) -> DataFrame:
     """``df``'s rows as messages, one row each, in PREPARED_SCHEMA: channel,
-    content, dequeue_at and key, or ``bad`` (why the row cannot be a message)
+    content, dequeue_at, key and headers (JSON text or NULL), or ``bad`` (why the row cannot be a message)
     and ``shown`` (the row, truncated). Lazy, as any DataFrame."""
     content_type = df.schema[spec.content_col].dataType if spec.content_col else None
     nested = frozenset(f.name for f in df.schema.fields
@@ -551,7 +704,7 @@ def enqueue(
     progress = progress or Progress("enqueue")
     t0 = time.monotonic()
     spec.check(df)
-    check_connection(dsn, need=(_BATCH_SIGNATURE,))
+    check_connection(dsn, need=(_BATCH_SIGNATURE,), since=_BATCH_SINCE)
     if fail_after_commit is None:
         fail_after_commit = os.environ.get(FAIL_AFTER_COMMIT_ENV, "") not in ("", "0")
     if partitions is not None:

@@ -2,8 +2,9 @@
 
 ``<out>/history/``      lonnymq.message_history (completed messages of channels
                         with retain_history), one Parquet column per table column
-                        (each nullable, as Spark's JDBC source reads them)
-``<out>/dead_letter/``  lonnymq.dead_letter (attempt_log as JSON text)
+                        (each nullable, as Spark's JDBC source reads them;
+                        headers as JSON text)
+``<out>/dead_letter/``  lonnymq.dead_letter (headers and attempt_log as JSON text)
 ``<out>/summary.json``  per channel: completed, dead, attempts distribution,
                         create-to-complete latency p50 / p95 / p99 (ms, exact)
 ``<out>/charts/``       attempts.png, latency.png
@@ -73,9 +74,11 @@ _MESSAGE_FIELDS = [
     T.StructField("created_at", T.LongType(), False),
 ]
 
+# The tables' columns in their order: headers (0.16.0) last in both.
 HISTORY_SCHEMA = T.StructType([
     *_MESSAGE_FIELDS,
     T.StructField("completed_at", T.LongType(), False),
+    T.StructField("headers", T.StringType(), True),  # jsonb as JSON text
 ])
 
 DEAD_LETTER_SCHEMA = T.StructType([
@@ -83,6 +86,7 @@ DEAD_LETTER_SCHEMA = T.StructType([
     T.StructField("dead_at", T.LongType(), False),
     T.StructField("last_error", T.StringType(), True),
     T.StructField("attempt_log", T.StringType(), True),  # jsonb as JSON text
+    T.StructField("headers", T.StringType(), True),  # jsonb as JSON text
 ])
 
 
@@ -91,12 +95,17 @@ def _all_nullable(schema: T.StructType) -> T.StructType:
 
 
 # table -> (the schema of its Parquet files, SQL expressions of the columns that
-# are not read as they are). Every column nullable in the files, whichever reader
-# wrote them: Spark's JDBC source declares any query's columns nullable.
+# are not read as they are: jsonb as its text, for both readers). Every column
+# nullable in the files, whichever reader wrote them: Spark's JDBC source
+# declares any query's columns nullable.
 _TABLES: dict[str, tuple[T.StructType, dict[str, str]]] = {
-    "message_history": (_all_nullable(HISTORY_SCHEMA), {}),
-    "dead_letter": (_all_nullable(DEAD_LETTER_SCHEMA), {"attempt_log": "attempt_log::text AS attempt_log"}),
+    "message_history": (_all_nullable(HISTORY_SCHEMA), {"headers": "headers::text AS headers"}),
+    "dead_letter": (_all_nullable(DEAD_LETTER_SCHEMA), {"attempt_log": "attempt_log::text AS attempt_log",
+                                                        "headers": "headers::text AS headers"}),
 }
+# (The headers columns came with 0.16.0.)
+_EXPORT_NEEDS = ("lonnymq.message_history.headers", "lonnymq.dead_letter.headers")
+_EXPORT_SINCE = "0.16.0"
 _OUT_DIRS = {"message_history": "history", "dead_letter": "dead_letter"}
 
 
@@ -396,7 +405,7 @@ def export_tables(
 
     progress = progress or Progress("export")
     out = Path(out)
-    check_connection(dsn, need=("lonnymq.message_history", "lonnymq.dead_letter"))
+    check_connection(dsn, need=_EXPORT_NEEDS, since=_EXPORT_SINCE)
     try:
         conn = psycopg.connect(dsn, application_name=f"{APPLICATION_NAME} export")
     except psycopg.Error as exc:

@@ -217,6 +217,214 @@ def test_cli_usage_and_connection_errors_exit_2(db):
     assert proc.returncode == 2 and "cannot connect" in proc.stderr, proc.stderr
 
 
+# ------------------------------------------------------------------ headers
+
+TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
+def test_the_limits_the_pipeline_checks_are_the_extensions(db):
+    from lonnymq_dev.limits import MAX_CONTENT_BYTES, MAX_HEADERS_BYTES
+
+    assert db.call("SELECT lonnymq._max_content_bytes(), lonnymq._max_headers_bytes()") == [
+        (MAX_CONTENT_BYTES, MAX_HEADERS_BYTES)]
+
+
+# JSON texts whose jsonb text differs from them: spacing, numbers in plain
+# notation with their scale, no negative zero, repeated keys, escapes, UTF-8.
+_JSONB_TEXTS = [
+    '{}', '{"a":[]}', '{"a":{}}', '{"a":[[],[[]],{}]}', '{"a":[1,2,{"b":null}],"c":true,"d":false}',
+    '{"x":1e20,"y":-0.0,"z":1.5e-7,"w":1.50,"v":-0,"u":1E+2,"t":0e-5,"s":1.23e1}',
+    '{"n":123456789012345678901234567890.5,"m":1e-1001,"l":1e-16383,"k":1e60000,"j":0e1000000,"i":-0.5e-2}',
+    '{"a":"x\\u0001\\n\\t\\"\\\\\\/\\u007f é😀"}', '{"a":1,"a":2,"b":3}',
+    '  {"a" : [ ] , "b" :  "\\u00e9\\ud83d\\ude00" }  ', '{"é😀": 12.0000}',
+]
+
+
+def test_headers_are_measured_as_postgresql_prints_jsonb(db):
+    """The validation's length of headers is octet_length(headers::text), exactly:
+    so the pipeline refuses what message_create_batch would, and nothing else."""
+    from pipeline.enqueue import _headers_json, _parse_json, jsonb_text_bytes
+
+    from lonnymq_dev.limits import MAX_HEADERS_BYTES
+
+    conn = db.connect()
+    for text in _JSONB_TEXTS:
+        assert jsonb_text_bytes(_parse_json(text)) == conn.execute(
+            "SELECT octet_length(%s::jsonb::text)", (text,)).fetchone()[0], text
+    # A map or struct's headers: as content is serialised (floats as Python writes them).
+    text, bad = _headers_json({"f": 0.1, "g": 1e16, "h": 1e-7, "i": 2**70, "j": -2.5e-300, "k": [1.0, None]})
+    assert bad is None and jsonb_text_bytes(_parse_json(text)) == conn.execute(
+        "SELECT octet_length(%s::jsonb::text)", (text,)).fetchone()[0]
+
+    # At the limit. Compact, both are under it (by 5 and 4 bytes); jsonb's
+    # five spaces put the first at it and the second one byte over.
+    def headers(filler: int) -> str:
+        return json.dumps({"a": "x" * filler, "b": 1, "c": 2}, separators=(",", ":"))
+
+    at, over = headers(MAX_HEADERS_BYTES - 25), headers(MAX_HEADERS_BYTES - 24)
+    assert (len(at), len(over)) == (MAX_HEADERS_BYTES - 5, MAX_HEADERS_BYTES - 4)
+    assert _headers_json(at) == (at, None)
+    assert _headers_json(over) == (None, f"headers are {MAX_HEADERS_BYTES + 1} bytes of JSON text, "
+                                         f"the limit is {MAX_HEADERS_BYTES}")
+    assert conn.execute("SELECT lonnymq.message_create('limit', 'x', p_headers => %s::jsonb) IS NOT NULL",
+                        (at,)).fetchone()[0]
+    with pytest.raises(Exception, match="65537 bytes of JSON") as err:
+        conn.execute("SELECT lonnymq.message_create('limit', 'x', p_headers => %s::jsonb)", (over,))
+    assert err.value.sqlstate == "22023"
+
+    # What jsonb cannot hold, or is not an object.
+    for value, reason in [
+        ("[1, 2]", "headers must be a JSON object, got a JSON array"),
+        ('"text"', "headers must be a JSON object, got a JSON string"),
+        ("12", "headers must be a JSON object, got a JSON number"),
+        ("null", "headers must be a JSON object, got a JSON null"),
+        ("{'a': 1}", "headers are not JSON: Expecting property name enclosed in double quotes"),
+        ('{"a": NaN}', "headers are not JSON: NaN is not JSON"),
+        ('{"a": "\\u0000"}', "headers cannot be jsonb: a \\u0000 in a string, which jsonb cannot hold"),
+        ('{"a": "\\ud800"}', "headers cannot be jsonb: a lone surrogate (\\ud800), which jsonb cannot hold"),
+        ('{"a": 1.5e-16383}', "headers cannot be jsonb: the number 1.5E-16383 is out of numeric's range"),
+        ({"a": float("inf")}, "unserialisable headers: NaN or Infinity"),
+        ({"a": "\x00"}, "headers cannot be jsonb: a \\u0000 in a string, which jsonb cannot hold"),
+    ]:
+        sent, bad = _headers_json(value)
+        assert sent is None and bad is not None and bad.startswith(reason), (value, bad)
+        if isinstance(value, str) and "NaN" not in value and "'" not in value:  # the server refuses it too
+            with pytest.raises(Exception) as err:
+                conn.execute("SELECT lonnymq.message_create('limit', 'x', p_headers => %s::jsonb)", (value,))
+            assert err.value.sqlstate in ("22023", "22P02", "22P05", "22003"), err.value
+    assert _headers_json(None) == (None, None)
+
+
+def test_headers_are_in_neither_content_nor_derived_key():
+    """The row -> message conversion on its own: the headers column goes to the
+    headers only, so new headers (a new trace context) give the same message."""
+    import datetime as dt
+
+    from pyspark.sql import Row
+    from pyspark.sql import types as T
+
+    from pipeline.enqueue import _Preparer
+
+    cols = ["ch", "n", "h"]
+    prep = _Preparer(EnqueueSpec(channel_col="ch", headers_col="h"), cols, None)
+    plain = _Preparer(EnqueueSpec(channel_col="ch"), ["ch", "n"], None)
+
+    def row(h, n=1):
+        return Row(ch="c", n=n, h=h, __lonnymq_channel="c")
+
+    first = prep(row({"traceparent": TRACEPARENT, "at": dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)}))
+    assert json.loads(first.content) == {"n": 1}
+    assert json.loads(first.headers) == {"traceparent": TRACEPARENT, "at": "2026-01-02T03:04:05+00:00"}
+    again = prep(row(Row(traceparent="00-other-01")))  # a struct (a Row) this time
+    assert json.loads(again.headers) == {"traceparent": "00-other-01"}
+    assert (again.key, again.content) == (first.key, first.content)
+    assert prep(row(None)).headers is None and prep(row(None)).key == first.key
+    # The key is the one of the row without its headers column: a job that adds
+    # headers to a run that had none finds its messages.
+    assert plain(Row(ch="c", n=1, __lonnymq_channel="c")).key == first.key
+    assert prep(row(None, n=2)).key != first.key
+    assert prep(row('{"b": 1}')).headers == '{"b": 1}'  # JSON text: as given
+    assert prep(row("[]")) == "headers must be a JSON object, got a JSON array"
+
+    # A key column does not change that; nor does content from one column.
+    keyed = _Preparer(EnqueueSpec(channel="c", content_col="n", key_col="ch", headers_col="h"), cols, T.IntegerType())
+    msg = keyed(Row(ch="k", n=5, h='{"a": 1}', __lonnymq_key="k"))
+    assert (msg.content, msg.key, msg.headers) == (b"5", "k", '{"a": 1}')
+
+
+def test_headers_spec_is_checked(spark, db):
+    df = spark.createDataFrame([("c", 1, "{}")], "ch string, n int, h string")
+    for spec, match in [
+        (EnqueueSpec(channel="c", headers_col="missing"), "headers column 'missing' not in the input"),
+        (EnqueueSpec(channel="c", headers_col="n"), "headers column 'n' is int: use a map, a struct or a string"),
+        (EnqueueSpec(channel="c", content_col="h", headers_col="h"), "cannot be the channel or the content column"),
+        (EnqueueSpec(channel_col="ch", headers_col="ch"), "cannot be the channel or the content column"),
+    ]:
+        with pytest.raises(PipelineError, match=match):
+            enqueue(spark, df, db.dsn, spec)
+    assert _messages(db) == []
+
+
+def _delivered(db, channel: str) -> list[tuple]:
+    """(content as JSON, headers) of every message of the channel, dequeued, by content's n."""
+    conn = db.connect()
+    rows = dequeue(conn, limit=100, channel=channel, columns="content, headers")
+    return sorted(((json.loads(c), h) for c, h in rows), key=lambda r: r[0]["n"])
+
+
+def test_enqueue_gives_headers_from_a_map_a_struct_or_a_json_string_column(spark, db):
+    import datetime as dt
+
+    utc = dt.timezone.utc
+    map_rows = [(1, {"traceparent": TRACEPARENT, "tenant": "acme"}), (2, None), (3, {})]
+    struct_rows = [(1, (TRACEPARENT, dt.datetime(2026, 3, 4, 5, 6, 7, 890000, tzinfo=utc), 2.5, ["a", "b"])),
+                   (2, None)]
+    string_rows = [(1, '{"traceparent": "%s", "n": 1.50, "big": 1e3, "nested": {"k": [true, null]}}' % TRACEPARENT),
+                   (2, None), (3, ' { "é" : "ü" } ')]
+    cases = {
+        "hmap": (map_rows, "n int, h map<string,string>"),
+        "hstruct": (struct_rows, "n int, h struct<traceparent:string, sent:timestamp, w:double, tags:array<string>>"),
+        "hstring": (string_rows, "n int, h string"),
+    }
+    for channel, (rows, schema) in cases.items():
+        df = spark.createDataFrame(rows, schema)
+        result = enqueue(spark, df, db.dsn, EnqueueSpec(channel=channel, headers_col="h", batch_size=2))
+        assert (result.rows, result.bad_rows, result.messages, result.exit_code) == (len(rows), 0, len(rows), 0), \
+            result.report()
+
+    # The content is the row without its headers; the headers come with every delivery.
+    assert _delivered(db, "hmap") == [({"n": 1}, {"traceparent": TRACEPARENT, "tenant": "acme"}),
+                                      ({"n": 2}, None), ({"n": 3}, {})]
+    assert _delivered(db, "hstruct") == [
+        ({"n": 1}, {"traceparent": TRACEPARENT, "sent": "2026-03-04T05:06:07.890000+00:00", "w": 2.5,
+                    "tags": ["a", "b"]}),
+        ({"n": 2}, None)]
+    hstring = _delivered(db, "hstring")
+    assert hstring == [
+        ({"n": 1}, {"traceparent": TRACEPARENT, "n": pytest.approx(1.5), "big": 1000, "nested": {"k": [True, None]}}),
+        ({"n": 2}, None), ({"n": 3}, {"é": "ü"})]
+    # JSON text is stored as jsonb reads it: numbers exactly as written.
+    assert db.call("SELECT headers->>'n', headers->>'big' FROM lonnymq.message WHERE channel = 'hstring'"
+                   " AND headers ? 'n'") == [("1.50", "1000")]
+
+    # A re-run with other headers (a new trace context): nothing created twice,
+    # and the messages keep the headers of their first write.
+    before = db.call("SELECT id, headers::text FROM lonnymq.message ORDER BY id")
+    rerun = [(1, '{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}'),
+             (2, '{"new": true}'), (3, None)]
+    result = enqueue(spark, spark.createDataFrame(rerun, "n int, h string"), db.dsn,
+                     EnqueueSpec(channel="hstring", headers_col="h"))
+    assert (result.rows, result.bad_rows, result.messages, result.exit_code) == (3, 0, 3, 0)
+    assert db.call("SELECT id, headers::text FROM lonnymq.message ORDER BY id") == before
+
+
+def test_bad_headers_are_bad_rows(spark, db, tmp_path):
+    from lonnymq_dev.limits import MAX_HEADERS_BYTES
+
+    # Compact, the last one is under the limit; as jsonb prints it, one byte over.
+    over = json.dumps({"a": "x" * (MAX_HEADERS_BYTES - 24), "b": 1, "c": 2}, separators=(",", ":"))
+    rows = [("h1", '{"traceparent": "%s"}' % TRACEPARENT), ("h2", None),
+            ("h3", '["not", "an", "object"]'), ("h4", "{not json"), ("h5", over)]
+    path = tmp_path / "in.parquet"
+    spark.createDataFrame(rows, "id string, headers string").coalesce(1).write.parquet(str(path))
+
+    proc = _cli("enqueue", str(path), "--channel", "hbad", "--key-col", "id", "--headers-col", "headers",
+                "--dsn", db.dsn, "--master", "local[1]")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "bad rows: 3" in out and "nothing written" in out, out
+    for reason in ("headers must be a JSON object, got a JSON array", "headers are not JSON: Expecting",
+                   f"headers are {MAX_HEADERS_BYTES + 1} bytes of JSON text, the limit is {MAX_HEADERS_BYTES}"):
+        assert reason in out, out
+    assert _messages(db) == []
+
+    result = enqueue(spark, spark.read.parquet(str(path)), db.dsn,
+                     EnqueueSpec(channel="hbad", key_col="id", headers_col="headers"), skip_bad=True)
+    assert (result.rows, result.bad_rows, result.messages, result.exit_code) == (5, 3, 2, 1)
+    assert db.call("SELECT key, content, headers FROM lonnymq.message ORDER BY key") == [
+        ("h1", b'{"id":"h1"}', {"traceparent": TRACEPARENT}), ("h2", b'{"id":"h2"}', None)]
+
+
 # ------------------------------------------------------------------ export
 
 # channel -> (max_attempts, {failures before success: number of messages}); 9 = always fails
@@ -248,14 +456,18 @@ def _percentile(values: list[int], q: float) -> float:
 
 
 def test_export_round_trips_counts_and_attempts(spark, db, tmp_path):
+    from psycopg.types.json import Jsonb
+
     conn = db.connect()
     for ch, (max_attempts, plan) in PLAN.items():
         conn.execute("SELECT lonnymq.channel_set(%s, p_max_attempts => %s, p_backoff_base_ms => 0,"
                      " p_retain_history => true)", (ch, max_attempts))
         for fail, n in plan.items():
             for i in range(n):
-                conn.execute("SELECT lonnymq.message_create(%s, %s, p_key => %s)",
-                             (ch, json.dumps({"fail": fail, "i": i}).encode(), f"{ch}-{fail}-{i}"))
+                # Headers on every other message: kept in the history and the dead letters.
+                headers = Jsonb({"traceparent": TRACEPARENT, "i": i}) if i % 2 == 0 else None
+                conn.execute("SELECT lonnymq.message_create(%s, %s, p_key => %s, p_headers => %s)",
+                             (ch, json.dumps({"fail": fail, "i": i}).encode(), f"{ch}-{fail}-{i}", headers))
     conn.execute("SELECT lonnymq.message_create('exp_nohist', '{\"fail\": 0}')")  # no retain_history
     _process(conn)
     conn.execute("SELECT lonnymq.message_create('exp_a', '{\"fail\": 0}')")  # still queued: not exported
@@ -263,8 +475,9 @@ def test_export_round_trips_counts_and_attempts(spark, db, tmp_path):
     result = export(spark, db.dsn, tmp_path / "out")
 
     cols = "id, channel, key, content, state, num_attempts, created_at"
-    hist_db = conn.execute(f"SELECT {cols}, completed_at FROM lonnymq.message_history ORDER BY id").fetchall()
-    dead_db = conn.execute(f"SELECT {cols}, dead_at, last_error, attempt_log FROM lonnymq.dead_letter"
+    hist_db = conn.execute(f"SELECT {cols}, completed_at, headers::text FROM lonnymq.message_history"
+                           " ORDER BY id").fetchall()
+    dead_db = conn.execute(f"SELECT {cols}, dead_at, last_error, attempt_log, headers::text FROM lonnymq.dead_letter"
                            " ORDER BY id").fetchall()
     # What the plan says: completed after fail+1 attempts, or dead after max_attempts.
     for ch, (max_attempts, plan) in PLAN.items():
@@ -278,9 +491,15 @@ def test_export_round_trips_counts_and_attempts(spark, db, tmp_path):
                      for r in spark.read.parquet(str(tmp_path / "out" / "history")).collect())
     assert hist_pq == [tuple(r) for r in hist_db]
     dead_pq = sorted(spark.read.parquet(str(tmp_path / "out" / "dead_letter")).collect())
-    assert [(*(bytes(v) if isinstance(v, bytearray) else v for v in r[:-1]), json.loads(r[-1]))
+    assert [(*(bytes(v) if isinstance(v, bytearray) else v for v in r[:-2]), json.loads(r[-2]), r[-1])
             for r in dead_pq] == [tuple(r) for r in dead_db]
-    assert all(len(r[-1]) == r[5] for r in dead_db)  # one attempt_log entry per failed attempt
+    assert all(len(r[-2]) == r[5] for r in dead_db)  # one attempt_log entry per failed attempt
+    # The headers, completed or dead: as given, as JSON text.
+    for r in hist_db + dead_db:
+        i = json.loads(r[3])["i"]
+        assert (None if r[-1] is None else json.loads(r[-1])) == (
+            {"traceparent": TRACEPARENT, "i": i} if i % 2 == 0 else None), r
+    assert any(r[-1] is not None for r in dead_db) and any(r[-1] is None for r in dead_db)
     assert (result.history_rows, result.dead_letter_rows) == (len(hist_db), len(dead_db))
 
     # The summary agrees with the tables.
@@ -313,39 +532,46 @@ def test_export_ranges_cover_every_id_once():
 
 # Rows written straight into the tables, with the values a reader can get wrong:
 # NULL against empty key and state, bytes that are not text, a channel with a
-# quote, an error over two lines, unicode in the attempt log.
+# quote, an error over two lines, unicode in the attempt log and the headers,
+# NULL against empty headers.
 _HISTORY_ROWS = [
-    (10, "exp_q'uote", None, b"\x00\xff\xfe binary", None, 1, 1_000, 1_250),
-    (20, "exp_q'uote", "", b"", b"", 2, 2_000, 2_100),
-    (30, "exp_plain", "k-30", "ünïcode".encode(), b"\x01state", 3, 3_000, 9_000),
-    *((i, "exp_plain", f"k-{i}", b"x" * (i % 7), None, 1 + i % 2, 10 * i, 10 * i + i % 13) for i in range(40, 400, 10)),
+    (10, "exp_q'uote", None, b"\x00\xff\xfe binary", None, 1, 1_000, 1_250,
+     {"traceparent": TRACEPARENT, "tenant": "ä'\"\n"}),
+    (20, "exp_q'uote", "", b"", b"", 2, 2_000, 2_100, {}),
+    (30, "exp_plain", "k-30", "ünïcode".encode(), b"\x01state", 3, 3_000, 9_000, {"n": [1.5, None, True]}),
+    *((i, "exp_plain", f"k-{i}", b"x" * (i % 7), None, 1 + i % 2, 10 * i, 10 * i + i % 13,
+       {"i": i} if i % 20 == 0 else None) for i in range(40, 400, 10)),
 ]
 _DEAD_ROWS = [
     (15, "exp_q'uote", "d-15", b"\x00dead", None, 3, 1_500, 1_900, "line 1\nline \"2\"",
-     [{"attempt": 1, "at": 1_600, "error": "ü"}]),
-    (25, "exp_plain", None, b"", b"s", 1, 2_500, 2_600, None, None),
+     [{"attempt": 1, "at": 1_600, "error": "ü"}], {"traceparent": TRACEPARENT, "é": "😀"}),
+    (25, "exp_plain", None, b"", b"s", 1, 2_500, 2_600, None, None, None),
 ]
-_HISTORY_COLS = "id, channel, key, content, state, num_attempts, created_at, completed_at"
-_DEAD_COLS = "id, channel, key, content, state, num_attempts, created_at, dead_at, last_error, attempt_log"
+_HISTORY_COLS = "id, channel, key, content, state, num_attempts, created_at, completed_at, headers"
+_DEAD_COLS = "id, channel, key, content, state, num_attempts, created_at, dead_at, last_error, attempt_log, headers"
 
 
 def _fill_export_tables(conn) -> None:
     from psycopg.types.json import Jsonb
 
+    def jsonb(v):
+        return None if v is None else Jsonb(v)
+
     with conn.cursor() as cur:
-        cur.executemany(f"INSERT INTO lonnymq.message_history ({_HISTORY_COLS}) VALUES ({', '.join(['%s'] * 8)})",
-                        _HISTORY_ROWS)
-        cur.executemany(f"INSERT INTO lonnymq.dead_letter ({_DEAD_COLS}) VALUES ({', '.join(['%s'] * 10)})",
-                        [(*r[:-1], None if r[-1] is None else Jsonb(r[-1])) for r in _DEAD_ROWS])
+        cur.executemany(f"INSERT INTO lonnymq.message_history ({_HISTORY_COLS}) VALUES ({', '.join(['%s'] * 9)})",
+                        [(*r[:-1], jsonb(r[-1])) for r in _HISTORY_ROWS])
+        cur.executemany(f"INSERT INTO lonnymq.dead_letter ({_DEAD_COLS}) VALUES ({', '.join(['%s'] * 11)})",
+                        [(*r[:-2], jsonb(r[-2]), jsonb(r[-1])) for r in _DEAD_ROWS])
 
 
 def _parquet_rows(spark, path) -> list[tuple]:
-    """The rows of a Parquet export, by id, bytes as bytes and attempt_log parsed."""
+    """The rows of a Parquet export, by id, bytes as bytes and attempt_log and headers parsed."""
     rows = []
     for r in spark.read.parquet(str(path)).orderBy("id").collect():
         values = {k: bytes(v) if isinstance(v, bytearray) else v for k, v in r.asDict().items()}
-        if "attempt_log" in values and values["attempt_log"] is not None:
-            values["attempt_log"] = json.loads(values["attempt_log"])
+        for name in ("attempt_log", "headers"):
+            if values.get(name) is not None:
+                values[name] = json.loads(values[name])
         rows.append(tuple(values.values()))
     return rows
 
@@ -398,11 +624,11 @@ def test_export_reads_one_snapshot_while_the_tables_change(spark, db, tmp_path, 
         if not changed:
             other = db.connect()  # autocommit: committed before the first task starts
             other.execute(f"INSERT INTO lonnymq.message_history ({_HISTORY_COLS}) VALUES"
-                          " (11, 'exp_plain', 'new', 'n', NULL, 1, 1, 2),"  # inside the range
-                          " (100000, 'exp_plain', 'new', 'n', NULL, 1, 1, 2)")  # beyond its end
+                          " (11, 'exp_plain', 'new', 'n', NULL, 1, 1, 2, NULL),"  # inside the range
+                          " (100000, 'exp_plain', 'new', 'n', NULL, 1, 1, 2, NULL)")  # beyond its end
             other.execute("DELETE FROM lonnymq.message_history WHERE id IN (10, 390)")
             other.execute(f"INSERT INTO lonnymq.dead_letter ({_DEAD_COLS}) VALUES"
-                          " (16, 'exp_plain', NULL, 'n', NULL, 1, 1, 2, 'new', %s)", [Jsonb([])])
+                          " (16, 'exp_plain', NULL, 'n', NULL, 1, 1, 2, 'new', %s, NULL)", [Jsonb([])])
             other.execute("DELETE FROM lonnymq.dead_letter WHERE id = 25")
             changed.append(True)
         return read_table(*args, **kwargs)
