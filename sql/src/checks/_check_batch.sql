@@ -5,8 +5,8 @@
 -- 1024 characters, every headers element a JSON object within its size
 -- (_check_headers).  p_dequeue_at, p_keys and p_headers may be NULL (no
 -- times, no keys, no headers: the tests on them pass), and so may an
--- element of any (that message's default time, no key, no headers).  An empty batch returns 0 before the
--- limits are tested.  The keys are tested as one query: octet_length
+-- element of any (that message's default time, no key, no headers).  An
+-- empty batch returns 0 before the limits are tested.  The keys are tested as one query: octet_length
 -- first, which reads only the header, then length() for the keys whose
 -- bytes are out of range; the smallest bad key, if any, goes to _check_key
 -- for its error.

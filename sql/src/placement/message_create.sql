@@ -53,8 +53,8 @@
 -- Returns: the new message's id; the holder's id when p_key is claimed;
 --   NULL when the channel is at max_size (nothing stored).
 -- Calls: _channel_id, _now_ms, _max_content_bytes, _max_headers_bytes,
---   _check_message_channel, _check_message, _check_headers, _epoch_hold (inlined), _channel_guard_shared (inlined),
---   _clock_ms, _message_place (inlined), _channel_pattern_config,
+--   _check_message_channel, _check_message, _check_headers, _epoch_hold
+--   (inlined), _channel_guard_shared (inlined), _clock_ms, _message_place (inlined), _channel_pattern_config,
 --   _channel_promotes, _message_key_reap, _message_key_claim,
 --   _channel_quota_take, _message_key_release, _early_margin_ms (a constant),
 --   _channel_hold_try (a full channel's message), _channel_claims (a
