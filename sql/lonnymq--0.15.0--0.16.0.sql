@@ -1163,6 +1163,8 @@ BEGIN
         RAISE EXCEPTION 'lonnymq: p_id must not be NULL'
             USING ERRCODE = '22004';
     END IF;
+    -- (An id is in at most one of the three: a message leaves the queue for
+    -- the dead letters or the history in the statement that deletes it.)
     RETURN QUERY
     SELECT
         m.id, m.channel,
@@ -1170,18 +1172,12 @@ BEGIN
         m.dequeue_at, m.num_attempts, m.created_at, NULL::bigint
     FROM @extschema@.message AS m
     -- (A wake, schedule '', is no message.)
-    WHERE m.id = p_id AND m.schedule IS DISTINCT FROM '';
-    IF FOUND THEN
-        RETURN;
-    END IF;
-    RETURN QUERY
+    WHERE m.id = p_id AND m.schedule IS DISTINCT FROM ''
+    UNION ALL
     SELECT d.id, d.channel, 'dead', NULL::bigint, d.num_attempts, d.created_at, d.dead_at
     FROM @extschema@.dead_letter AS d
-    WHERE d.id = p_id;
-    IF FOUND THEN
-        RETURN;
-    END IF;
-    RETURN QUERY
+    WHERE d.id = p_id
+    UNION ALL
     SELECT h.id, h.channel, 'done', NULL::bigint, h.num_attempts, h.created_at, h.completed_at
     FROM @extschema@.message_history AS h
     WHERE h.id = p_id;

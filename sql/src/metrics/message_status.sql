@@ -12,7 +12,7 @@
 --   gone       none of these: completed without history, cancelled, its
 --              history pruned, or an id whose transaction rolled back.
 -- The statuses are channel_stats' counts, message by message.  "Now" is the
--- wall clock, read once.  Cost: at most three primary-key probes.
+-- wall clock, read once.  Cost: three primary-key probes.
 -- Parameters: p_id, a message id, as message_create returned it.
 -- Returns: one row: id, channel (NULL when gone), status, dequeue_at,
 --   num_attempts, created_at (NULL when gone), ended_at (dead or done).
@@ -40,6 +40,8 @@ BEGIN
         RAISE EXCEPTION 'lonnymq: p_id must not be NULL'
             USING ERRCODE = '22004';
     END IF;
+    -- (An id is in at most one of the three: a message leaves the queue for
+    -- the dead letters or the history in the statement that deletes it.)
     RETURN QUERY
     SELECT
         m.id, m.channel,
@@ -47,18 +49,12 @@ BEGIN
         m.dequeue_at, m.num_attempts, m.created_at, NULL::bigint
     FROM @extschema@.message AS m
     -- (A wake, schedule '', is no message.)
-    WHERE m.id = p_id AND m.schedule IS DISTINCT FROM '';
-    IF FOUND THEN
-        RETURN;
-    END IF;
-    RETURN QUERY
+    WHERE m.id = p_id AND m.schedule IS DISTINCT FROM ''
+    UNION ALL
     SELECT d.id, d.channel, 'dead', NULL::bigint, d.num_attempts, d.created_at, d.dead_at
     FROM @extschema@.dead_letter AS d
-    WHERE d.id = p_id;
-    IF FOUND THEN
-        RETURN;
-    END IF;
-    RETURN QUERY
+    WHERE d.id = p_id
+    UNION ALL
     SELECT h.id, h.channel, 'done', NULL::bigint, h.num_attempts, h.created_at, h.completed_at
     FROM @extschema@.message_history AS h
     WHERE h.id = p_id;
