@@ -18,18 +18,10 @@ SELECT pg_catalog.set_config(
             FROM (
                 VALUES
                 ('message_create(text, bytea, bigint, text)', 'message_create(text, bytea, bigint, text, jsonb)'),
-                (
-                    'message_create_batch(text, bytea[], bigint[], text[])',
-                    'message_create_batch(text, bytea[], bigint[], text[], jsonb[])'
-                ),
-                (
-                    'message_publish(text, bytea, bigint, text, boolean)',
-                    'message_publish(text, bytea, bigint, text, boolean, jsonb)'
-                ),
-                (
-                    'message_publish_batch(text, bytea[], bigint[], text[], boolean)',
-                    'message_publish_batch(text, bytea[], bigint[], text[], boolean, jsonb[])'
-                )
+                ('message_create_batch(text, bytea[], bigint[], text[])', 'message_create_batch(text, bytea[], bigint[], text[], jsonb[])'),
+                ('message_publish(text, bytea, bigint, text, boolean)', 'message_publish(text, bytea, bigint, text, boolean, jsonb)'),
+                ('message_publish_batch(text, bytea[], bigint[], text[], boolean)', 'message_publish_batch(text, bytea[], bigint[], text[], boolean, jsonb[])'),
+                ('_check_batch(bytea[], bigint[], text[])', '_check_batch(bytea[], bigint[], text[], jsonb[])')
             ) AS s (old_signature, new_signature)
             INNER JOIN pg_catalog.pg_proc AS p ON p.oid = pg_catalog.to_regprocedure('@extschema@.' || s.old_signature)
             CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) AS x

@@ -25,6 +25,14 @@ Only the upgrade to the current version is generated (by make); once the
 version moves on, the script is committed and frozen like the base script.
 The file is rewritten only when its content changes.
 
+A function whose signature changes is dropped by the head ("DROP FUNCTION
+name(old types)") and created again from sql/src/ under its new one. The
+EXECUTE grants a user gave on the old signature directly (not through
+grant_access, whose grants are applied again anyway) would be lost with it:
+the script captures them before the head's first such DROP and gives them on
+the new signatures after the functions (GRANT_CARRY_CAPTURE,
+GRANT_CARRY_APPLY).
+
 Last, the script forgets the role grants that ALTER EXTENSION recorded as
 initial privileges (pg_init_privs) while the script re-applied them: pg_dump
 dumps only privileges that differ from the initial ones, so it would drop
@@ -91,6 +99,71 @@ $lonnymq_init_privs$;
 """
 
 
+# Captures the direct EXECUTE grants of the dropped signatures, each with the
+# signature the sources give that function now, into a setting of this
+# transaction (a table made here would become a member of the extension).
+# {pairs}: a VALUES list of (old signature, new signature).
+GRANT_CARRY_CAPTURE = """
+-- The EXECUTE grants users gave on the signatures dropped below directly (not
+-- through grant_access, whose grants are applied again at the end), kept
+-- until the functions are created under their new signatures (generated:
+-- tools/build_upgrade.py).
+SELECT pg_catalog.set_config(
+    'lonnymq.upgrade_grants',
+    COALESCE(
+        (
+            SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_array(s.new_signature, x.grantee::regrole::text, x.is_grantable))
+            FROM (
+                VALUES
+                {pairs}
+            ) AS s (old_signature, new_signature)
+            INNER JOIN pg_catalog.pg_proc AS p ON p.oid = pg_catalog.to_regprocedure('@extschema@.' || s.old_signature)
+            CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) AS x
+            WHERE x.privilege_type = 'EXECUTE' AND x.grantee <> 0 AND x.grantee <> p.proowner
+        )::text,
+        '[]'
+    ),
+    TRUE
+);
+"""
+
+GRANT_CARRY_APPLY = """
+-- The captured grants, on the new signatures.
+DO $lonnymq_grants$
+DECLARE
+    v_grant jsonb;
+BEGIN
+    FOR v_grant IN
+        SELECT g.value
+        FROM pg_catalog.jsonb_array_elements(pg_catalog.current_setting('lonnymq.upgrade_grants')::jsonb) AS g
+    LOOP
+        EXECUTE pg_catalog.format(
+            'GRANT EXECUTE ON FUNCTION @extschema@.%s TO %s%s',
+            v_grant ->> 0, v_grant ->> 1, CASE WHEN (v_grant ->> 2)::boolean THEN ' WITH GRANT OPTION' ELSE '' END
+        );
+    END LOOP;
+END;
+$lonnymq_grants$;
+"""
+
+_DROP_LINE = re.compile(
+    r"^\s*DROP\s+FUNCTION\s+(?:IF\s+EXISTS\s+)?@extschema@\.(\w+)\s*\(([^)]*)\)\s*;", re.I)
+
+
+def current_signatures() -> dict[str, str]:
+    """Each function of sql/src/ by name: its signature as its COMMENT ON
+    FUNCTION gives it (name(types))."""
+    signatures = {}
+    for path in manifest.functions():
+        for m in re.finditer(r"^COMMENT ON FUNCTION @extschema@\.(\w+)\(([^)]*)\)", path.read_text(), re.M):
+            signatures[m.group(1)] = f"{m.group(1)}({m.group(2)})"
+    return signatures
+
+
+def _sql_literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
 def upgrade_path(extension: str, frm: str, to: str) -> list[pathlib.Path]:
     """The committed upgrade scripts from version frm to version to (the
     shortest path, as ALTER EXTENSION finds it)."""
@@ -143,7 +216,22 @@ def main(head_path: str, out_path: str, extension: str) -> int:
     parts = [f"\\echo Use \"ALTER EXTENSION {extension} UPDATE TO '{new}'\" to load this file. \\quit\n"]
     after_functions: list[str] = []
     target = parts
+    # Functions the head drops that the sources define again: a new signature
+    # (an internal one carries no grants worth keeping, but carrying is
+    # harmless).
+    signatures = current_signatures()
+    carried = [
+        (f"{m.group(1)}({m.group(2).strip()})", signatures[m.group(1)])
+        for m in (_DROP_LINE.match(line) for line in head.read_text().splitlines())
+        if m and m.group(1) in signatures
+    ]
+    captured = False
     for line in head.read_text().splitlines(keepends=True):
+        # Before the head's first drop of such a function.
+        if carried and not captured and _DROP_LINE.match(line):
+            captured = True
+            pairs = ",\n                ".join(f"({_sql_literal(o)}, {_sql_literal(n)})" for o, n in carried)
+            parts.append(GRANT_CARRY_CAPTURE.format(pairs=pairs).lstrip("\n"))
         if re.fullmatch(r"--\s*@after functions\s*\n?", line):
             target = after_functions
             continue
@@ -169,6 +257,8 @@ def main(head_path: str, out_path: str, extension: str) -> int:
             print(f"error: {path}: no CREATE FUNCTION", file=sys.stderr)
             return 1
         parts.append(replaced.rstrip("\n") + "\n")
+    if carried:
+        parts.append(GRANT_CARRY_APPLY.lstrip("\n"))
     parts.extend(after_functions)
     # The comments on the data model, so that an edited comment reaches
     # upgraded installs (those that A already has are left out below).
