@@ -24,6 +24,8 @@ With it, the message's states (sql/src/schema/message.sql): no row combines
 what no state has, a held message that is ready or admitted, or an early
 message without a position.  The tables enforce none of this (a CHECK
 constraint cost the worker loop 4.8 %): these checks are its enforcement.
+And (0.16.0) every waiting message is released by its parents' ends: its
+counts are exactly the edges whose parents will still end.
 
 The marks are read first, in a statement of their own: they only rise, and
 a raise guarantees that nothing committed or in flight lies below what it
@@ -106,6 +108,29 @@ CLAIMS_WRONG_SQL = (
     " WHERE m.channel_id = c.id AND m.channel = c.name AND m.is_admitted)"
     " OR EXISTS (SELECT 1 FROM lonnymq.message AS m WHERE m.channel_id = c.id AND m.channel = c.name"
     " AND NOT m.is_admitted AND (m.is_locked AND m.position IS NULL OR m.position IS NOT NULL AND NOT m.is_limited)))")
+# Waiting messages (0.16.0 on: doc/dependencies.md) that no end will
+# release: one out of its waiting state (its dequeue_at not 2^62, placed,
+# held or locked), or whose counts are not exactly its pending edges.  An
+# edge is pending while its parent is a message that knows it has
+# dependents (has_dependents: its completion, bury or cancel resolves
+# them), or has a release row whose cursor is below the child (a promotion
+# will resolve it).  A child of at most 64 parents counts its pending edges
+# in num_waiting; one of more counts its buckets above zero, and each
+# bucket its pending edges.
+WAITING_STUCK_SQL = (
+    "WITH pending AS ("
+    " SELECT e.child_id, e.bucket, count(*) AS n FROM lonnymq.message_edge AS e"
+    " JOIN lonnymq.message AS p ON p.id = e.parent_id"
+    " WHERE p.schedule IS NULL AND p.has_dependents"
+    " OR p.schedule = '' AND p.after_mode IS NOT NULL AND p.after[1] < e.child_id"
+    " GROUP BY e.child_id, e.bucket)"
+    " SELECT array_agg(c.id ORDER BY c.id) FROM lonnymq.message AS c"
+    " WHERE c.num_waiting IS NOT NULL AND ("
+    " c.dequeue_at <> 4611686018427387904 OR c.position IS NOT NULL OR c.is_held OR c.is_locked"
+    " OR c.num_waiting <> coalesce((SELECT sum(x.n) FROM pending AS x WHERE x.child_id = c.id AND x.bucket IS NULL), 0)"
+    " + (SELECT count(*) FROM lonnymq.message_wait_bucket AS w WHERE w.child_id = c.id AND w.num_waiting > 0)"
+    " OR EXISTS (SELECT 1 FROM lonnymq.message_wait_bucket AS w WHERE w.child_id = c.id AND w.num_waiting"
+    " <> coalesce((SELECT sum(x.n) FROM pending AS x WHERE x.child_id = c.id AND x.bucket = w.bucket), 0)))")
 # (0.13.1 to 0.14.0: no wakes, no hold at create.)
 HELD_BELOW_ADMIT_FROM_SQL = (
     "SELECT array_agg(m.id ORDER BY m.id) FROM lonnymq.message AS m"
@@ -167,6 +192,14 @@ def claims_wrong(conn) -> list[str]:
     return conn.execute(CLAIMS_WRONG_SQL).fetchone()[0] or []
 
 
+def waiting_stuck(conn) -> list[int]:
+    """The ids of the waiting messages no parent's end would release
+    (WAITING_STUCK_SQL; none when the invariant holds, or before 0.16.0)."""
+    if not _has_column(conn, "lonnymq.message", "num_waiting"):
+        return []
+    return conn.execute(WAITING_STUCK_SQL).fetchone()[0] or []
+
+
 def illegal_states(conn) -> list[int]:
     """The ids of the messages whose columns combine what no state has."""
     return conn.execute(ILLEGAL_STATES_SQL).fetchone()[0] or []
@@ -191,6 +224,10 @@ def assert_nothing_below_the_marks(conn, what: str = "") -> None:
     assert not held, (
         f"{what + ': ' if what else ''}{len(held)} held message(s) never to be admitted (below their channel's "
         f"admit_from, or behind room with no wake); ids {held[:20]}")
+    waiting = waiting_stuck(conn)
+    assert not waiting, (
+        f"{what + ': ' if what else ''}{len(waiting)} waiting message(s) no parent's end would release (out of "
+        f"their waiting state, or counts that are not their pending edges); ids {waiting[:20]}")
     claims = claims_wrong(conn)
     assert not claims, (
         f"{what + ': ' if what else ''}channel(s) whose claims are wrong (num_admitted is not the count of "
@@ -214,7 +251,7 @@ def check_function_sql(schema: str = CHECK_SCHEMA) -> str:
     return f"""CREATE SCHEMA IF NOT EXISTS {schema};
 CREATE OR REPLACE FUNCTION {schema}.below_the_marks(
     OUT ready_below bigint, OUT due_below bigint, OUT ids bigint[],
-    OUT schedules_stuck text[], OUT held_stuck bigint[], OUT in_no_state bigint[])
+    OUT schedules_stuck text[], OUT held_stuck bigint[], OUT in_no_state bigint[], OUT waiting_stuck bigint[])
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
     v_mark bigint;
@@ -225,6 +262,7 @@ BEGIN
     {SCHEDULES_STUCK_SQL} INTO schedules_stuck;
     {HELD_STUCK_SQL} INTO held_stuck;
     {ILLEGAL_STATES_SQL} INTO in_no_state;
+    {WAITING_STUCK_SQL} INTO waiting_stuck;
 END
 $fn$;
 """

@@ -58,7 +58,7 @@ def check_connection(dsn: str, *, need: tuple[str | tuple[str, ...], ...] = (), 
     """Connect once from the driver; return the installed lonnymq version.
 
     ``need``: what must exist: regprocedure signatures such as
-    ``lonnymq.message_create_batch(text,bytea[],bigint[],text[],jsonb[])``,
+    ``lonnymq.message_create_batch(text,bytea[],bigint[],text[],jsonb[],bigint[],text)``,
     table names (``lonnymq.message_history``) or columns
     (``lonnymq.message_history.headers``); a tuple of them: any one of them.
     ``since``: the first lonnymq version that has them all (for the error

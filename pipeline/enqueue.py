@@ -96,8 +96,8 @@ _BATCH_SQL = (
     "SELECT * FROM lonnymq.message_create_batch("
     "%b::text, %b::bytea[], %b::bigint[], %b::text[], %b::jsonb[])"
 )
-_BATCH_SIGNATURE = "lonnymq.message_create_batch(text,bytea[],bigint[],text[],jsonb[])"
-_BATCH_SINCE = "0.16.0"  # the first version with that signature (headers)
+_BATCH_SIGNATURE = "lonnymq.message_create_batch(text,bytea[],bigint[],text[],jsonb[],bigint[],text)"
+_BATCH_SINCE = "0.16.0"  # the first version with that signature (headers, p_after)
 _FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".json": "json",
             ".jsonl": "json", ".ndjson": "json"}
 

@@ -177,7 +177,7 @@ def run_loadgen(spark: SparkSession, dsn: str, config: LoadgenConfig,
     config.check()
     progress = progress or Progress("loadgen")
     # (Its creates give channel and contents only: either signature serves.)
-    check_connection(dsn, need=(("lonnymq.message_create_batch(text,bytea[],bigint[],text[],jsonb[])",
+    check_connection(dsn, need=(("lonnymq.message_create_batch(text,bytea[],bigint[],text[],jsonb[],bigint[],text)",
                                  "lonnymq.message_create_batch(text,bytea[],bigint[],text[])"),
                                 "lonnymq.message_complete_batch(bigint[],integer[])"))
     sc = spark.sparkContext

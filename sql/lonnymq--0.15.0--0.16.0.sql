@@ -17,11 +17,12 @@ SELECT pg_catalog.set_config(
             SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_array(s.new_signature, x.grantee::regrole::text, x.is_grantable))
             FROM (
                 VALUES
-                ('message_create(text, bytea, bigint, text)', 'message_create(text, bytea, bigint, text, jsonb)'),
-                ('message_create_batch(text, bytea[], bigint[], text[])', 'message_create_batch(text, bytea[], bigint[], text[], jsonb[])'),
-                ('message_publish(text, bytea, bigint, text, boolean)', 'message_publish(text, bytea, bigint, text, boolean, jsonb)'),
-                ('message_publish_batch(text, bytea[], bigint[], text[], boolean)', 'message_publish_batch(text, bytea[], bigint[], text[], boolean, jsonb[])'),
-                ('_check_batch(bytea[], bigint[], text[])', '_check_batch(bytea[], bigint[], text[], jsonb[])')
+                ('message_create(text, bytea, bigint, text)', 'message_create(text, bytea, bigint, text, jsonb, bigint[], text)'),
+                ('message_create_batch(text, bytea[], bigint[], text[])', 'message_create_batch(text, bytea[], bigint[], text[], jsonb[], bigint[], text)'),
+                ('message_publish(text, bytea, bigint, text, boolean)', 'message_publish(text, bytea, bigint, text, boolean, jsonb, bigint[], text)'),
+                ('message_publish_batch(text, bytea[], bigint[], text[], boolean)', 'message_publish_batch(text, bytea[], bigint[], text[], boolean, jsonb[], bigint[], text)'),
+                ('_check_batch(bytea[], bigint[], text[])', '_check_batch(bytea[], bigint[], text[], jsonb[])'),
+                ('channel_stats(text)', 'channel_stats(text)')
             ) AS s (old_signature, new_signature)
             INNER JOIN pg_catalog.pg_proc AS p ON p.oid = pg_catalog.to_regprocedure('@extschema@.' || s.old_signature)
             CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) AS x
@@ -42,6 +43,83 @@ DROP FUNCTION @extschema@.message_publish_batch(text, bytea[], bigint[], text[],
 
 DROP FUNCTION @extschema@._check_batch(bytea[], bigint[], text[]);
 
+ALTER TABLE @extschema@.message ADD COLUMN has_dependents boolean NOT NULL DEFAULT FALSE;
+
+ALTER TABLE @extschema@.message ADD COLUMN num_waiting integer;
+
+ALTER TABLE @extschema@.message ADD COLUMN waiting_dequeue_at bigint;
+
+ALTER TABLE @extschema@.message ADD COLUMN after bigint[];
+
+ALTER TABLE @extschema@.message ADD COLUMN after_mode text;
+
+ALTER TABLE @extschema@.dead_letter ADD COLUMN after bigint[];
+
+ALTER TABLE @extschema@.dead_letter ADD COLUMN after_mode text;
+
+CREATE TABLE @extschema@.message_edge (
+    parent_id bigint NOT NULL,
+    child_id bigint NOT NULL,
+    bucket integer,
+    CONSTRAINT message_edge_pkey PRIMARY KEY (parent_id, child_id)
+) WITH (
+    -- (Every edge is deleted when its parent ends: vacuumed as message is.)
+    autovacuum_vacuum_scale_factor = 0.02,
+    autovacuum_vacuum_threshold = 1000,
+    autovacuum_vacuum_insert_scale_factor = 0.05
+);
+
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.message_edge', '');
+
+COMMENT ON TABLE @extschema@.message_edge IS
+'Dependencies: a message (child_id) waits for another (parent_id) to end; deleted when the parent ends.';
+
+COMMENT ON COLUMN @extschema@.message_edge.parent_id IS
+'The message waited for.';
+
+COMMENT ON COLUMN @extschema@.message_edge.child_id IS
+'The message that waits.';
+
+COMMENT ON COLUMN @extschema@.message_edge.bucket IS
+'The child''s message_wait_bucket row the parent''s end counts down; NULL: the child''s own num_waiting.';
+
+CREATE TABLE @extschema@.message_wait_bucket (
+    child_id bigint NOT NULL,
+    bucket integer NOT NULL,
+    num_waiting integer NOT NULL,
+    CONSTRAINT message_wait_bucket_pkey PRIMARY KEY (child_id, bucket)
+) WITH (
+    -- (Each row is updated by up to 64 parents, then deleted.)
+    autovacuum_vacuum_scale_factor = 0.02,
+    autovacuum_vacuum_threshold = 1000
+);
+
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.message_wait_bucket', '');
+
+COMMENT ON TABLE @extschema@.message_wait_bucket IS
+'Dependencies: the counters of a message waiting for more than 64 parents, one per bucket of its parents.';
+
+COMMENT ON COLUMN @extschema@.message_wait_bucket.child_id IS
+'The waiting message.';
+
+COMMENT ON COLUMN @extschema@.message_wait_bucket.bucket IS
+'The bucket: the parents whose ordinal modulo the number of buckets is this.';
+
+COMMENT ON COLUMN @extschema@.message_wait_bucket.num_waiting IS
+'The bucket''s parents still to end.';
+
+CREATE OR REPLACE VIEW @extschema@.channel_stats AS
+SELECT
+    NULL::text AS channel, NULL::bigint AS ready, NULL::bigint AS scheduled, NULL::bigint AS locked,
+    NULL::bigint AS dead, NULL::bigint AS oldest_ready_age_ms, NULL::boolean AS is_paused,
+    NULL::integer AS max_concurrency, NULL::integer AS max_size, NULL::bigint AS release_interval_ms,
+    NULL::integer AS max_attempts, NULL::bigint AS backoff_base_ms, NULL::double precision AS backoff_factor,
+    NULL::bigint AS backoff_max_ms, NULL::double precision AS backoff_jitter, NULL::bigint AS dedup_window_ms,
+    NULL::boolean AS retain_history, NULL::boolean AS notify, NULL::boolean AS is_ordered, NULL::text AS pattern
+WHERE FALSE;
+
+DROP FUNCTION @extschema@.channel_stats(text);
+
 CREATE OR REPLACE FUNCTION @extschema@._max_headers_bytes()
 RETURNS integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -53,6 +131,30 @@ COMMENT ON FUNCTION @extschema@._max_headers_bytes() IS
 'Internal: the largest headers object a message may carry, in bytes of its JSON text (64 KiB).';
 
 REVOKE ALL ON FUNCTION @extschema@._max_headers_bytes() FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._waiting_dequeue_at()
+RETURNS bigint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT 4611686018427387904::bigint
+$$;
+
+COMMENT ON FUNCTION @extschema@._waiting_dequeue_at() IS
+'Internal: the dequeue_at of a message waiting for its parents (2^62 ms, past any clock).';
+
+REVOKE ALL ON FUNCTION @extschema@._waiting_dequeue_at() FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._release_batch_size()
+RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT 100
+$$;
+
+COMMENT ON FUNCTION @extschema@._release_batch_size() IS
+'Internal: at most how many dependents of an ended message one call resolves (100).';
+
+REVOKE ALL ON FUNCTION @extschema@._release_batch_size() FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION @extschema@._check_headers(p_headers jsonb, p_name text)
 RETURNS void
@@ -78,6 +180,48 @@ COMMENT ON FUNCTION @extschema@._check_headers(jsonb, text) IS
 'Internal: raises 22023 for headers that are not a JSON object or are over 64 KiB of JSON text.';
 
 REVOKE ALL ON FUNCTION @extschema@._check_headers(jsonb, text) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._check_after(p_after bigint[], p_after_mode text)
+RETURNS void
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    v_bad bigint;
+BEGIN
+    IF p_after_mode IS NOT NULL AND p_after_mode NOT IN ('completed', 'ended') THEN
+        RAISE EXCEPTION 'lonnymq: p_after_mode must be ''completed'' or ''ended'', got "%"', p_after_mode
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_after IS NULL THEN
+        RETURN;
+    END IF;
+    IF pg_catalog.array_ndims(p_after) > 1 THEN
+        RAISE EXCEPTION 'lonnymq: p_after must be a one-dimensional array'
+            USING ERRCODE = '22023';
+    END IF;
+    IF pg_catalog.cardinality(p_after) > 10000 THEN
+        RAISE EXCEPTION 'lonnymq: a message waits for at most 10000 others, got %', pg_catalog.cardinality(p_after)
+            USING ERRCODE = '22023';
+    END IF;
+    IF pg_catalog.array_position(p_after, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_after must not contain NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    SELECT a.id INTO v_bad
+    FROM pg_catalog.unnest(p_after) AS a (id)
+    WHERE a.id < 1 OR a.id > COALESCE(pg_catalog.pg_sequence_last_value('@extschema@.message_id_seq'), 0)
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'lonnymq: p_after names %, which is no message id (none was ever given)', v_bad
+            USING ERRCODE = '22023';
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._check_after(bigint[], text) IS
+'Internal: raises 22004 or 22023 for an invalid p_after (NULL elements, more than 10000, an id never given) or p_after_mode.';
+
+REVOKE ALL ON FUNCTION @extschema@._check_after(bigint[], text) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION @extschema@._check_batch(p_contents bytea[], p_dequeue_at bigint[], p_keys text[], p_headers jsonb[])
 RETURNS integer
@@ -152,12 +296,93 @@ COMMENT ON FUNCTION @extschema@._check_batch(bytea[], bigint[], text[], jsonb[])
 
 REVOKE ALL ON FUNCTION @extschema@._check_batch(bytea[], bigint[], text[], jsonb[]) FROM PUBLIC;
 
+CREATE OR REPLACE FUNCTION @extschema@.channel_drop(
+    p_channel text,
+    p_purge boolean DEFAULT FALSE
+)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_channel_id bigint;
+    v_pattern @extschema@.channel%ROWTYPE;
+    v_dropped bigint[];
+BEGIN
+    PERFORM @extschema@._check_channel_name(p_channel);
+    IF p_purge IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_purge must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+
+    v_channel_id := @extschema@._channel_id(p_channel);
+    PERFORM @extschema@._channel_guard_exclusive(p_channel);
+    PERFORM @extschema@._channel_row_lock(v_channel_id);
+    -- A pattern: its followers follow what applies to them without it.
+    IF pg_catalog.right(p_channel, 1) = '*' THEN
+        DELETE FROM @extschema@.channel AS c
+        WHERE c.id = v_channel_id AND c.name = p_channel
+        RETURNING c.* INTO v_pattern;
+        IF NOT FOUND THEN
+            RETURN FALSE;
+        END IF;
+        PERFORM @extschema@._channel_pattern_apply(
+            v_pattern.prefix, @extschema@._channel_admits(v_pattern), @extschema@._epoch_enter(), @extschema@._clock_ms()
+        );
+        RETURN TRUE;
+    END IF;
+    -- A channel exists while it has a row (configuration) or messages.
+    PERFORM 1
+    FROM @extschema@.channel AS c
+    WHERE c.id = v_channel_id AND c.name = p_channel
+    FOR UPDATE;
+    IF NOT FOUND AND NOT EXISTS (
+        SELECT 1 FROM @extschema@.message AS m
+        WHERE m.channel_id = v_channel_id AND m.channel = p_channel AND m.schedule IS NULL
+    ) THEN
+        RETURN FALSE;
+    END IF;
+
+    IF NOT p_purge AND EXISTS (
+        SELECT 1 FROM @extschema@.message AS m
+        WHERE m.channel_id = v_channel_id AND m.channel = p_channel AND m.schedule IS NULL
+    ) THEN
+        RAISE EXCEPTION 'lonnymq: channel "%" still holds messages', p_channel
+            USING ERRCODE = '55006',
+            HINT = 'Pass p_purge => true to delete them with the channel.';
+    END IF;
+
+    WITH gone AS (
+        DELETE FROM @extschema@.message AS m
+        WHERE m.channel_id = v_channel_id AND m.channel = p_channel AND m.schedule IS NULL
+        RETURNING m.id, m.has_dependents
+    )
+
+    SELECT pg_catalog.array_agg(g.id) FILTER (WHERE g.has_dependents) INTO v_dropped
+    FROM gone AS g;
+    -- The messages others wait for: their dependents are cancelled too (a
+    -- purge is a cancel), through release rows (_message_release).
+    PERFORM @extschema@._message_release(
+        pg_catalog.array_agg(g.id ORDER BY g.id), pg_catalog.array_agg(v_channel_id), pg_catalog.array_agg(p_channel),
+        'cancelled'
+    )
+    FROM pg_catalog.unnest(v_dropped) AS g (id)
+    HAVING pg_catalog.count(*) > 0;
+    DELETE FROM @extschema@.message_key AS k WHERE k.channel_id = v_channel_id;
+    DELETE FROM @extschema@.channel_quota AS q WHERE q.channel_id = v_channel_id;
+    DELETE FROM @extschema@.channel AS c WHERE c.id = v_channel_id;
+    RETURN TRUE;
+END;
+$$;
+
 CREATE OR REPLACE FUNCTION @extschema@.message_create(
     p_channel text,
     p_content bytea,
     p_dequeue_at bigint DEFAULT NULL,
     p_key text DEFAULT NULL,
-    p_headers jsonb DEFAULT NULL
+    p_headers jsonb DEFAULT NULL,
+    p_after bigint[] DEFAULT NULL,
+    p_after_mode text DEFAULT NULL
 )
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -172,8 +397,11 @@ DECLARE
     v_place bigint;
     v_is_early boolean;
     v_waits boolean;
-    -- (Read once: a setting, not a query.)
-    v_is_serializable boolean := pg_catalog.current_setting('transaction_isolation') = 'serializable';
+    -- Not placed by this create, but due at once for a promotion to place or
+    -- hold: a SERIALIZABLE producer's message (read once: a setting, not a
+    -- query), or one with p_after, which waits for its parents or, with
+    -- none left to wait for, is due at once.
+    v_is_unplaced boolean := pg_catalog.current_setting('transaction_isolation') = 'serializable';
     v_max_size integer;
     v_notify text;
     v_now bigint;
@@ -186,6 +414,12 @@ DECLARE
     -- (NULL until a full channel's create sets it: an initialiser would be
     -- one more expression for every create.)
     v_is_held boolean;
+    -- With p_after (NULL else, without initialisers): the parents it waits
+    -- for, a dead parent that ends it at once, its count and own time.
+    v_after bigint[];
+    v_dead_parent bigint;
+    v_num_waiting integer;
+    v_waiting_dequeue_at bigint;
 BEGIN
     -- One expression for valid input; the checks say what is wrong.  Headers
     -- are checked only by the checks (any headers go there): PL/pgSQL
@@ -195,10 +429,12 @@ BEGIN
     IF p_channel IS NULL OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 OR p_content IS NULL
         OR pg_catalog.octet_length(p_content) > @extschema@._max_content_bytes()
         OR pg_catalog.length(p_key) NOT BETWEEN 1 AND 1024 OR pg_catalog.right(p_channel, 1) = '*'
-        OR p_headers IS NOT NULL THEN
+        OR p_headers IS NOT NULL OR p_after IS NOT NULL OR p_after_mode IS NOT NULL THEN
         PERFORM @extschema@._check_message_channel(p_channel);
         PERFORM @extschema@._check_message(p_content, p_key);
         PERFORM @extschema@._check_headers(p_headers, 'p_headers');
+        PERFORM @extschema@._check_after(p_after, p_after_mode);
+        v_is_unplaced := v_is_unplaced OR p_after IS NOT NULL;
     END IF;
 
     LOOP
@@ -215,7 +451,7 @@ BEGIN
             -- is not a whole row.  A channel whose takes claim places its
             -- messages as one without limits does.)
             COALESCE(c.max_concurrency IS NOT NULL AND c.is_ordered OR c.release_interval_ms > 0 OR c.is_paused, FALSE)
-            OR v_is_serializable,
+            OR v_is_unplaced,
             -- (_channel_claims(c).)
             COALESCE(
                 c.max_concurrency IS NOT NULL AND c.release_interval_ms = 0 AND NOT c.is_paused AND NOT c.is_ordered, FALSE
@@ -226,7 +462,7 @@ BEGIN
             -- (Full: paused, or max_concurrency admitted, without a release
             -- interval, and the message due: _channel_hold_try.)
             COALESCE(c.release_interval_ms = 0 AND (c.is_paused OR c.num_admitted >= c.max_concurrency), FALSE)
-            AND v_dequeue_at <= k.now AND NOT v_is_serializable
+            AND v_dequeue_at <= k.now AND NOT v_is_unplaced
         INTO v_epoch, v_now, v_place, v_is_early, v_waits, v_is_limited, v_max_size, v_notify, v_has_no_row, v_is_full
         FROM (
             SELECT
@@ -252,7 +488,7 @@ BEGIN
         -- (A SERIALIZABLE producer's bound is NULL: the probes' condition
         -- can never hold, so they read nothing.)
         CROSS JOIN LATERAL @extschema@._message_place(
-            v_channel_id, CASE WHEN NOT v_is_serializable THEN k.epoch >> 1 END, v_dequeue_at,
+            v_channel_id, CASE WHEN NOT v_is_unplaced THEN k.epoch >> 1 END, v_dequeue_at,
             CASE WHEN p_dequeue_at IS NULL THEN @extschema@._early_margin_ms() ELSE 0 END
         ) AS p;
 
@@ -271,7 +507,7 @@ BEGIN
             ELSE
                 SELECT
                     COALESCE(@extschema@._channel_promotes(f), FALSE)
-                    OR v_is_serializable,
+                    OR v_is_unplaced,
                     COALESCE(@extschema@._channel_claims(f), FALSE),
                     CASE WHEN f.notify THEN COALESCE(f.notify_payload, p_channel) END
                 INTO v_waits, v_is_limited, v_notify
@@ -281,7 +517,7 @@ BEGIN
         END IF;
 
         -- Once, not again when the epoch changed.
-        IF v_id IS NULL AND (p_key IS NOT NULL OR v_max_size IS NOT NULL) THEN
+        IF v_id IS NULL AND (p_key IS NOT NULL OR v_max_size IS NOT NULL OR p_after IS NOT NULL) THEN
             v_id := pg_catalog.nextval('@extschema@.message_id_seq');
             IF p_key IS NOT NULL THEN
                 -- Each keyed create deletes up to two ended claims.
@@ -291,17 +527,38 @@ BEGIN
                     RETURN v_created;
                 END IF;
             END IF;
+            -- Its parents, locked (after the channel guard, as every
+            -- call's message rows) and classified: a dead one ends it at
+            -- once, before it takes room in its channel.
+            IF p_after IS NOT NULL THEN
+                SELECT a.parents, a.dead_parent INTO v_after, v_dead_parent
+                FROM @extschema@._message_after(p_after, p_after_mode) AS a;
+                IF v_dead_parent IS NOT NULL THEN
+                    PERFORM @extschema@._message_dead_created(
+                        ARRAY[v_id], v_channel_id, p_channel, ARRAY[p_content], ARRAY[p_key], ARRAY[p_headers], v_now,
+                        v_dead_parent, p_after, p_after_mode
+                    );
+                    RETURN v_id;
+                END IF;
+            END IF;
             IF v_max_size IS NOT NULL AND @extschema@._channel_quota_take(v_channel_id, v_max_size, 1) = 0 THEN
                 IF p_key IS NOT NULL THEN
                     PERFORM @extschema@._message_key_release(v_channel_id, p_key, v_id, 0, 0);
                 END IF;
                 RETURN NULL;
             END IF;
+            -- Waiting: out of reach of message_due_ix until its last parent
+            -- ends (_message_waits_count_down).
+            IF v_after IS NOT NULL THEN
+                v_num_waiting := @extschema@._message_edges_link(ARRAY[v_id], v_after);
+                v_waiting_dequeue_at := v_dequeue_at;
+                v_dequeue_at := @extschema@._waiting_dequeue_at();
+            END IF;
         END IF;
 
         INSERT INTO @extschema@.message (
             id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early, is_held, is_limited,
-            headers
+            headers, num_waiting, waiting_dequeue_at, after, after_mode
         )
         SELECT
             COALESCE(v_id, pg_catalog.nextval('@extschema@.message_id_seq')), v_channel_id, p_channel, v_dequeue_at,
@@ -311,7 +568,8 @@ BEGIN
             -- (Held only when this pass found the channel full: a pass
             -- after the epoch changed may not, and keeps an earlier pass's
             -- v_is_held.)
-            COALESCE(v_is_full AND v_is_held, FALSE), v_is_limited, p_headers
+            COALESCE(v_is_full AND v_is_held, FALSE), v_is_limited, p_headers, v_num_waiting, v_waiting_dequeue_at,
+            v_after, CASE WHEN v_after IS NOT NULL THEN COALESCE(p_after_mode, 'completed') END
         WHERE pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') = v_epoch
         -- (Counted, lonnymq_messages_created_total: a sequence, no row.)
         RETURNING id, pg_catalog.nextval('@extschema@.messages_created_seq') INTO v_created, v_counted;
@@ -324,17 +582,19 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION @extschema@.message_create(text, bytea, bigint, text, jsonb) IS
-'Create a message in a channel (a channel needs no creation). p_dequeue_at: epoch ms before which it is not delivered; past or negative values give priority within the channel. p_key: a deduplication key (the existing message''s id is returned while the key is held). p_headers: a JSON object returned with every delivery (trace context). Returns the id, or NULL when the channel is at max_size (nothing stored).';
+COMMENT ON FUNCTION @extschema@.message_create(text, bytea, bigint, text, jsonb, bigint[], text) IS
+'Create a message in a channel (a channel needs no creation). p_dequeue_at: epoch ms before which it is not delivered; past or negative values give priority within the channel. p_key: a deduplication key (the existing message''s id is returned while the key is held). p_headers: a JSON object returned with every delivery (trace context). p_after: ids of messages it waits for (p_after_mode completed, the default, or ended). Returns the id, or NULL when the channel is at max_size (nothing stored).';
 
-REVOKE ALL ON FUNCTION @extschema@.message_create(text, bytea, bigint, text, jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.message_create(text, bytea, bigint, text, jsonb, bigint[], text) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION @extschema@.message_create_batch(
     p_channel text,
     p_contents bytea[],
     p_dequeue_at bigint[] DEFAULT NULL,
     p_keys text[] DEFAULT NULL,
-    p_headers jsonb[] DEFAULT NULL
+    p_headers jsonb[] DEFAULT NULL,
+    p_after bigint[] DEFAULT NULL,
+    p_after_mode text DEFAULT NULL
 )
 RETURNS SETOF bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -361,12 +621,18 @@ DECLARE
     v_ready_at bigint;
     v_key text;
     v_existing bigint;
+    v_after bigint[];
+    v_dead_parent bigint;
+    v_num_waiting integer;
     i integer;
 BEGIN
     IF p_channel IS NULL OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 OR pg_catalog.right(p_channel, 1) = '*' THEN
         PERFORM @extschema@._check_message_channel(p_channel);
     END IF;
     v_n := @extschema@._check_batch(p_contents, p_dequeue_at, p_keys, p_headers);
+    IF p_after IS NOT NULL OR p_after_mode IS NOT NULL THEN
+        PERFORM @extschema@._check_after(p_after, p_after_mode);
+    END IF;
     IF v_n = 0 THEN
         RETURN;
     END IF;
@@ -379,8 +645,9 @@ BEGIN
     -- Waiting for a dequeue to admit or place them, as message_create's:
     -- a channel with limits whose takes do not claim, or a SERIALIZABLE
     -- producer.
+    -- (With p_after: waiting, or due at once when none is left to wait for.)
     v_limited := @extschema@._channel_promotes(v_channel)
-        OR pg_catalog.current_setting('transaction_isolation') = 'serializable';
+        OR pg_catalog.current_setting('transaction_isolation') = 'serializable' OR p_after IS NOT NULL;
     v_ids := ARRAY(
         SELECT s.id
         FROM (
@@ -433,6 +700,32 @@ BEGIN
         END IF;
     END IF;
 
+    -- The parents, locked and classified (_message_after, as
+    -- message_create's): with a dead letter among them, every message
+    -- stored goes to the dead letters at once, before taking room.
+    IF p_after IS NOT NULL THEN
+        SELECT a.parents, a.dead_parent INTO v_after, v_dead_parent
+        FROM @extschema@._message_after(p_after, p_after_mode) AS a;
+        IF v_dead_parent IS NOT NULL THEN
+            PERFORM @extschema@._message_dead_created(
+                ARRAY(
+                    SELECT CASE WHEN k.keep THEN v_ids[k.i] END
+                    FROM ROWS FROM (pg_catalog.unnest(v_keep)) WITH ORDINALITY AS k (keep, i)
+                    ORDER BY k.i
+                ),
+                v_channel.id, v_channel.name, p_contents,
+                COALESCE(p_keys, pg_catalog.array_fill(NULL::text, ARRAY[v_n])),
+                COALESCE(p_headers, pg_catalog.array_fill(NULL::jsonb, ARRAY[v_n])), v_now, v_dead_parent, p_after,
+                p_after_mode
+            );
+            RETURN QUERY
+            SELECT o.id
+            FROM ROWS FROM (pg_catalog.unnest(v_out)) WITH ORDINALITY AS o (id, i)
+            ORDER BY o.i;
+            RETURN;
+        END IF;
+    END IF;
+
     IF v_channel.max_size IS NOT NULL THEN
         -- Room for the new ones (not the duplicates), in input order.
         v_room := @extschema@._channel_quota_take(
@@ -467,6 +760,18 @@ BEGIN
         END IF;
     END IF;
 
+    -- Waiting: out of reach of message_due_ix until their last parent ends.
+    IF v_after IS NOT NULL THEN
+        v_num_waiting := @extschema@._message_edges_link(
+            ARRAY(
+                SELECT v_ids[k.i]
+                FROM ROWS FROM (pg_catalog.unnest(v_keep)) WITH ORDINALITY AS k (keep, i)
+                WHERE k.keep
+            ),
+            v_after
+        );
+    END IF;
+
     SELECT pg_catalog.min(COALESCE(r.dequeue_at, v_default)) INTO v_ready_at
     FROM ROWS FROM (pg_catalog.unnest(p_dequeue_at), pg_catalog.unnest(v_keep)) AS r (dequeue_at, keep)
     WHERE r.keep AND COALESCE(r.dequeue_at, v_default) <= v_now;
@@ -480,10 +785,12 @@ BEGIN
     -- (dequeue_at, id) order; those more than a second before the channel's
     -- last ready message are early (_message_place).
     INSERT INTO @extschema@.message (
-        id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early, is_held, is_limited, headers
+        id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early, is_held, is_limited, headers,
+        num_waiting, waiting_dequeue_at, after, after_mode
     )
     SELECT
-        v_ids[r.i], v_channel.id, v_channel.name, r.at, v_now, r.content, r.key,
+        v_ids[r.i], v_channel.id, v_channel.name,
+        CASE WHEN v_after IS NOT NULL THEN @extschema@._waiting_dequeue_at() ELSE r.at END, v_now, r.content, r.key,
         CASE WHEN r.is_ready THEN
             v_next + @extschema@._round_size() * (pg_catalog.row_number() OVER (PARTITION BY r.is_ready ORDER BY r.at, r.i) - 1)
         END,
@@ -493,7 +800,9 @@ BEGIN
             WHEN v_last_is_early THEN @extschema@._message_early_behind(v_channel.id, v_bound, r.at, r.margin)
             ELSE COALESCE(r.at < v_last_at - r.margin, FALSE)
         END,
-        FALSE, @extschema@._channel_claims(v_channel), r.headers
+        FALSE, @extschema@._channel_claims(v_channel), r.headers, v_num_waiting,
+        CASE WHEN v_after IS NOT NULL THEN r.at END, v_after,
+        CASE WHEN v_after IS NOT NULL THEN COALESCE(p_after_mode, 'completed') END
     FROM (
         SELECT c.content, COALESCE(c.dequeue_at, v_default) AS at, c.key, c.headers, c.i,
             -- (How far before the channel's last ready message it may sort
@@ -526,10 +835,662 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION @extschema@.message_create_batch(text, bytea[], bigint[], text[], jsonb[]) IS
+COMMENT ON FUNCTION @extschema@.message_create_batch(text, bytea[], bigint[], text[], jsonb[], bigint[], text) IS
 'Create many messages in one channel: one id per input in input order (the existing id for a duplicate key, NULL for one dropped at max_size). Array lengths must match (22023).';
 
-REVOKE ALL ON FUNCTION @extschema@.message_create_batch(text, bytea[], bigint[], text[], jsonb[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.message_create_batch(
+    text, bytea[], bigint[], text[], jsonb[], bigint[], text
+) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@.message_cancel(p_id bigint)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_channel @extschema@.channel%ROWTYPE;
+    v_gone record;
+BEGIN
+    IF p_id IS NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_id must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    v_channel := @extschema@._message_channel(p_id);
+    IF v_channel.id IS NULL THEN
+        RETURN FALSE;
+    END IF;
+    DELETE FROM @extschema@.message AS m
+    WHERE m.id = p_id AND NOT m.is_locked AND m.schedule IS NULL
+    RETURNING
+        m.key, m.is_admitted, m.is_limited AND m.position IS NOT NULL AS was_unclaimed, m.has_dependents, m.channel
+    INTO v_gone;
+    IF NOT FOUND THEN
+        RETURN FALSE;
+    END IF;
+    IF v_gone.key IS NOT NULL THEN
+        PERFORM @extschema@._message_key_release(v_channel.id, v_gone.key, p_id, 0, 0);
+    END IF;
+    PERFORM @extschema@._channel_removed(ARRAY[v_channel.id]);
+    IF v_gone.is_admitted THEN
+        -- Admitted and not delivered: it also held the release interval's turn.
+        PERFORM @extschema@._channel_admit(v_channel.id, 1, 1, @extschema@._clock_ms(), NULL);
+    ELSIF v_gone.was_unclaimed THEN
+        -- Placed in a channel whose takes claim: its place in the channel's
+        -- room goes to a held message (_channel_admit).
+        PERFORM @extschema@._channel_admit(v_channel.id, 0, 0, @extschema@._clock_ms(), NULL);
+    END IF;
+    -- Its dependents are cancelled too, unless they wait for any end
+    -- (through its release row).
+    IF v_gone.has_dependents THEN
+        PERFORM @extschema@._message_release(ARRAY[p_id], ARRAY[v_channel.id], ARRAY[v_gone.channel], 'cancelled');
+    END IF;
+    RETURN TRUE;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._message_after(p_after bigint[], p_after_mode text)
+RETURNS TABLE (parents bigint[], dead_parent bigint)
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_parents bigint[];
+    v_unflagged bigint[];
+    v_occurrence bigint;
+    v_dead bigint;
+BEGIN
+    PERFORM @extschema@._check_after(p_after, p_after_mode);
+    SELECT
+        pg_catalog.array_agg(l.id ORDER BY l.id),
+        pg_catalog.array_agg(l.id ORDER BY l.id) FILTER (WHERE NOT l.has_dependents),
+        pg_catalog.min(l.id) FILTER (WHERE l.schedule IS NOT NULL)
+    INTO v_parents, v_unflagged, v_occurrence
+    FROM (
+        SELECT m.id, m.has_dependents, m.schedule
+        FROM @extschema@.message AS m
+        -- (A release row, schedule '', is a parent that ended.)
+        WHERE m.id = ANY(p_after) AND m.schedule IS DISTINCT FROM ''
+        ORDER BY m.id
+        FOR KEY SHARE
+    ) AS l;
+    IF v_occurrence IS NOT NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_after names %, a schedule''s pending occurrence, not a message yet', v_occurrence
+            USING ERRCODE = '22023';
+    END IF;
+    IF COALESCE(p_after_mode, 'completed') = 'completed' THEN
+        SELECT pg_catalog.min(d.id) INTO v_dead
+        FROM @extschema@.dead_letter AS d
+        WHERE d.id = ANY(p_after) AND d.id <> ALL(COALESCE(v_parents, '{}'));
+        IF v_dead IS NOT NULL THEN
+            RETURN QUERY SELECT NULL::bigint[], v_dead;
+            RETURN;
+        END IF;
+    END IF;
+    IF v_unflagged IS NOT NULL THEN
+        UPDATE @extschema@.message AS m
+        SET has_dependents = TRUE
+        WHERE m.id = ANY(v_unflagged) AND NOT m.has_dependents;
+    END IF;
+    RETURN QUERY SELECT v_parents, NULL::bigint;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._message_after(bigint[], text) IS
+'Internal: lock and flag the parents a new message waits for; returns them, or the dead letter that ends it at once.';
+
+REVOKE ALL ON FUNCTION @extschema@._message_after(bigint[], text) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._message_edges_link(p_children bigint[], p_parents bigint[])
+RETURNS integer
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_n integer := pg_catalog.cardinality(p_parents);
+    v_buckets integer := (pg_catalog.cardinality(p_parents) + 63) / 64;
+BEGIN
+    INSERT INTO @extschema@.message_edge AS e (parent_id, child_id, bucket)
+    SELECT p.id, c.id, CASE WHEN v_buckets > 1 THEN ((p.i - 1) % v_buckets)::integer END
+    FROM ROWS FROM (pg_catalog.unnest(p_parents)) WITH ORDINALITY AS p (id, i)
+    CROSS JOIN pg_catalog.unnest(p_children) AS c (id)
+    ORDER BY p.id, c.id
+    ON CONFLICT (parent_id, child_id) DO UPDATE SET bucket = excluded.bucket;
+    IF v_buckets = 1 THEN
+        RETURN v_n;
+    END IF;
+    INSERT INTO @extschema@.message_wait_bucket AS w (child_id, bucket, num_waiting)
+    SELECT c.id, b.b, (v_n - b.b + v_buckets - 1) / v_buckets
+    FROM pg_catalog.unnest(p_children) AS c (id)
+    CROSS JOIN pg_catalog.generate_series(0, v_buckets - 1) AS b (b)
+    ORDER BY c.id, b.b
+    ON CONFLICT (child_id, bucket) DO UPDATE SET num_waiting = excluded.num_waiting;
+    RETURN v_buckets;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._message_edges_link(bigint[], bigint[]) IS
+'Internal: make messages wait for parents (edges, and bucket counters beyond 64 parents); returns their num_waiting.';
+
+REVOKE ALL ON FUNCTION @extschema@._message_edges_link(bigint[], bigint[]) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._message_dead_created(
+    p_ids bigint[],
+    p_channel_id bigint,
+    p_channel text,
+    p_contents bytea[],
+    p_keys text[],
+    p_headers jsonb[],
+    p_now bigint,
+    p_dead_parent bigint,
+    p_after bigint[],
+    p_after_mode text
+)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_error text := pg_catalog.format('lonnymq: parent %s is a dead letter', p_dead_parent);
+    v_window_ms bigint;
+    v_key record;
+BEGIN
+    INSERT INTO @extschema@.dead_letter (
+        id, channel, key, content, num_attempts, created_at, dead_at, last_error, attempt_log, headers, after, after_mode
+    )
+    SELECT
+        d.id, p_channel, d.key, d.content, 0, p_now, p_now, v_error,
+        @extschema@._attempt_log_append(NULL, 0, p_now, v_error), d.headers,
+        ARRAY(SELECT DISTINCT a.id FROM pg_catalog.unnest(p_after) AS a (id) ORDER BY a.id),
+        COALESCE(p_after_mode, 'completed')
+    FROM ROWS FROM (
+        pg_catalog.unnest(p_ids), pg_catalog.unnest(p_contents), pg_catalog.unnest(p_keys), pg_catalog.unnest(p_headers)
+    ) AS d (id, content, key, headers)
+    WHERE d.id IS NOT NULL
+    ORDER BY d.id;
+    -- (Counted, lonnymq_messages_created_total and
+    -- lonnymq_messages_dead_lettered_total: sequences, no rows.)
+    PERFORM
+        pg_catalog.nextval('@extschema@.messages_created_seq'),
+        pg_catalog.nextval('@extschema@.messages_dead_lettered_seq')
+    FROM pg_catalog.unnest(p_ids) AS d (id)
+    WHERE d.id IS NOT NULL;
+    FOR v_key IN
+        SELECT d.id, d.key
+        FROM ROWS FROM (pg_catalog.unnest(p_ids), pg_catalog.unnest(p_keys)) AS d (id, key)
+        WHERE d.id IS NOT NULL AND d.key IS NOT NULL
+    LOOP
+        v_window_ms := COALESCE(v_window_ms, (@extschema@._channel_config(p_channel_id, p_channel)).dedup_window_ms);
+        PERFORM @extschema@._message_key_release(p_channel_id, v_key.key, v_key.id, v_window_ms, p_now);
+    END LOOP;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._message_dead_created(
+    bigint[], bigint, text, bytea[], text[], jsonb[], bigint, bigint, bigint[], text
+) IS
+'Internal: messages created waiting for a dead letter go to the dead letters at once.';
+
+REVOKE ALL ON FUNCTION @extschema@._message_dead_created(
+    bigint[], bigint, text, bytea[], text[], jsonb[], bigint, bigint, bigint[], text
+) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._message_waits_count_down(p_children bigint[], p_buckets integer[])
+RETURNS integer
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_tops bigint[];
+    v_has_buckets boolean;
+    v_emptied bigint[];
+    v_clock bigint;
+    v_released integer;
+BEGIN
+    SELECT pg_catalog.array_agg(p.child) FILTER (WHERE p.bucket IS NULL), pg_catalog.bool_or(p.bucket IS NOT NULL)
+    INTO v_tops, v_has_buckets
+    FROM ROWS FROM (pg_catalog.unnest(p_children), pg_catalog.unnest(p_buckets)) AS p (child, bucket);
+    IF v_has_buckets THEN
+        -- 1.  (Scalar array probes by shape, then the join by key: the
+        -- buckets are locked in key order by the sorted sub-select.)
+        WITH pairs AS (
+            SELECT p.child, p.bucket, pg_catalog.count(*)::integer AS n
+            FROM ROWS FROM (pg_catalog.unnest(p_children), pg_catalog.unnest(p_buckets)) AS p (child, bucket)
+            WHERE p.bucket IS NOT NULL
+            GROUP BY p.child, p.bucket
+        ),
+
+        locked AS (
+            SELECT w.child_id, w.bucket, p.n
+            FROM @extschema@.message_wait_bucket AS w
+            INNER JOIN pairs AS p ON w.child_id = p.child AND w.bucket = p.bucket
+            WHERE w.child_id = ANY(p_children)
+            ORDER BY w.child_id, w.bucket
+            FOR NO KEY UPDATE OF w
+        ),
+
+        counted AS (
+            UPDATE @extschema@.message_wait_bucket AS w
+            SET num_waiting = w.num_waiting - l.n
+            FROM locked AS l
+            WHERE w.child_id = l.child_id AND w.bucket = l.bucket
+            RETURNING w.child_id, w.bucket, w.num_waiting
+        )
+
+        SELECT pg_catalog.array_agg(c.child_id) FILTER (WHERE c.num_waiting <= 0)
+        INTO v_emptied
+        FROM counted AS c;
+        IF v_emptied IS NOT NULL THEN
+            DELETE FROM @extschema@.message_wait_bucket AS w
+            WHERE w.child_id = ANY(v_emptied) AND w.num_waiting <= 0;
+            v_tops := COALESCE(v_tops, '{}') || v_emptied;
+        END IF;
+    END IF;
+    IF v_tops IS NULL THEN
+        RETURN 0;
+    END IF;
+    -- 2.
+    PERFORM @extschema@._epoch_enter();
+    v_clock := @extschema@._clock_ms();
+    WITH pairs AS (
+        SELECT t.id, pg_catalog.count(*)::integer AS n
+        FROM pg_catalog.unnest(v_tops) AS t (id)
+        GROUP BY t.id
+    ),
+
+    locked AS (
+        SELECT m.id, p.n
+        FROM @extschema@.message AS m
+        INNER JOIN pairs AS p ON m.id = p.id
+        WHERE m.id = ANY(v_tops) AND m.num_waiting IS NOT NULL
+        ORDER BY m.id
+        FOR NO KEY UPDATE OF m
+    ),
+
+    counted AS (
+        UPDATE @extschema@.message AS m
+        SET
+            num_waiting = CASE WHEN m.num_waiting > l.n THEN m.num_waiting - l.n END,
+            dequeue_at = CASE WHEN m.num_waiting > l.n THEN m.dequeue_at ELSE GREATEST(m.waiting_dequeue_at, v_clock) END,
+            waiting_dequeue_at = CASE WHEN m.num_waiting > l.n THEN m.waiting_dequeue_at END,
+            after = CASE WHEN m.num_waiting > l.n THEN m.after END,
+            after_mode = CASE WHEN m.num_waiting > l.n THEN m.after_mode END
+        FROM locked AS l
+        WHERE m.id = l.id
+        RETURNING m.num_waiting
+    )
+
+    SELECT pg_catalog.count(*) FILTER (WHERE c.num_waiting IS NULL) INTO v_released
+    FROM counted AS c;
+    RETURN v_released;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._message_waits_count_down(bigint[], integer[]) IS
+'Internal: count down the waiting messages (their buckets, then their own count) of the edges a call resolved, in one lock order; release those at zero.';
+
+REVOKE ALL ON FUNCTION @extschema@._message_waits_count_down(bigint[], integer[]) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._message_dependent_end(p_child bigint, p_parent bigint, p_outcome text, p_now bigint)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_channel @extschema@.channel%ROWTYPE;
+    v_child record;
+BEGIN
+    v_channel := @extschema@._message_channel(p_child);
+    IF v_channel.id IS NULL THEN
+        RETURN;
+    END IF;
+    SELECT m.channel_id, m.channel INTO v_child
+    FROM @extschema@.message AS m
+    WHERE m.id = p_child AND m.num_waiting IS NOT NULL
+    FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    DELETE FROM @extschema@.message_wait_bucket AS w WHERE w.child_id = p_child;
+    IF p_outcome = 'dead' THEN
+        PERFORM @extschema@._message_bury(
+            p_child, v_child.channel_id, v_child.channel,
+            pg_catalog.format('lonnymq: parent %s was dead-lettered', p_parent), p_now, v_channel.dedup_window_ms
+        );
+        RETURN;
+    END IF;
+    DELETE FROM @extschema@.message AS m
+    WHERE m.id = p_child
+    RETURNING m.key, m.has_dependents INTO v_child;
+    IF v_child.key IS NOT NULL THEN
+        PERFORM @extschema@._message_key_release(v_channel.id, v_child.key, p_child, 0, 0);
+    END IF;
+    PERFORM @extschema@._channel_removed(ARRAY[v_channel.id]);
+    IF v_child.has_dependents THEN
+        PERFORM @extschema@._message_release(ARRAY[p_child], ARRAY[v_channel.id], ARRAY[v_channel.name], 'cancelled');
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._message_dependent_end(bigint, bigint, text, bigint) IS
+'Internal: a waiting message whose parent died or was cancelled dies (a dead letter naming the parent) or is cancelled with it.';
+
+REVOKE ALL ON FUNCTION @extschema@._message_dependent_end(bigint, bigint, text, bigint) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._message_waits_resolve(p_parents bigint[], p_cursors bigint[], p_outcome text)
+RETURNS TABLE (parent_id bigint, cursor bigint)
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_children bigint[] := '{}';
+    v_buckets integer[] := '{}';
+    v_parent_of bigint[] := '{}';
+    v_resolved record;
+    v_split record;
+    v_now bigint;
+BEGIN
+    FOR i IN 1..pg_catalog.cardinality(p_parents) LOOP
+        -- The first edges after the cursor (one more: whether any is left),
+        -- then those deleted by primary key ("= ANY").
+        WITH next_edges AS MATERIALIZED (
+            SELECT e.child_id
+            FROM @extschema@.message_edge AS e
+            WHERE e.parent_id = p_parents[i] AND e.child_id > p_cursors[i]
+            ORDER BY e.child_id
+            LIMIT @extschema@._release_batch_size() + 1
+        ),
+
+        resolved AS (
+            DELETE FROM @extschema@.message_edge AS e
+            WHERE
+                e.parent_id = p_parents[i]
+                AND e.child_id = ANY(ARRAY(
+                    SELECT n.child_id FROM next_edges AS n ORDER BY n.child_id LIMIT @extschema@._release_batch_size()
+                ))
+            RETURNING e.child_id, e.bucket
+        )
+
+        SELECT
+            pg_catalog.array_agg(r.child_id ORDER BY r.child_id) AS children,
+            pg_catalog.array_agg(r.bucket ORDER BY r.child_id) AS buckets,
+            (SELECT pg_catalog.count(*) FROM next_edges) > @extschema@._release_batch_size() AS has_more,
+            (
+                SELECT pg_catalog.max(n.child_id)
+                FROM (SELECT x.child_id FROM next_edges AS x ORDER BY x.child_id LIMIT @extschema@._release_batch_size()) AS n
+            ) AS last_child
+        INTO v_resolved
+        FROM resolved AS r;
+        IF v_resolved.children IS NOT NULL THEN
+            v_children := v_children || v_resolved.children;
+            v_buckets := v_buckets || v_resolved.buckets;
+            v_parent_of := v_parent_of || pg_catalog.array_fill(p_parents[i], ARRAY[pg_catalog.cardinality(v_resolved.children)]);
+        END IF;
+        IF v_resolved.has_more THEN
+            parent_id := p_parents[i];
+            cursor := v_resolved.last_child;
+            RETURN NEXT;
+        END IF;
+    END LOOP;
+    IF pg_catalog.cardinality(v_children) = 0 THEN
+        RETURN;
+    END IF;
+    IF p_outcome = 'completed' THEN
+        PERFORM @extschema@._message_waits_count_down(v_children, v_buckets);
+        RETURN;
+    END IF;
+    -- A dead or cancelled parent: a child that waits for any end ('ended')
+    -- counts it as done, as does one that waits no more (a stale edge: it
+    -- changes nothing); any other ends too, once (the least parent names
+    -- the cause).  (Read without a lock: _message_dependent_end reads it
+    -- again under its row lock.)
+    SELECT
+        pg_catalog.array_agg(p.child) FILTER (WHERE NOT p.ends) AS counted_children,
+        pg_catalog.array_agg(p.bucket) FILTER (WHERE NOT p.ends) AS counted_buckets,
+        pg_catalog.array_agg(p.child ORDER BY p.child, p.parent) FILTER (WHERE p.ends) AS ending_children,
+        pg_catalog.array_agg(p.parent ORDER BY p.child, p.parent) FILTER (WHERE p.ends) AS ending_parents
+    INTO v_split
+    FROM (
+        SELECT
+            e.child, e.bucket, e.parent,
+            COALESCE((
+                SELECT x.after_mode IS DISTINCT FROM 'ended' FROM @extschema@.message AS x
+                WHERE x.id = e.child AND x.num_waiting IS NOT NULL
+            ), FALSE) AS ends
+        FROM ROWS FROM (
+            pg_catalog.unnest(v_children), pg_catalog.unnest(v_buckets), pg_catalog.unnest(v_parent_of)
+        ) AS e (child, bucket, parent)
+    ) AS p;
+    IF v_split.counted_children IS NOT NULL THEN
+        PERFORM @extschema@._message_waits_count_down(v_split.counted_children, v_split.counted_buckets);
+    END IF;
+    IF v_split.ending_children IS NOT NULL THEN
+        v_now := @extschema@._clock_ms();
+        FOR i IN 1..pg_catalog.cardinality(v_split.ending_children) LOOP
+            -- (Sorted by child: each child once, with its least parent.)
+            CONTINUE WHEN i > 1 AND v_split.ending_children[i] = v_split.ending_children[i - 1];
+            PERFORM @extschema@._message_dependent_end(v_split.ending_children[i], v_split.ending_parents[i], p_outcome, v_now);
+        END LOOP;
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._message_waits_resolve(bigint[], bigint[], text) IS
+'Internal: resolve up to 100 dependents of each ended parent from its cursor (count down, or end them with a dead or cancelled parent); returns the parents with dependents left.';
+
+REVOKE ALL ON FUNCTION @extschema@._message_waits_resolve(bigint[], bigint[], text) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._message_release(
+    p_ids bigint[],
+    p_channel_ids bigint[],
+    p_channels text[],
+    p_outcome text
+)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_left bigint[] := p_ids;
+    v_cursors bigint[];
+    v_now bigint;
+BEGIN
+    IF p_outcome = 'completed' AND pg_catalog.current_setting('transaction_isolation') = 'read committed' THEN
+        SELECT pg_catalog.array_agg(r.parent_id), pg_catalog.array_agg(r.cursor)
+        INTO v_left, v_cursors
+        FROM @extschema@._message_waits_resolve(
+            p_ids, pg_catalog.array_fill(0::bigint, ARRAY[pg_catalog.cardinality(p_ids)]), p_outcome
+        ) AS r;
+        IF v_left IS NULL THEN
+            RETURN;
+        END IF;
+    END IF;
+    PERFORM @extschema@._epoch_enter();
+    v_now := @extschema@._clock_ms();
+    INSERT INTO @extschema@.message (id, channel_id, channel, dequeue_at, created_at, content, schedule, after, after_mode)
+    SELECT
+        l.id, p_channel_ids[pg_catalog.array_position(p_ids, l.id)], p_channels[pg_catalog.array_position(p_ids, l.id)],
+        v_now, v_now, '\x'::bytea, '', ARRAY[COALESCE(l.cursor, 0)], p_outcome
+    FROM ROWS FROM (pg_catalog.unnest(v_left), pg_catalog.unnest(v_cursors)) AS l (id, cursor)
+    ORDER BY l.id;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._message_release(bigint[], bigint[], text[], text) IS
+'Internal: ended messages with dependents: resolve them now (a completion in READ COMMITTED, up to 100 each) or through release rows.';
+
+REVOKE ALL ON FUNCTION @extschema@._message_release(bigint[], bigint[], text[], text) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._message_release_run(p_id bigint, p_cursor bigint, p_outcome text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_lock_timeout text := pg_catalog.current_setting('lock_timeout');
+    v_left record;
+BEGIN
+    BEGIN
+        PERFORM pg_catalog.set_config('lock_timeout', '10ms', TRUE);
+        SELECT r.parent_id, r.cursor INTO v_left
+        FROM @extschema@._message_waits_resolve(ARRAY[p_id], ARRAY[p_cursor], p_outcome) AS r;
+        PERFORM pg_catalog.set_config('lock_timeout', v_lock_timeout, TRUE);
+        IF v_left.parent_id IS NULL THEN
+            DELETE FROM @extschema@.message AS m WHERE m.id = p_id AND m.schedule = '';
+        ELSE
+            UPDATE @extschema@.message AS m SET after = ARRAY[v_left.cursor], num_attempts = 0
+            WHERE m.id = p_id AND m.schedule = '';
+        END IF;
+    EXCEPTION WHEN lock_not_available THEN
+        -- (The subtransaction's writes and setting are undone.)
+        UPDATE @extschema@.message AS m
+        SET
+            num_attempts = m.num_attempts + 1,
+            dequeue_at = @extschema@._clock_ms() + LEAST(10 << LEAST(m.num_attempts, 7), 1000)
+        WHERE m.id = p_id AND m.schedule = '';
+    END;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._message_release_run(bigint, bigint, text) IS
+'Internal: resolve the next dependents of an ended message from its release row, waiting at most 10 ms for any lock; the row goes when none is left.';
+
+REVOKE ALL ON FUNCTION @extschema@._message_release_run(bigint, bigint, text) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._message_promote(
+    p_now bigint,
+    p_due_mark bigint,
+    p_bound bigint,
+    p_limit integer
+)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_due record;
+    v_channel @extschema@.channel%ROWTYPE;
+    v_is_dead boolean;
+    v_is_held boolean;
+    v_noted boolean := FALSE;
+    v_periodic integer := 0;
+BEGIN
+    FOR v_due IN
+        SELECT
+            m.id, m.channel_id, m.channel, m.dequeue_at, m.is_locked, m.is_admitted, m.num_failures, m.schedule,
+            m.after, m.after_mode, GREATEST(m.dequeue_at, m.created_at) AS due_key
+        FROM @extschema@.message AS m
+        WHERE
+            GREATEST(m.dequeue_at, m.created_at) >= p_due_mark AND GREATEST(m.dequeue_at, m.created_at) <= p_now
+            AND m.position IS NULL AND NOT m.is_held
+        ORDER BY GREATEST(m.dequeue_at, m.created_at), m.id
+        LIMIT p_limit
+        FOR UPDATE SKIP LOCKED
+    LOOP
+        -- The first row has the least key: noted for a raise later in this
+        -- transaction, which must not pass it (_due_taken_note).
+        IF NOT v_noted THEN
+            PERFORM @extschema@._due_taken_note(v_due.due_key);
+            v_noted := TRUE;
+        END IF;
+        -- A channel whose configuration is changing right now is left for
+        -- the next call (its change waits for no consumer).
+        CONTINUE WHEN NOT @extschema@._channel_guard_try_shared(v_due.channel);
+        -- A wake (schedule ''; _channel_admit): the channel's walk again,
+        -- under its row lock and its hold guard, both tried, then the wake
+        -- goes; without them it is due again later, 10 ms doubling up to a
+        -- second (num_attempts counts its tries: a producer that holds the
+        -- guard may be in a long transaction).
+        IF v_due.schedule = '' THEN
+            -- A release row (after_mode set): the next dependents of an
+            -- ended message (_message_release_run).
+            IF v_due.after_mode IS NOT NULL THEN
+                PERFORM @extschema@._message_release_run(v_due.id, v_due.after[1], v_due.after_mode);
+                CONTINUE;
+            END IF;
+            IF @extschema@._channel_row_try_lock(v_due.channel_id)
+                AND pg_catalog.pg_try_advisory_xact_lock(1819111686, pg_catalog.hashint8(v_due.channel_id)) THEN
+                PERFORM @extschema@._channel_admit(v_due.channel_id, 0, 0, p_now, NULL);
+                DELETE FROM @extschema@.message AS m WHERE m.id = v_due.id;
+            ELSE
+                UPDATE @extschema@.message AS m SET num_attempts = m.num_attempts + 1,
+                    dequeue_at = @extschema@._clock_ms() + LEAST(10 << LEAST(m.num_attempts, 7), 1000) WHERE m.id = v_due.id;
+            END IF;
+            CONTINUE;
+        END IF;
+        v_channel := @extschema@._channel_config(v_due.channel_id, v_due.channel);
+        -- A schedule's occurrence: the following one is created, and this
+        -- one is its schedule's message at the latest boundary passed
+        -- (NULL: left due, or deleted).
+        IF v_due.schedule IS NOT NULL THEN
+            v_due.dequeue_at := @extschema@._schedule_next(v_due.id, v_due.schedule, v_due.dequeue_at, v_channel, p_now);
+            CONTINUE WHEN v_due.dequeue_at IS NULL;
+            v_periodic := v_periodic + 1;
+        END IF;
+        v_is_dead := COALESCE(v_due.is_locked AND v_due.num_failures + 1 >= v_channel.max_attempts, FALSE);
+        -- Paused: held.  With limits: held unless admitted already, or
+        -- unless its takes claim (placed, its take claims).
+        v_is_held := NOT v_is_dead AND @extschema@._channel_promotes(v_channel)
+            AND (v_channel.is_paused OR NOT v_due.is_admitted);
+        -- Admission, a release, and a dead letter's count in a max_size
+        -- channel write the channel's row.  One whose row lock another
+        -- call holds (a complete, a take, another promotion of it) is left
+        -- due for a later dequeue: consumers never wait for a channel row
+        -- here (_channel_row_try_lock).
+        IF v_is_held OR v_is_dead AND (v_due.is_admitted OR v_channel.max_size IS NOT NULL)
+            OR v_due.is_admitted AND v_due.is_locked AND v_channel.release_interval_ms > 0 THEN
+            CONTINUE WHEN NOT @extschema@._channel_row_try_lock(v_due.channel_id);
+            -- (Read again under the lock: its release and pending count.)
+            v_channel := @extschema@._channel_config(v_due.channel_id, v_due.channel);
+        END IF;
+        -- A lapsed lock, found (counted, lonnymq_messages_lock_expired_total:
+        -- a sequence, no row).
+        IF v_due.is_locked THEN PERFORM pg_catalog.nextval('@extschema@.messages_lock_expired_seq'); END IF;
+        IF v_is_dead THEN
+            PERFORM @extschema@._message_bury(
+                v_due.id, v_due.channel_id, v_due.channel, 'lock expired', p_now, v_channel.dedup_window_ms
+            );
+        ELSIF v_is_held THEN
+            UPDATE @extschema@.message AS m SET is_held = TRUE, is_admitted = FALSE WHERE m.id = v_due.id;
+            -- A channel that follows a pattern with limits gets its row
+            -- (its admission counts) here, at its first admission; it goes
+            -- when they are back to nothing (_channel_admit).
+            IF v_channel.pattern IS NOT NULL THEN
+                v_channel.created_at := p_now;
+                INSERT INTO @extschema@.channel
+                SELECT (v_channel).*
+                ON CONFLICT DO NOTHING;
+            END IF;
+        ELSIF v_due.is_locked AND v_due.is_admitted AND v_channel.release_interval_ms > 0
+            AND (v_channel.release_at > p_now OR v_channel.num_pending > 0) THEN
+            -- An expired lock's new delivery waits for its channel's
+            -- release like any other: due again when the interval ends (a
+            -- later end when another delivery is pending).
+            UPDATE @extschema@.message AS m
+            SET dequeue_at = GREATEST(v_channel.release_at, p_now)
+                + CASE WHEN v_channel.num_pending > 0 THEN v_channel.release_interval_ms ELSE 0 END
+            WHERE m.id = v_due.id;
+        ELSE
+            -- (An expired lock of a channel with a release interval is
+            -- its one pending delivery.)
+            IF v_due.is_locked AND v_due.is_admitted AND v_channel.release_interval_ms > 0 THEN
+                -- (Under its row lock: the newest version is the row.)
+                UPDATE @extschema@.channel AS c SET num_pending = c.num_pending + 1
+                WHERE c.ctid = (
+                    SELECT r.ctid FROM @extschema@.channel AS r
+                    WHERE r.id >= v_due.channel_id AND r.id <= v_due.channel_id
+                    ORDER BY r.id DESC LIMIT 1
+                );
+            END IF;
+            -- Ready: a scheduled message, or an admitted one (an expired
+            -- lock stays admitted, and counted, until it is delivered again;
+            -- one that holds a claim keeps it).
+            UPDATE @extschema@.message AS m
+            SET position = p.place, is_early = p.is_early, is_limited = @extschema@._channel_claims(v_channel)
+            FROM @extschema@._message_place(v_due.channel_id, p_bound, v_due.dequeue_at, 0) AS p
+            WHERE m.id = v_due.id;
+        END IF;
+        -- An admitted message that ends, or goes back to be held, frees
+        -- its place; a held one may be admitted at once.
+        IF v_is_held OR v_is_dead AND v_due.is_admitted THEN
+            PERFORM @extschema@._channel_admit(
+                v_due.channel_id, v_due.is_admitted::integer, 0, p_now, CASE WHEN v_is_held THEN v_due.dequeue_at END
+            );
+        END IF;
+    END LOOP;
+    RETURN v_periodic;
+END;
+$$;
 
 CREATE OR REPLACE FUNCTION @extschema@.message_complete_dequeue(
     p_ids bigint[],
@@ -788,6 +1749,10 @@ DECLARE
     v_gone_ids bigint[];
     v_expired_key bigint;
     v_followed @extschema@.message[];
+    -- The completed messages others wait for, and their channels.
+    v_parents bigint[];
+    v_parent_channel_ids bigint[];
+    v_parent_channels text[];
     v_key record;
     v_admitted record;
 BEGIN
@@ -830,7 +1795,7 @@ BEGIN
                     OR @extschema@._channel_rows_lock(p_ids)
             )
         RETURNING
-            m.id, m.channel_id, m.channel, m.key, m.is_admitted, m AS message,
+            m.id, m.channel_id, m.channel, m.key, m.is_admitted, m.has_dependents, m AS message,
             -- (Counted, lonnymq_messages_completed_total: a sequence, no row.)
             pg_catalog.nextval('@extschema@.messages_completed_seq') AS counted
     )
@@ -842,7 +1807,7 @@ BEGIN
     SELECT
         pg_catalog.array_agg(g.id),
         pg_catalog.array_agg(g.message) FILTER (
-            WHERE g.key IS NOT NULL OR g.is_admitted
+            WHERE g.key IS NOT NULL OR g.is_admitted OR g.has_dependents
             -- (Once a pattern was ever set, every message: its pattern may
             -- keep its history.)
             OR pg_catalog.pg_sequence_last_value('@extschema@.channel_pattern_seq') > 0
@@ -853,8 +1818,11 @@ BEGIN
         -- is ahead of the clock, where no raise reaches).
         pg_catalog.min(GREATEST((g.message).dequeue_at, (g.message).created_at)) FILTER (
             WHERE (g.message).dequeue_at < v_now
-        )
-    INTO v_gone_ids, v_followed, v_expired_key
+        ),
+        pg_catalog.array_agg(g.id) FILTER (WHERE g.has_dependents),
+        pg_catalog.array_agg(g.channel_id) FILTER (WHERE g.has_dependents),
+        pg_catalog.array_agg(g.channel) FILTER (WHERE g.has_dependents)
+    INTO v_gone_ids, v_followed, v_expired_key, v_parents, v_parent_channel_ids, v_parent_channels
     FROM gone AS g;
     -- A raise later in this transaction must not pass it: rolled back, the
     -- lock is due again (_due_taken_note).
@@ -888,7 +1856,20 @@ BEGIN
         LOOP
             PERFORM @extschema@._message_key_release(v_key.channel_id, v_key.key, v_key.id, v_key.window_ms, v_now);
         END LOOP;
-        PERFORM @extschema@._channel_removed(ARRAY(SELECT f.channel_id FROM pg_catalog.unnest(v_followed) AS f));
+        -- And messages others wait for (has_dependents, among the followed
+        -- ones): their dependents are resolved (_message_release, in a
+        -- statement after the DELETE, whose snapshot sees every dependent
+        -- linked before it), in this statement, which every followed
+        -- completion runs anyway (one of its own would cost the limited
+        -- worker loop a statement and two plan nodes a message).  The
+        -- count-down waits for the dependents' rows; what follows waits for
+        -- no row a count-down holds (the channel rows' locks are this
+        -- call's since its DELETE, held messages are taken SKIP LOCKED).
+        PERFORM
+            @extschema@._channel_removed(ARRAY(SELECT f.channel_id FROM pg_catalog.unnest(v_followed) AS f)),
+            CASE WHEN v_parents IS NOT NULL THEN
+                @extschema@._message_release(v_parents, v_parent_channel_ids, v_parent_channels, 'completed')
+            END;
         -- Admitted messages free their places: the next held ones are
         -- admitted, channel rows locked in id order.
         FOR v_admitted IN
@@ -932,27 +1913,41 @@ LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
     v_key text;
+    v_has_dependents boolean;
     v_counted bigint;
 BEGIN
     WITH gone AS (
         DELETE FROM @extschema@.message AS m
         WHERE m.id = p_id
         RETURNING m.*
+    ),
+
+    dead AS (
+        INSERT INTO @extschema@.dead_letter (
+            id, channel, key, content, state, num_attempts, created_at, dead_at, last_error, attempt_log, headers, after,
+            after_mode
+        )
+        SELECT
+            g.id, p_channel, g.key, g.content, g.state, g.num_attempts, g.created_at, p_now, p_error,
+            @extschema@._attempt_log_append(g.attempt_log, g.num_attempts, p_now, p_error), g.headers, g.after,
+            g.after_mode
+        FROM gone AS g
+        RETURNING 1
     )
 
-    INSERT INTO @extschema@.dead_letter (
-        id, channel, key, content, state, num_attempts, created_at, dead_at, last_error, attempt_log, headers
-    )
     SELECT
-        g.id, p_channel, g.key, g.content, g.state, g.num_attempts, g.created_at, p_now, p_error,
-        @extschema@._attempt_log_append(g.attempt_log, g.num_attempts, p_now, p_error), g.headers
-    FROM gone AS g
-    -- (Counted, lonnymq_messages_dead_lettered_total: a sequence, no row.)
-    RETURNING key, pg_catalog.nextval('@extschema@.messages_dead_lettered_seq') INTO v_key, v_counted;
+        g.key, g.has_dependents,
+        -- (Counted, lonnymq_messages_dead_lettered_total: a sequence, no row.)
+        (SELECT pg_catalog.nextval('@extschema@.messages_dead_lettered_seq') FROM dead)
+    INTO v_key, v_has_dependents, v_counted
+    FROM gone AS g;
     IF v_key IS NOT NULL THEN
         PERFORM @extschema@._message_key_release(p_channel_id, v_key, p_id, p_window_ms, p_now);
     END IF;
     PERFORM @extschema@._channel_removed(ARRAY[p_channel_id]);
+    IF v_has_dependents THEN
+        PERFORM @extschema@._message_release(ARRAY[p_id], ARRAY[p_channel_id], ARRAY[p_channel], 'dead');
+    END IF;
 END;
 $$;
 
@@ -966,14 +1961,12 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_now bigint;
-    v_dead record;
+    v_dead @extschema@.dead_letter%ROWTYPE;
     v_channel @extschema@.channel%ROWTYPE;
-    v_id bigint;
-    v_key text;
     v_count integer := 0;
     v_bound bigint;
     v_cursor refcursor;
-    v_limited boolean;
+    v_waiting bigint[] := '{}';
 BEGIN
     IF p_channel IS NOT NULL THEN
         PERFORM @extschema@._check_channel_name(p_channel);
@@ -1006,58 +1999,123 @@ BEGIN
     LOOP
         FETCH v_cursor INTO v_dead;
         EXIT WHEN NOT FOUND;
+        -- A message that died waiting: after the others, in id order, so
+        -- that a parent redriven by this call is back first.
+        IF v_dead.after IS NOT NULL THEN
+            v_waiting := v_waiting || v_dead.id;
+            CONTINUE;
+        END IF;
         IF v_channel.name IS DISTINCT FROM v_dead.channel THEN
             PERFORM @extschema@._channel_guard_shared(v_dead.channel);
             v_channel := @extschema@._channel_config(@extschema@._channel_id(v_dead.channel), v_dead.channel);
-            v_limited := @extschema@._channel_promotes(v_channel);
         END IF;
-        v_id := pg_catalog.nextval('@extschema@.message_id_seq');
-        v_key := v_dead.key;
-        IF v_key IS NOT NULL THEN
-            UPDATE @extschema@.message_key AS k
-            SET message_id = v_id, expires_at = NULL
-            WHERE
-                k.channel_id = v_channel.id
-                AND k.key = v_key
-                AND (k.message_id = v_dead.id OR k.expires_at <= v_now);
-            IF NOT FOUND THEN
-                INSERT INTO @extschema@.message_key (channel_id, key, message_id)
-                VALUES (v_channel.id, v_key, v_id)
-                ON CONFLICT (channel_id, key) DO NOTHING;
-                IF NOT FOUND THEN
-                    v_key := NULL;
-                END IF;
-            END IF;
+        IF @extschema@._message_redrive(v_dead, v_channel, v_bound, v_now) THEN
+            v_count := v_count + 1;
         END IF;
-        -- Counted towards max_size, which it may exceed: a redrive never
-        -- drops a message.
-        UPDATE @extschema@.channel_quota AS q
-        SET num_created = q.num_created + 1
-        WHERE q.channel_id = v_channel.id;
-        -- Deliverable now: ready at its channel's next place, or, in a
-        -- channel with limits, due at once for admission (as a create).
-        INSERT INTO @extschema@.message (
-            id, channel_id, channel, dequeue_at, created_at, content, state, key, attempt_log, position, is_early,
-            is_limited, headers
-        )
-        SELECT
-            v_id, v_channel.id, v_channel.name, v_now, v_dead.created_at, v_dead.content, v_dead.state, v_key,
-            v_dead.attempt_log,
-            CASE WHEN NOT v_limited THEN p.place END, NOT v_limited AND p.is_early,
-            @extschema@._channel_claims(v_channel), v_dead.headers
-        FROM @extschema@._message_place(v_channel.id, v_bound, v_now, 0) AS p;
-        IF v_channel.notify AND NOT v_channel.is_paused THEN
-            PERFORM pg_catalog.pg_notify('lonnymq', COALESCE(v_channel.notify_payload, v_channel.name));
-        END IF;
-        DELETE FROM @extschema@.dead_letter AS d WHERE d.id = v_dead.id;
-        v_count := v_count + 1;
     END LOOP;
     CLOSE v_cursor;
-    -- (Counted, lonnymq_messages_created_total: a sequence, no row.)
-    PERFORM pg_catalog.nextval('@extschema@.messages_created_seq') FROM pg_catalog.generate_series(1, v_count);
+    FOR v_dead IN
+        SELECT d.* FROM @extschema@.dead_letter AS d WHERE d.id = ANY(v_waiting) ORDER BY d.id
+    LOOP
+        PERFORM @extschema@._channel_guard_shared(v_dead.channel);
+        v_channel := @extschema@._channel_config(@extschema@._channel_id(v_dead.channel), v_dead.channel);
+        IF @extschema@._message_redrive(v_dead, v_channel, v_bound, v_now) THEN
+            v_count := v_count + 1;
+        END IF;
+    END LOOP;
     RETURN v_count;
 END;
 $$;
+
+CREATE OR REPLACE FUNCTION @extschema@._message_redrive(
+    p_dead @extschema@.dead_letter,
+    p_channel @extschema@.channel,
+    p_bound bigint,
+    p_now bigint
+)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_key text := p_dead.key;
+    v_limited boolean := @extschema@._channel_promotes(p_channel);
+    v_after bigint[];
+    v_dead_parent bigint;
+    v_num_waiting integer;
+    v_has_dependents boolean;
+    v_counted bigint;
+BEGIN
+    IF p_dead.after IS NOT NULL THEN
+        SELECT a.parents, a.dead_parent INTO v_after, v_dead_parent
+        FROM @extschema@._message_after(p_dead.after, p_dead.after_mode) AS a;
+        IF v_dead_parent IS NOT NULL THEN
+            UPDATE @extschema@.dead_letter AS d
+            SET last_error = pg_catalog.format('lonnymq: parent %s is a dead letter', v_dead_parent)
+            WHERE d.id = p_dead.id;
+            RETURN FALSE;
+        END IF;
+    END IF;
+    -- Its dead end's release row, if any dependents were left: they wait
+    -- for it again.
+    DELETE FROM @extschema@.message AS m
+    WHERE m.id = p_dead.id AND m.schedule = '';
+    v_has_dependents := FOUND;
+    IF v_key IS NOT NULL THEN
+        UPDATE @extschema@.message_key AS k
+        SET message_id = p_dead.id, expires_at = NULL
+        WHERE
+            k.channel_id = p_channel.id
+            AND k.key = v_key
+            AND (k.message_id = p_dead.id OR k.expires_at <= p_now);
+        IF NOT FOUND THEN
+            INSERT INTO @extschema@.message_key (channel_id, key, message_id)
+            VALUES (p_channel.id, v_key, p_dead.id)
+            ON CONFLICT (channel_id, key) DO NOTHING;
+            IF NOT FOUND THEN
+                v_key := NULL;
+            END IF;
+        END IF;
+    END IF;
+    -- Counted towards max_size, which it may exceed: a redrive never
+    -- drops a message.
+    UPDATE @extschema@.channel_quota AS q
+    SET num_created = q.num_created + 1
+    WHERE q.channel_id = p_channel.id;
+    IF v_after IS NOT NULL THEN
+        v_num_waiting := @extschema@._message_edges_link(ARRAY[p_dead.id], v_after);
+    END IF;
+    -- Deliverable now: ready at its channel's next place, or, in a channel
+    -- with limits (or with parents to wait for), due at once for admission
+    -- (as a create); waiting, out of reach.
+    INSERT INTO @extschema@.message (
+        id, channel_id, channel, dequeue_at, created_at, content, state, key, attempt_log, position, is_early,
+        is_limited, headers, num_attempts, has_dependents, num_waiting, waiting_dequeue_at, after, after_mode
+    )
+    SELECT
+        p_dead.id, p_channel.id, p_channel.name,
+        CASE WHEN v_after IS NOT NULL THEN @extschema@._waiting_dequeue_at() ELSE p_now END, p_dead.created_at,
+        p_dead.content, p_dead.state, v_key, p_dead.attempt_log,
+        CASE WHEN NOT v_limited AND p_dead.after IS NULL THEN p.place END,
+        NOT v_limited AND p_dead.after IS NULL AND p.is_early,
+        @extschema@._channel_claims(p_channel), p_dead.headers, p_dead.num_attempts, v_has_dependents, v_num_waiting,
+        CASE WHEN v_after IS NOT NULL THEN p_now END, v_after, CASE WHEN v_after IS NOT NULL THEN p_dead.after_mode END
+    FROM @extschema@._message_place(p_channel.id, p_bound, p_now, 0) AS p;
+    IF p_channel.notify AND NOT p_channel.is_paused AND v_after IS NULL THEN
+        PERFORM pg_catalog.pg_notify('lonnymq', COALESCE(p_channel.notify_payload, p_channel.name));
+    END IF;
+    DELETE FROM @extschema@.dead_letter AS d WHERE d.id = p_dead.id;
+    -- (Counted, lonnymq_messages_created_total: a sequence, no row.)
+    v_counted := pg_catalog.nextval('@extschema@.messages_created_seq');
+    RETURN TRUE;
+END;
+$$;
+
+COMMENT ON FUNCTION @extschema@._message_redrive(@extschema@.dead_letter, @extschema@.channel, bigint, bigint) IS
+'Internal: put one dead letter back with its id and attempt count (waiting again for its parents still in the queue); false when a parent is still a dead letter.';
+
+REVOKE ALL ON FUNCTION @extschema@._message_redrive(
+    @extschema@.dead_letter, @extschema@.channel, bigint, bigint
+) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION @extschema@.message_publish(
     p_routing_key text,
@@ -1065,7 +2123,9 @@ CREATE OR REPLACE FUNCTION @extschema@.message_publish(
     p_dequeue_at bigint DEFAULT NULL,
     p_key text DEFAULT NULL,
     p_require_route boolean DEFAULT FALSE,
-    p_headers jsonb DEFAULT NULL
+    p_headers jsonb DEFAULT NULL,
+    p_after bigint[] DEFAULT NULL,
+    p_after_mode text DEFAULT NULL
 )
 RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -1080,9 +2140,10 @@ BEGIN
     PERFORM @extschema@._check_topic(p_routing_key, 'p_routing_key');
     PERFORM @extschema@._check_message(p_content, p_key);
     PERFORM @extschema@._check_headers(p_headers, 'p_headers');
+    PERFORM @extschema@._check_after(p_after, p_after_mode);
     SELECT
         pg_catalog.count(*),
-        pg_catalog.count(@extschema@.message_create(r.channel, p_content, p_dequeue_at, p_key, p_headers))
+        pg_catalog.count(@extschema@.message_create(r.channel, p_content, p_dequeue_at, p_key, p_headers, p_after, p_after_mode))
     INTO v_channels, v_stored
     FROM (SELECT t.channel FROM @extschema@._topic_routes(p_routing_key) AS t ORDER BY t.channel) AS r;
     IF v_channels = 0 AND p_require_route THEN
@@ -1093,10 +2154,12 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION @extschema@.message_publish(text, bytea, bigint, text, boolean, jsonb) IS
+COMMENT ON FUNCTION @extschema@.message_publish(text, bytea, bigint, text, boolean, jsonb, bigint[], text) IS
 'Create the message in every channel bound to a pattern matching p_routing_key (topic_bind), in the caller''s transaction. Returns how many channels hold it; none bound: 0, or P0002 with p_require_route.';
 
-REVOKE ALL ON FUNCTION @extschema@.message_publish(text, bytea, bigint, text, boolean, jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.message_publish(
+    text, bytea, bigint, text, boolean, jsonb, bigint[], text
+) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION @extschema@.message_publish_batch(
     p_routing_key text,
@@ -1104,7 +2167,9 @@ CREATE OR REPLACE FUNCTION @extschema@.message_publish_batch(
     p_dequeue_at bigint[] DEFAULT NULL,
     p_keys text[] DEFAULT NULL,
     p_require_route boolean DEFAULT FALSE,
-    p_headers jsonb[] DEFAULT NULL
+    p_headers jsonb[] DEFAULT NULL,
+    p_after bigint[] DEFAULT NULL,
+    p_after_mode text DEFAULT NULL
 )
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -1118,10 +2183,13 @@ BEGIN
     -- bad input must still be refused.)
     PERFORM @extschema@._check_topic(p_routing_key, 'p_routing_key');
     PERFORM @extschema@._check_batch(p_contents, p_dequeue_at, p_keys, p_headers);
+    PERFORM @extschema@._check_after(p_after, p_after_mode);
     SELECT pg_catalog.count(DISTINCT r.channel), pg_catalog.count(i.id)
     INTO v_channels, v_stored
     FROM (SELECT t.channel FROM @extschema@._topic_routes(p_routing_key) AS t ORDER BY t.channel) AS r
-    LEFT JOIN LATERAL @extschema@.message_create_batch(r.channel, p_contents, p_dequeue_at, p_keys, p_headers) AS i (id) ON TRUE;
+    LEFT JOIN LATERAL @extschema@.message_create_batch(
+        r.channel, p_contents, p_dequeue_at, p_keys, p_headers, p_after, p_after_mode
+    ) AS i (id) ON TRUE;
     IF v_channels = 0 AND p_require_route THEN
         RAISE EXCEPTION 'lonnymq: no channel is bound to routing key "%"', p_routing_key
             USING ERRCODE = 'P0002';
@@ -1130,10 +2198,99 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION @extschema@.message_publish_batch(text, bytea[], bigint[], text[], boolean, jsonb[]) IS
+COMMENT ON FUNCTION @extschema@.message_publish_batch(text, bytea[], bigint[], text[], boolean, jsonb[], bigint[], text) IS
 'Create the messages in every channel bound to a pattern matching p_routing_key (topic_bind), in the caller''s transaction. Returns how many messages were stored over all channels; none bound: 0, or P0002 with p_require_route.';
 
-REVOKE ALL ON FUNCTION @extschema@.message_publish_batch(text, bytea[], bigint[], text[], boolean, jsonb[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.message_publish_batch(
+    text, bytea[], bigint[], text[], boolean, jsonb[], bigint[], text
+) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@.channel_stats(p_channel text)
+RETURNS TABLE (
+    channel text,
+    ready bigint,
+    scheduled bigint,
+    locked bigint,
+    dead bigint,
+    oldest_ready_age_ms bigint,
+    is_paused boolean,
+    max_concurrency integer,
+    max_size integer,
+    release_interval_ms bigint,
+    max_attempts integer,
+    backoff_base_ms bigint,
+    backoff_factor double precision,
+    backoff_max_ms bigint,
+    backoff_jitter double precision,
+    dedup_window_ms bigint,
+    retain_history boolean,
+    notify boolean,
+    is_ordered boolean,
+    pattern text,
+    waiting bigint
+)
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT
+        p_channel,
+        n.due - n.expired,
+        n.total - n.due - (n.locked - n.expired) - n.waiting,
+        n.locked,
+        d.dead,
+        k.now - GREATEST(h.dequeue_at, h.created_at),
+        (g.c).is_paused,
+        (g.c).max_concurrency,
+        (g.c).max_size,
+        (g.c).release_interval_ms,
+        (g.c).max_attempts,
+        (g.c).backoff_base_ms,
+        (g.c).backoff_factor,
+        (g.c).backoff_max_ms,
+        (g.c).backoff_jitter,
+        (g.c).dedup_window_ms,
+        (g.c).retain_history,
+        (g.c).notify,
+        (g.c).is_ordered,
+        (g.c).pattern,
+        n.waiting
+    FROM (
+        SELECT @extschema@._clock_ms() AS now, @extschema@._channel_id(p_channel) AS id
+    ) AS k
+    -- (OFFSET 0: the configuration read once, not once per column.)
+    CROSS JOIN LATERAL (SELECT @extschema@._channel_config(k.id, p_channel) AS c OFFSET 0) AS g
+    CROSS JOIN LATERAL (
+        SELECT
+            pg_catalog.count(*) AS total,
+            pg_catalog.count(*) FILTER (WHERE m.dequeue_at <= k.now) AS due,
+            pg_catalog.count(*) FILTER (WHERE m.is_locked) AS locked,
+            pg_catalog.count(*) FILTER (WHERE m.is_locked AND m.dequeue_at <= k.now) AS expired,
+            pg_catalog.count(*) FILTER (WHERE m.num_waiting IS NOT NULL) AS waiting
+        FROM @extschema@.message AS m
+        -- (A wake or a release row, schedule '', is no message.)
+        WHERE m.channel_id = k.id AND m.channel = p_channel AND m.schedule IS DISTINCT FROM ''
+    ) AS n
+    CROSS JOIN LATERAL (
+        SELECT pg_catalog.count(*) AS dead
+        FROM @extschema@.dead_letter AS dl
+        WHERE dl.channel = p_channel
+    ) AS d
+    LEFT JOIN LATERAL (
+        SELECT m.dequeue_at, m.created_at
+        FROM @extschema@.message AS m
+        WHERE
+            m.channel_id = k.id AND m.channel = p_channel AND m.dequeue_at <= k.now AND NOT m.is_locked
+            AND m.schedule IS DISTINCT FROM ''
+        ORDER BY m.dequeue_at, m.id
+        LIMIT 1
+    ) AS h ON TRUE
+    WHERE n.total > 0 OR EXISTS (SELECT 1 FROM @extschema@.channel AS c WHERE c.id = k.id AND c.name = p_channel)
+$$;
+
+COMMENT ON FUNCTION @extschema@.channel_stats(text) IS
+'One channel''s row of the view channel_stats (ready, scheduled, locked, dead and waiting messages, the age of the next ready message, the pause state and the configuration), reading only that channel''s messages; no row when the channel has neither configuration nor messages.';
+
+REVOKE ALL ON FUNCTION @extschema@.channel_stats(text) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION @extschema@.message_status(p_id bigint)
 RETURNS TABLE (
@@ -1160,10 +2317,15 @@ BEGIN
     RETURN QUERY
     SELECT
         m.id, m.channel,
-        CASE WHEN m.is_locked THEN 'locked' WHEN m.dequeue_at <= v_now THEN 'ready' ELSE 'scheduled' END,
-        m.dequeue_at, m.num_attempts, m.created_at, NULL::bigint
+        CASE
+            WHEN m.num_waiting IS NOT NULL THEN 'waiting'
+            WHEN m.is_locked THEN 'locked'
+            WHEN m.dequeue_at <= v_now THEN 'ready'
+            ELSE 'scheduled'
+        END,
+        COALESCE(m.waiting_dequeue_at, m.dequeue_at), m.num_attempts, m.created_at, NULL::bigint
     FROM @extschema@.message AS m
-    -- (A wake, schedule '', is no message.)
+    -- (A wake or a release row, schedule '', is no message.)
     WHERE m.id = p_id AND m.schedule IS DISTINCT FROM ''
     UNION ALL
     SELECT d.id, d.channel, 'dead', NULL::bigint, d.num_attempts, d.created_at, d.dead_at
@@ -1186,9 +2348,229 @@ END;
 $$;
 
 COMMENT ON FUNCTION @extschema@.message_status(bigint) IS
-'One message''s status by id: scheduled, ready, locked, dead (a dead letter), done (in the history) or gone (completed without history, cancelled); 22023 for an id lonnymq never gave.';
+'One message''s status by id: waiting (for its parents), scheduled, ready, locked, dead (a dead letter), done (in the history) or gone (completed without history, cancelled); 22023 for an id lonnymq never gave.';
 
 REVOKE ALL ON FUNCTION @extschema@.message_status(bigint) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@._metric_families()
+RETURNS TABLE (i integer, metric text, type text, help text)
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT f.i, f.metric, f.type, f.help
+    FROM (
+        VALUES
+        (
+            1, 'lonnymq_messages', 'gauge',
+            'Messages by state (ready, scheduled, locked, waiting) per configured channel, pattern, '
+            || 'and * (every other channel); counted up to lonnymq_messages_count_limit per series.'
+        ),
+        (
+            2, 'lonnymq_dead_letters', 'gauge',
+            'Dead letters per configured channel, pattern, and * (every other channel); '
+            || 'counted up to lonnymq_messages_count_limit per series.'
+        ),
+        (
+            3, 'lonnymq_oldest_ready_age_seconds', 'gauge',
+            'How long the longest-waiting next ready message of the series'' channels has been deliverable.'
+        ),
+        (
+            4, 'lonnymq_messages_count_limit', 'gauge',
+            'The entries a series'' counts read at most (the setting lonnymq.metrics_count_limit).'
+        ),
+        (5, 'lonnymq_messages_created_total', 'counter', 'Messages stored by a create, a publish, a periodic message or a redrive.'),
+        (6, 'lonnymq_messages_delivered_total', 'counter', 'Messages locked for a worker by a dequeue.'),
+        (7, 'lonnymq_messages_completed_total', 'counter', 'Messages completed.'),
+        (8, 'lonnymq_messages_failed_total', 'counter', 'Deliveries failed by message_fail.'),
+        (9, 'lonnymq_messages_dead_lettered_total', 'counter', 'Messages moved to the dead letters.'),
+        (10, 'lonnymq_messages_lock_expired_total', 'counter', 'Locks that expired before their delivery was settled.')
+    ) AS f (i, metric, type, help)
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@._metrics()
+RETURNS TABLE (metric text, channel text, state text, value double precision)
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    WITH RECURSIVE holding AS (
+        SELECT (
+            SELECT m.channel_id FROM @extschema@.message AS m
+            WHERE m.channel_id >= '-9223372036854775808'::bigint
+            ORDER BY m.channel_id
+            LIMIT 1
+        ) AS id
+        UNION ALL
+        SELECT (
+            SELECT m.channel_id FROM @extschema@.message AS m
+            WHERE m.channel_id > h.id
+            ORDER BY m.channel_id
+            LIMIT 1
+        )
+        FROM holding AS h
+        WHERE h.id IS NOT NULL
+    ),
+
+    burying AS (
+        SELECT (
+            SELECT d.channel FROM @extschema@.dead_letter AS d
+            WHERE d.channel IS NOT NULL
+            ORDER BY d.channel
+            LIMIT 1
+        ) AS name
+        UNION ALL
+        SELECT (
+            SELECT d.channel FROM @extschema@.dead_letter AS d
+            WHERE d.channel > b.name
+            ORDER BY d.channel
+            LIMIT 1
+        )
+        FROM burying AS b
+        WHERE b.name IS NOT NULL
+    ),
+
+    k AS MATERIALIZED (
+        SELECT
+            @extschema@._clock_ms() AS now,
+            COALESCE(
+                NULLIF(pg_catalog.current_setting('lonnymq.metrics_count_limit', TRUE), '')::bigint,
+                10000
+            ) AS count_limit
+    ),
+
+    channels AS MATERIALIZED (
+        SELECT x.id, x.name, pg_catalog.bool_or(x.has_dead) AS has_dead, pg_catalog.bool_or(NOT x.has_dead) AS has_messages
+        FROM (
+            SELECT
+                h.id,
+                (
+                    SELECT m.channel FROM @extschema@.message AS m
+                    WHERE m.channel_id = h.id
+                    ORDER BY m.channel_id, m.position NULLS FIRST, m.dequeue_at, m.id
+                    LIMIT 1
+                ) AS name,
+                FALSE AS has_dead
+            FROM holding AS h
+            WHERE h.id IS NOT NULL
+            UNION ALL
+            SELECT @extschema@._channel_id(b.name), b.name, TRUE
+            FROM burying AS b
+            WHERE b.name IS NOT NULL
+        ) AS x
+        GROUP BY x.id, x.name
+    ),
+
+    series AS MATERIALIZED (
+        SELECT
+            s.series,
+            pg_catalog.array_agg(s.id) FILTER (WHERE s.has_messages) AS ids,
+            pg_catalog.array_agg(s.name) FILTER (WHERE s.has_messages) AS names,
+            pg_catalog.array_agg(s.name) FILTER (WHERE s.has_dead) AS dead_names,
+            pg_catalog.max(s.age_ms) AS age_ms
+        FROM (
+            SELECT
+                COALESCE(
+                    (SELECT COALESCE(c.pattern, c.name) FROM @extschema@.channel AS c WHERE c.id = ch.id AND c.name = ch.name),
+                    (SELECT f.pattern FROM @extschema@._channel_pattern_config(ch.name) AS f),
+                    '*'
+                ) AS series,
+                ch.id, ch.name, ch.has_dead, ch.has_messages,
+                (
+                    SELECT pg_catalog.max(k.now - GREATEST(r.dequeue_at, r.created_at))
+                    FROM (
+                        (
+                            SELECT m.dequeue_at, m.created_at FROM @extschema@.message AS m
+                            WHERE m.channel_id = ch.id AND m.position IS NOT NULL AND m.channel = ch.name
+                            ORDER BY m.position NULLS FIRST
+                            LIMIT 1
+                        )
+                        UNION ALL
+                        (
+                            SELECT m.dequeue_at, m.created_at FROM @extschema@.message AS m
+                            WHERE
+                                m.channel_id = ch.id AND m.position IS NULL AND m.dequeue_at <= k.now
+                                AND NOT m.is_locked AND m.channel = ch.name AND m.schedule IS DISTINCT FROM ''
+                            ORDER BY m.position NULLS FIRST, m.dequeue_at
+                            LIMIT 1
+                        )
+                    ) AS r
+                ) AS age_ms
+            FROM channels AS ch CROSS JOIN k
+            WHERE ch.has_messages OR ch.has_dead
+            -- Configured channels and patterns have a series with or
+            -- without messages, and so has '*'.
+            UNION ALL
+            SELECT c.name, NULL, NULL, FALSE, FALSE, NULL
+            FROM @extschema@.channel AS c
+            WHERE c.pattern IS NULL
+            UNION ALL
+            SELECT '*', NULL, NULL, FALSE, FALSE, NULL
+        ) AS s
+        GROUP BY s.series
+    ),
+
+    figures AS (
+        SELECT s.series, n.ready, n.scheduled, n.locked, n.waiting, d.dead, GREATEST(COALESCE(s.age_ms, 0), 0) AS age_ms
+        FROM series AS s
+        CROSS JOIN k
+        -- The first count_limit messages of the series' channels, in turn:
+        -- the nested loop stops there.
+        CROSS JOIN LATERAL (
+            SELECT
+                pg_catalog.count(*) FILTER (WHERE NOT m.is_locked AND m.dequeue_at <= k.now) AS ready,
+                pg_catalog.count(*) FILTER (
+                    WHERE NOT m.is_locked AND m.dequeue_at > k.now AND m.num_waiting IS NULL
+                ) AS scheduled,
+                pg_catalog.count(*) FILTER (WHERE m.is_locked) AS locked,
+                pg_catalog.count(*) FILTER (WHERE m.num_waiting IS NOT NULL) AS waiting
+            FROM (
+                SELECT m.is_locked, m.dequeue_at, m.num_waiting
+                FROM ROWS FROM (pg_catalog.unnest(s.ids), pg_catalog.unnest(s.names)) AS c (id, name)
+                CROSS JOIN LATERAL (
+                    SELECT m.is_locked, m.dequeue_at, m.num_waiting FROM @extschema@.message AS m
+                    -- (A wake, schedule '', is no message: _channel_admit.)
+                    WHERE m.channel_id = c.id AND m.channel = c.name AND m.schedule IS DISTINCT FROM ''
+                ) AS m
+                LIMIT k.count_limit
+            ) AS m
+        ) AS n
+        CROSS JOIN LATERAL (
+            SELECT pg_catalog.count(*) AS dead
+            FROM (
+                SELECT 1
+                FROM pg_catalog.unnest(s.dead_names) AS c (name)
+                CROSS JOIN LATERAL (
+                    SELECT 1 FROM @extschema@.dead_letter AS d WHERE d.channel = c.name
+                ) AS d
+                LIMIT k.count_limit
+            ) AS d
+        ) AS d
+    )
+
+    SELECT 'lonnymq_messages', f.series, v.state, v.value::double precision
+    FROM figures AS f
+    CROSS JOIN LATERAL (
+        VALUES ('ready', f.ready), ('scheduled', f.scheduled), ('locked', f.locked), ('waiting', f.waiting)
+    ) AS v (state, value)
+    UNION ALL
+    SELECT 'lonnymq_dead_letters', f.series, NULL, f.dead
+    FROM figures AS f
+    UNION ALL
+    SELECT 'lonnymq_oldest_ready_age_seconds', f.series, NULL, f.age_ms / 1000.0
+    FROM figures AS f
+    UNION ALL
+    SELECT 'lonnymq_messages_count_limit', NULL, NULL, k.count_limit
+    FROM k
+    UNION ALL
+    SELECT c.metric, NULL, NULL, pg_catalog.pg_sequence_last_value(c.seq)
+    FROM (
+        VALUES
+        ('lonnymq_messages_created_total', '@extschema@.messages_created_seq'::regclass),
+        ('lonnymq_messages_delivered_total', '@extschema@.messages_delivered_seq'::regclass),
+        ('lonnymq_messages_completed_total', '@extschema@.messages_completed_seq'::regclass),
+        ('lonnymq_messages_failed_total', '@extschema@.messages_failed_seq'::regclass),
+        ('lonnymq_messages_dead_lettered_total', '@extschema@.messages_dead_lettered_seq'::regclass),
+        ('lonnymq_messages_lock_expired_total', '@extschema@.messages_lock_expired_seq'::regclass)
+    ) AS c (metric, seq)
+$$;
 
 CREATE OR REPLACE FUNCTION @extschema@._access_functions(p_access text)
 RETURNS SETOF regprocedure
@@ -1198,10 +2580,10 @@ AS $$
     FROM (
         VALUES
         ('producer', '@extschema@.to_epoch(timestamptz)'),
-        ('producer', '@extschema@.message_create(text, bytea, bigint, text, jsonb)'),
-        ('producer', '@extschema@.message_create_batch(text, bytea[], bigint[], text[], jsonb[])'),
-        ('producer', '@extschema@.message_publish(text, bytea, bigint, text, boolean, jsonb)'),
-        ('producer', '@extschema@.message_publish_batch(text, bytea[], bigint[], text[], boolean, jsonb[])'),
+        ('producer', '@extschema@.message_create(text, bytea, bigint, text, jsonb, bigint[], text)'),
+        ('producer', '@extschema@.message_create_batch(text, bytea[], bigint[], text[], jsonb[], bigint[], text)'),
+        ('producer', '@extschema@.message_publish(text, bytea, bigint, text, boolean, jsonb, bigint[], text)'),
+        ('producer', '@extschema@.message_publish_batch(text, bytea[], bigint[], text[], boolean, jsonb[], bigint[], text)'),
         ('producer', '@extschema@.topic_routes(text)'),
         ('producer', '@extschema@.message_status(bigint)'),
         ('consumer', '@extschema@.to_epoch(timestamptz)'),
@@ -1213,10 +2595,10 @@ AS $$
         ('consumer', '@extschema@.message_heartbeat(bigint, integer, bigint)'),
         ('consumer', '@extschema@.message_fail(bigint, integer, text)'),
         ('admin', '@extschema@.to_epoch(timestamptz)'),
-        ('admin', '@extschema@.message_create(text, bytea, bigint, text, jsonb)'),
-        ('admin', '@extschema@.message_create_batch(text, bytea[], bigint[], text[], jsonb[])'),
-        ('admin', '@extschema@.message_publish(text, bytea, bigint, text, boolean, jsonb)'),
-        ('admin', '@extschema@.message_publish_batch(text, bytea[], bigint[], text[], boolean, jsonb[])'),
+        ('admin', '@extschema@.message_create(text, bytea, bigint, text, jsonb, bigint[], text)'),
+        ('admin', '@extschema@.message_create_batch(text, bytea[], bigint[], text[], jsonb[], bigint[], text)'),
+        ('admin', '@extschema@.message_publish(text, bytea, bigint, text, boolean, jsonb, bigint[], text)'),
+        ('admin', '@extschema@.message_publish_batch(text, bytea[], bigint[], text[], boolean, jsonb[], bigint[], text)'),
         ('admin', '@extschema@.topic_routes(text)'),
         ('admin', '@extschema@.topic_bind(text, text)'),
         ('admin', '@extschema@.topic_unbind(text, text)'),
@@ -1266,11 +2648,153 @@ BEGIN
 END;
 $lonnymq_grants$;
 
+CREATE OR REPLACE VIEW @extschema@.channel_stats AS
+WITH RECURSIVE holding AS (
+    SELECT min(m.channel_id) AS id
+    FROM @extschema@.message AS m
+    WHERE m.channel_id >= '-9223372036854775808'::bigint
+    UNION ALL
+    SELECT (
+        SELECT min(m.channel_id)
+        FROM @extschema@.message AS m
+        WHERE m.channel_id > holding.id
+    )
+    FROM holding
+    WHERE holding.id IS NOT NULL
+),
+
+channels AS (
+    SELECT c.name
+    FROM @extschema@.channel AS c
+    UNION
+    SELECT (
+        SELECT m.channel
+        FROM @extschema@.message AS m
+        WHERE m.channel_id = h.id
+        ORDER BY m.channel_id, m.position NULLS FIRST, m.dequeue_at, m.id
+        LIMIT 1
+    )
+    FROM holding AS h
+    WHERE h.id IS NOT NULL
+)
+
+SELECT
+    s.channel,
+    s.ready,
+    s.scheduled,
+    s.locked,
+    s.dead,
+    s.oldest_ready_age_ms,
+    s.is_paused,
+    s.max_concurrency,
+    s.max_size,
+    s.release_interval_ms,
+    s.max_attempts,
+    s.backoff_base_ms,
+    s.backoff_factor,
+    s.backoff_max_ms,
+    s.backoff_jitter,
+    s.dedup_window_ms,
+    s.retain_history,
+    s.notify,
+    s.is_ordered,
+    s.pattern,
+    s.waiting
+FROM channels AS ch
+CROSS JOIN LATERAL @extschema@.channel_stats(ch.name) AS s;
+
+COMMENT ON VIEW @extschema@.channel_stats IS
+'Per channel, configured or holding messages: ready, scheduled, locked, dead and waiting messages, the age of the next ready message, the pause state, the configuration and the pattern it follows: channel_stats(name) for each channel. Reads every message (the view metrics reads a bounded amount per channel); lonnymq.channel_stats(name) reads one channel.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.channel IS
+'The channel''s name.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.ready IS
+'Messages not locked whose dequeue_at has come; a paused channel, or one at its max_concurrency or inside its release_interval_ms, still counts them.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.scheduled IS
+'Messages not locked whose dequeue_at is in the future: created for later, deferred, or waiting out a retry backoff.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.waiting IS
+'Messages created with p_after some of whose parents are still to end (last: a column added in 0.16.0).';
+
+COMMENT ON COLUMN @extschema@.channel_stats.locked IS
+'Messages held by a worker, expired locks included until a message_dequeue recovers them.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.dead IS
+'Rows of dead_letter filed under the channel''s name.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.oldest_ready_age_ms IS
+'Milliseconds since the channel''s next ready message in (dequeue_at, id) order became deliverable, now - greatest(dequeue_at, created_at); NULL: none ready.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.is_paused IS
+'Paused by channel_pause.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.max_concurrency IS
+'As set by channel_set; NULL: unlimited.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.max_size IS
+'As set by channel_set; NULL: unlimited.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.release_interval_ms IS
+'As set by channel_set, in milliseconds.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.max_attempts IS
+'As set by channel_set; NULL: unlimited.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.backoff_base_ms IS
+'As set by channel_set, in milliseconds.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.backoff_factor IS
+'As set by channel_set.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.backoff_max_ms IS
+'As set by channel_set, in milliseconds.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.backoff_jitter IS
+'As set by channel_set.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.dedup_window_ms IS
+'As set by channel_set, in milliseconds.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.retain_history IS
+'As set by channel_set.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.notify IS
+'As set by channel_set.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.is_ordered IS
+'As set by channel_set (p_ordered): one message locked at a time, and a failed or deferred one keeps its place.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.pattern IS
+'The pattern (a name ending in *) whose configuration the channel follows; NULL when it has its own or none.';
+
 COMMENT ON COLUMN @extschema@.message.headers IS
 'The producer''s headers, a JSON object (W3C trace context: traceparent, tracestate), returned with every delivery; NULL: none given.';
 
+COMMENT ON COLUMN @extschema@.message.has_dependents IS
+'Dependencies, internal state maintained by the queue functions, not to be written by hand: other messages wait for this one (message_edge), so its end resolves them.';
+
+COMMENT ON COLUMN @extschema@.message.num_waiting IS
+'Dependencies, internal state maintained by the queue functions, not to be written by hand: while the message waits, the parents (or, with more than 64, the message_wait_bucket rows) still to end; NULL: it waits for nothing.';
+
+COMMENT ON COLUMN @extschema@.message.waiting_dequeue_at IS
+'Dependencies: while the message waits, the dequeue_at it was created with (dequeue_at is 2^62 until its last parent ends); NULL: it waits for nothing.';
+
+COMMENT ON COLUMN @extschema@.message.after IS
+'Dependencies: while the message waits, the parents it was created waiting for (those then in the queue); on a release row, the last child resolved; NULL otherwise.';
+
+COMMENT ON COLUMN @extschema@.message.after_mode IS
+'Dependencies: while the message waits, what releases it: completed (the default: a dead or cancelled parent ends it too) or ended; on a release row, the parent''s end (completed, dead, cancelled); NULL otherwise.';
+
 COMMENT ON COLUMN @extschema@.dead_letter.headers IS
 'The dead message''s headers, as its producer gave them; NULL: none.';
+
+COMMENT ON COLUMN @extschema@.dead_letter.after IS
+'The parents the message was waiting for when it died (a parent was dead-lettered), which a redrive waits for again; NULL: none.';
+
+COMMENT ON COLUMN @extschema@.dead_letter.after_mode IS
+'What was to release the message (completed or ended), kept for a redrive; NULL: it waited for nothing.';
 
 COMMENT ON COLUMN @extschema@.message_history.headers IS
 'The completed message''s headers, as its producer gave them; NULL: none.';

@@ -22,3 +22,34 @@ DROP FUNCTION @extschema@.message_create_batch(text, bytea[], bigint[], text[]);
 DROP FUNCTION @extschema@.message_publish(text, bytea, bigint, text, boolean);
 DROP FUNCTION @extschema@.message_publish_batch(text, bytea[], bigint[], text[], boolean);
 DROP FUNCTION @extschema@._check_batch(bytea[], bigint[], text[]);
+
+-- Dependencies (doc/dependencies.md): the waiting columns, added last where
+-- a fresh install has them (NULL, or a constant default: no table is
+-- rewritten), the dead letters' parents, the edges and the bucket counters.
+ALTER TABLE @extschema@.message ADD COLUMN has_dependents boolean NOT NULL DEFAULT FALSE;
+ALTER TABLE @extschema@.message ADD COLUMN num_waiting integer;
+ALTER TABLE @extschema@.message ADD COLUMN waiting_dequeue_at bigint;
+ALTER TABLE @extschema@.message ADD COLUMN after bigint[];
+ALTER TABLE @extschema@.message ADD COLUMN after_mode text;
+ALTER TABLE @extschema@.dead_letter ADD COLUMN after bigint[];
+ALTER TABLE @extschema@.dead_letter ADD COLUMN after_mode text;
+-- @include sql/src/schema/message_edge.sql
+-- @include sql/src/schema/message_wait_bucket.sql
+
+-- channel_stats gains a last column, waiting: a new return type, so the
+-- function is created again; the view over it is replaced first by one of
+-- its own columns that needs no function (a DROP would lose the grants on
+-- it), and by its new definition after the functions.
+CREATE OR REPLACE VIEW @extschema@.channel_stats AS
+SELECT
+    NULL::text AS channel, NULL::bigint AS ready, NULL::bigint AS scheduled, NULL::bigint AS locked,
+    NULL::bigint AS dead, NULL::bigint AS oldest_ready_age_ms, NULL::boolean AS is_paused,
+    NULL::integer AS max_concurrency, NULL::integer AS max_size, NULL::bigint AS release_interval_ms,
+    NULL::integer AS max_attempts, NULL::bigint AS backoff_base_ms, NULL::double precision AS backoff_factor,
+    NULL::bigint AS backoff_max_ms, NULL::double precision AS backoff_jitter, NULL::bigint AS dedup_window_ms,
+    NULL::boolean AS retain_history, NULL::boolean AS notify, NULL::boolean AS is_ordered, NULL::text AS pattern
+WHERE FALSE;
+DROP FUNCTION @extschema@.channel_stats(text);
+
+-- @after functions
+-- @include sql/src/metrics/channel_stats_view.sql

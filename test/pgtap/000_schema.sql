@@ -7,8 +7,8 @@ SELECT has_function('lonnymq', 'channel_set', ARRAY['text', 'integer', 'integer'
 SELECT has_function('lonnymq', 'channel_drop', ARRAY['text', 'boolean'], 'channel_drop(text, boolean)');
 SELECT has_function('lonnymq', 'channel_pause', ARRAY['text'], 'channel_pause(text)');
 SELECT has_function('lonnymq', 'channel_resume', ARRAY['text'], 'channel_resume(text)');
-SELECT has_function('lonnymq', 'message_create', ARRAY['text', 'bytea', 'bigint', 'text', 'jsonb'], 'message_create(text, bytea, bigint, text, jsonb)');
-SELECT has_function('lonnymq', 'message_create_batch', ARRAY['text', 'bytea[]', 'bigint[]', 'text[]', 'jsonb[]'], 'message_create_batch(text, bytea[], bigint[], text[], jsonb[])');
+SELECT has_function('lonnymq', 'message_create', ARRAY['text', 'bytea', 'bigint', 'text', 'jsonb', 'bigint[]', 'text'], 'message_create(text, bytea, bigint, text, jsonb, bigint[], text)');
+SELECT has_function('lonnymq', 'message_create_batch', ARRAY['text', 'bytea[]', 'bigint[]', 'text[]', 'jsonb[]', 'bigint[]', 'text'], 'message_create_batch(text, bytea[], bigint[], text[], jsonb[], bigint[], text)');
 SELECT has_function('lonnymq', 'message_dequeue', ARRAY['bigint', 'integer', 'text'], 'message_dequeue(bigint, integer, text)');
 SELECT has_function('lonnymq', 'message_complete_dequeue', ARRAY['bigint[]', 'integer[]', 'bigint', 'integer', 'text'], 'message_complete_dequeue(bigint[], integer[], bigint, integer, text)');
 SELECT has_function('lonnymq', 'message_complete', ARRAY['bigint', 'integer'], 'message_complete(bigint, integer)');
@@ -29,8 +29,8 @@ SELECT has_function('lonnymq', 'revoke_access', ARRAY['name', 'text'], 'revoke_a
 SELECT has_function('lonnymq', 'topic_bind', ARRAY['text', 'text'], 'topic_bind(text, text)');
 SELECT has_function('lonnymq', 'topic_unbind', ARRAY['text', 'text'], 'topic_unbind(text, text)');
 SELECT has_function('lonnymq', 'topic_routes', ARRAY['text'], 'topic_routes(text)');
-SELECT has_function('lonnymq', 'message_publish', ARRAY['text', 'bytea', 'bigint', 'text', 'boolean', 'jsonb'], 'message_publish(text, bytea, bigint, text, boolean, jsonb)');
-SELECT has_function('lonnymq', 'message_publish_batch', ARRAY['text', 'bytea[]', 'bigint[]', 'text[]', 'boolean', 'jsonb[]'], 'message_publish_batch(text, bytea[], bigint[], text[], boolean, jsonb[])');
+SELECT has_function('lonnymq', 'message_publish', ARRAY['text', 'bytea', 'bigint', 'text', 'boolean', 'jsonb', 'bigint[]', 'text'], 'message_publish(text, bytea, bigint, text, boolean, jsonb, bigint[], text)');
+SELECT has_function('lonnymq', 'message_publish_batch', ARRAY['text', 'bytea[]', 'bigint[]', 'text[]', 'boolean', 'jsonb[]', 'bigint[]', 'text'], 'message_publish_batch(text, bytea[], bigint[], text[], boolean, jsonb[], bigint[], text)');
 SELECT is(
     (SELECT pg_get_function_result('lonnymq.message_dequeue(bigint, integer, text)'::regprocedure)),
     'SETOF lonnymq.delivery',
@@ -160,7 +160,7 @@ SELECT columns_are('lonnymq', 'channel_stats', ARRAY[
     'channel', 'ready', 'scheduled', 'locked', 'dead', 'oldest_ready_age_ms', 'is_paused',
     'max_concurrency', 'max_size', 'release_interval_ms', 'max_attempts', 'backoff_base_ms',
     'backoff_factor', 'backoff_max_ms', 'backoff_jitter', 'dedup_window_ms', 'retain_history', 'notify',
-    'is_ordered', 'pattern'
+    'is_ordered', 'pattern', 'waiting'
 ], 'channel_stats has the documented columns');
 SELECT has_view('lonnymq', 'metrics', 'the metrics view');
 SELECT columns_are('lonnymq', 'metrics', ARRAY['metric', 'channel', 'state', 'value'], 'metrics has the documented columns');

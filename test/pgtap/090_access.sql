@@ -13,7 +13,7 @@ SELECT lives_ok($$ SELECT lonnymq.grant_access('lmq_pgtap_ops', 'admin') $$, 'gr
 SELECT lives_ok($$ SELECT lonnymq.grant_access('lmq_pgtap_mon', 'monitor') $$, 'grant monitor');
 
 SELECT ok(
-    has_function_privilege('lmq_pgtap_app', 'lonnymq.message_create(text, bytea, bigint, text, jsonb)', 'EXECUTE')
+    has_function_privilege('lmq_pgtap_app', 'lonnymq.message_create(text, bytea, bigint, text, jsonb, bigint[], text)', 'EXECUTE')
     AND NOT has_function_privilege('lmq_pgtap_app', 'lonnymq.message_dequeue(bigint, integer, text)', 'EXECUTE')
     AND has_schema_privilege('lmq_pgtap_app', 'lonnymq', 'USAGE'),
     'a producer may create, not dequeue'
@@ -85,7 +85,7 @@ SELECT is(
 
 SELECT lonnymq.revoke_access('lmq_pgtap_app', 'producer');
 SELECT ok(
-    NOT has_function_privilege('lmq_pgtap_app', 'lonnymq.message_create(text, bytea, bigint, text, jsonb)', 'EXECUTE')
+    NOT has_function_privilege('lmq_pgtap_app', 'lonnymq.message_create(text, bytea, bigint, text, jsonb, bigint[], text)', 'EXECUTE')
     AND NOT has_schema_privilege('lmq_pgtap_app', 'lonnymq', 'USAGE'),
     'revoking the only set takes the functions and the schema back'
 );

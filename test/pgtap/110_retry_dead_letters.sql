@@ -1,7 +1,7 @@
 \ir include/setup.psql
 -- message_fail (retry policy, backoff), dead letters (from message_fail and
 -- from expired locks), dead_letter_redrive.
-SELECT plan(72);
+SELECT plan(74);
 
 -- Deliver one message of a channel, its lock p_lock_ms; returns "id:num_attempts".
 CREATE FUNCTION pg_temp.deliver(p_channel text, p_lock_ms bigint DEFAULT 60000)
@@ -289,10 +289,10 @@ SELECT is(lonnymq.dead_letter_redrive('rb'), 2, 'redrive by channel');
 SELECT is(lonnymq.dead_letter_redrive('ra', ARRAY[:a1, :a2]::bigint[]), 1, 'both filters');
 SELECT is((SELECT count(*) FROM lonnymq.dead_letter WHERE channel IN ('ra', 'rb')), 0::bigint, 'those dead letters are gone');
 SELECT is(
-    (SELECT string_agg(concat_ws(' ', c.name, convert_from(m.content, 'UTF8'), m.id > :c_new, m.num_attempts, NOT m.is_locked, m.dequeue_at <= pg_temp.lmq_now(), coalesce(m.key, '-'), jsonb_array_length(m.attempt_log)), ', ' ORDER BY m.id)
+    (SELECT string_agg(concat_ws(' ', c.name, convert_from(m.content, 'UTF8'), m.id IN (:a1, :a2, :b1, :b2), m.num_attempts, m.num_failures, NOT m.is_locked, m.dequeue_at <= pg_temp.lmq_now(), coalesce(m.key, '-'), jsonb_array_length(m.attempt_log)), ', ' ORDER BY m.id)
      FROM lonnymq.message AS m INNER JOIN lonnymq.channel AS c ON c.name = m.channel WHERE c.name IN ('ra', 'rb')),
-    'ra a2 t 0 t t - 1, rb b1 t 0 t t kb 1, rb b2 t 0 t t - 1, ra a1 t 0 t t ka 1',
-    'redriven: new ids, num_attempts 0, deliverable now, keys and attempt logs kept'
+    'ra a1 t 1 0 t t ka 1, ra a2 t 1 0 t t - 1, rb b1 t 1 0 t t kb 1, rb b2 t 1 0 t t - 1',
+    'redriven (0.16.0): their ids and attempt counts kept, failures from 0, deliverable now, keys and attempt logs kept'
 );
 SELECT is(
     (SELECT string_agg(k.key || '=' || convert_from(m.content, 'UTF8') || ':' || coalesce(k.expires_at::text, 'held'), ',' ORDER BY k.key)
@@ -311,6 +311,12 @@ SELECT is(
     'a1,a2,b1,b2',
     'redriven messages are delivered'
 );
+SELECT is(
+    (SELECT string_agg(m.id || ':' || m.num_attempts, ',' ORDER BY m.id) FROM lonnymq.message AS m WHERE m.channel IN ('ra', 'rb')),
+    format('%s:2,%s:2,%s:2,%s:2', :a1, :a2, :b1, :b2),
+    'their next delivery''s token is the count of attempts, grown on: a token from before their death never matches'
+);
+SELECT is(lonnymq.message_complete(:a1, 1), FALSE, 'the token of the delivery that died is refused');
 SELECT cmp_ok((SELECT count(*)::integer FROM lonnymq.dead_letter), '>=', 5, 'dead letters of other channels are left');
 SELECT count(*)::integer AS dead_left FROM lonnymq.dead_letter \gset
 SELECT is(lonnymq.dead_letter_redrive(), :dead_left, 'redrive with no filter: all of them');

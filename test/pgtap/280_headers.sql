@@ -100,8 +100,8 @@ SELECT is(
     'the dead letter keeps them');
 SELECT is(lonnymq.dead_letter_redrive('hk'), 1, 'the dead letter is redriven');
 SELECT results_eq(
-    $$SELECT d.headers ->> 'k', d.id <> $$ || :kept_id || $$ FROM lonnymq.message_dequeue(60000, 1, 'hk') AS d$$,
-    $$VALUES ('kept', TRUE)$$, 'the redriven message, a new id, is delivered with them');
+    $$SELECT d.headers ->> 'k', d.id = $$ || :kept_id || $$ FROM lonnymq.message_dequeue(60000, 1, 'hk') AS d$$,
+    $$VALUES ('kept', TRUE)$$, 'the redriven message, its id kept, is delivered with them');
 
 SELECT lonnymq.channel_set('hh', p_retain_history => TRUE);
 SELECT lonnymq.message_create('hh', 'h', p_headers => '{"h": "history"}') AS hist_id \gset

@@ -294,7 +294,7 @@ def element_values(param: str, typ: str, world: World, big: bool) -> st.SearchSt
     if typ == "bytea":
         return bytea_values(big)
     if typ == "bigint":
-        known = world.ids if re.search(r"(^|_)ids?$", param) else world.times
+        known = world.ids if re.search(r"(^|_)ids?$", param) or param == "p_after" else world.times
         return integer_values(BIGINT_MIN, BIGINT_MAX, BIGINT_EDGES, known)
     if typ == "integer":
         known = world.tokens if "attempt" in param else []
@@ -323,6 +323,8 @@ def known_names(param: str, world: World) -> list[str]:
         return ["producer", "consumer", "admin", "Producer", "admin ", "nosuch"]
     if param == "p_notify_payload":
         return ["name", "id", "none", "NAME", "payload"]
+    if param == "p_after_mode":
+        return ["completed", "ended", "Completed", "any", "done"]
     return world.channels
 
 
@@ -351,7 +353,7 @@ def plausible_values(param: str, typ: str, world: World) -> st.SearchStrategy:
     if typ == "bytea":
         return st.binary(max_size=16)
     if typ == "bigint":
-        if re.search(r"(^|_)ids?$", param):
+        if re.search(r"(^|_)ids?$", param) or param == "p_after":
             return st.sampled_from(world.ids)
         return st.sampled_from(world.times if param.endswith("_at") else [0, 1000, 60000])
     if typ == "integer":

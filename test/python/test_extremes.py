@@ -34,13 +34,21 @@ CALLS = {
         "p_backoff_max_ms": "lonnymq.channel_set('c', p_backoff_max_ms => {x})",
         "p_dedup_window_ms": "lonnymq.channel_set('c', p_dedup_window_ms => {x})",
     },
-    "message_create": {"p_dequeue_at": "lonnymq.message_create('c', 'x', {x})"},
+    "message_create": {
+        "p_dequeue_at": "lonnymq.message_create('c', 'x', {x})",
+        "p_after": "lonnymq.message_create('c', 'x', p_after => ARRAY[{x}]::bigint[])",
+    },
     "message_create_batch": {
         "p_dequeue_at": "lonnymq.message_create_batch('c', ARRAY['x', 'y']::bytea[], ARRAY[{x}, 0]::bigint[])",
+        "p_after": "lonnymq.message_create_batch('c', ARRAY['x', 'y']::bytea[], p_after => ARRAY[{x}]::bigint[])",
     },
-    "message_publish": {"p_dequeue_at": "lonnymq.message_publish('ev', 'x', {x})"},
+    "message_publish": {
+        "p_dequeue_at": "lonnymq.message_publish('ev', 'x', {x})",
+        "p_after": "lonnymq.message_publish('ev', 'x', p_after => ARRAY[{x}]::bigint[])",
+    },
     "message_publish_batch": {
         "p_dequeue_at": "lonnymq.message_publish_batch('ev', ARRAY['x', 'y']::bytea[], ARRAY[{x}, 0]::bigint[])",
+        "p_after": "lonnymq.message_publish_batch('ev', ARRAY['x', 'y']::bytea[], p_after => ARRAY[{x}]::bigint[])",
     },
     "message_cancel": {"p_id": "lonnymq.message_cancel({x})"},
     "message_status": {"p_id": "lonnymq.message_status({x})"},

@@ -128,3 +128,41 @@ def test_a_repeatable_read_configuration_change_does_not_strand_a_message_held_a
             "SELECT convert_from(content, 'UTF8') FROM lonnymq.message_dequeue(60000, 1, 'h')")]
         time.sleep(0.01)
     assert got == ["second"], f"the held message was not delivered: {got}"
+
+
+WAITING = [
+    # An edge lost: the child would wait for a parent that never counts it down.
+    ("DELETE FROM lonnymq.message_edge WHERE parent_id = %(a)s", "edge lost"),
+    # A parent that does not know it has dependents: its end would resolve none.
+    ("UPDATE lonnymq.message SET has_dependents = FALSE WHERE id = %(a)s", "parent unflagged"),
+    # A count that is not its edges', or a child made due while it waits.
+    ("UPDATE lonnymq.message SET num_waiting = 3 WHERE id = %(c)s", "count"),
+    ("UPDATE lonnymq.message SET dequeue_at = 0 WHERE id = %(c)s", "due"),
+    # A bucket whose count is not its parents'.
+    ("UPDATE lonnymq.message_wait_bucket SET num_waiting = num_waiting + 1 WHERE child_id = %(w)s AND bucket = 0",
+     "bucket"),
+]
+
+
+@pytest.mark.parametrize("change, what", WAITING, ids=[w for _, w in WAITING])
+def test_a_waiting_message_no_end_would_release_is_reported(db, change, what):
+    """A message created with p_after (0.16.0) waits until its parents'
+    ends count it down: a waiting message whose counts are not exactly its
+    pending edges, or that left its waiting state, would wait for ever or
+    run early; waiting_stuck names it, by the Python check and the SQL
+    function."""
+    conn = db.connect(autocommit=True)
+    a = conn.execute("SELECT lonnymq.message_create('p', 'a')").fetchone()[0]
+    b = conn.execute("SELECT lonnymq.message_create('p', 'b')").fetchone()[0]
+    c = conn.execute("SELECT lonnymq.message_create('c', 'c', p_after => ARRAY[%s, %s])", (a, b)).fetchone()[0]
+    wide = [r[0] for r in conn.execute("SELECT i FROM lonnymq.message_create_batch('p', array_fill('x'::bytea, ARRAY[70])) AS i")]
+    w = conn.execute("SELECT lonnymq.message_create('c', 'w', p_after => %s)", (wide,)).fetchone()[0]
+    assert_nothing_below_the_marks(conn)
+    conn.execute(check_function_sql())
+    with conn.transaction(force_rollback=True):
+        conn.execute(change, {"a": a, "c": c, "w": w})
+        with pytest.raises(AssertionError, match="no parent's end would release"):
+            assert_nothing_below_the_marks(conn, what)
+        assert conn.execute("SELECT waiting_stuck FROM lonnymq_check.below_the_marks()").fetchone()[0] == [
+            w if what == "bucket" else c]
+    assert_nothing_below_the_marks(conn)

@@ -91,10 +91,15 @@ def _psql(env: dict, sql: str) -> str:
 def test_the_tour_runs_as_written(server):
     env = server
     sql = _blocks("sql")
-    assert len(sql) == 4, "the tour's SQL blocks changed: update this test"
+    assert len(sql) == 5, "the tour's SQL blocks changed: update this test"
     proc = subprocess.run(["psql", "-X", "-v", "ON_ERROR_STOP=1", "-f", "-"], input="\n".join(sql), env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    # The workflow ran in its order: pack first, thanks last, once each.
+    ran = re.findall(r"NOTICE:  done: (.*)", proc.stderr)
+    assert ran[0] == "pack order 1001" and ran[-1] == "thank the customer", ran
+    assert sorted(ran[1:3]) == ["invoice order 1001", "ship order 1001"], ran
+    assert "waiting" in proc.stdout, "the last message of the workflow waited for the others"
     # What the SQL did: the order was worked and logged, the payment died and
     # was redriven, the reminder waits an hour, the report waits for tomorrow
     # (its schedule's pending occurrence, 0.15.0).

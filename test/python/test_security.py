@@ -142,7 +142,7 @@ def test_grant_access_refuses_bad_input(db, roles):
             conn.execute("SELECT lonnymq.grant_access(%s, 'producer')", (odd,))
             assert conn.execute("SELECT to_regclass('lonnymq.message') IS NOT NULL").fetchone() == (True,)
             assert conn.execute(
-                "SELECT has_function_privilege(%s, 'lonnymq.message_create(text, bytea, bigint, text, jsonb)', 'EXECUTE')",
+                "SELECT has_function_privilege(%s, 'lonnymq.message_create(text, bytea, bigint, text, jsonb, bigint[], text)', 'EXECUTE')",
                 (odd,)).fetchone() == (True,)
         finally:
             conn.execute(psycopg.sql.SQL("DROP OWNED BY {}").format(psycopg.sql.Identifier(odd)))

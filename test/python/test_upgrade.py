@@ -845,20 +845,21 @@ def test_the_update_from_0_15_0_carries_direct_grants_to_the_new_producer_signat
             granted = {
                 signature: one(conn, "SELECT has_function_privilege(%s, %s, 'EXECUTE')", (role, f"lonnymq.{signature}"))
                 for signature in (
-                    "message_create(text, bytea, bigint, text, jsonb)",
-                    "message_create_batch(text, bytea[], bigint[], text[], jsonb[])",
-                    "message_publish(text, bytea, bigint, text, boolean, jsonb)",
-                    "message_publish_batch(text, bytea[], bigint[], text[], boolean, jsonb[])",
+                    "message_create(text, bytea, bigint, text, jsonb, bigint[], text)",
+                    "message_create_batch(text, bytea[], bigint[], text[], jsonb[], bigint[], text)",
+                    "message_publish(text, bytea, bigint, text, boolean, jsonb, bigint[], text)",
+                    "message_publish_batch(text, bytea[], bigint[], text[], boolean, jsonb[], bigint[], text)",
                 )
             }
             assert granted == {
-                "message_create(text, bytea, bigint, text, jsonb)": True,
-                "message_create_batch(text, bytea[], bigint[], text[], jsonb[])": False,
-                "message_publish(text, bytea, bigint, text, boolean, jsonb)": False,
-                "message_publish_batch(text, bytea[], bigint[], text[], boolean, jsonb[])": True,
+                "message_create(text, bytea, bigint, text, jsonb, bigint[], text)": True,
+                "message_create_batch(text, bytea[], bigint[], text[], jsonb[], bigint[], text)": False,
+                "message_publish(text, bytea, bigint, text, boolean, jsonb, bigint[], text)": False,
+                "message_publish_batch(text, bytea[], bigint[], text[], boolean, jsonb[], bigint[], text)": True,
             }
             assert one(conn, "SELECT has_function_privilege(%s, %s, 'EXECUTE WITH GRANT OPTION')", (
-                role, "lonnymq.message_publish_batch(text, bytea[], bigint[], text[], boolean, jsonb[])")) is True
+                role, "lonnymq.message_publish_batch(text, bytea[], bigint[], text[], boolean, jsonb[], bigint[], text)"
+            )) is True
             conn.execute(f"SET ROLE {role}")
             mid = one(conn, "SELECT lonnymq.message_create('g', 'x', p_headers => '{\"a\": 1}')")
             conn.execute("RESET ROLE")

@@ -2,6 +2,9 @@
 -- come (from the due mark, oldest first, SKIP LOCKED), for a dequeue or
 -- tick(); the one path of scheduled messages, periodic messages, retries,
 -- defers, a limited channel's new messages and lock recovery:
+--   * a release row: the next dependents of an ended message are
+--     resolved (_message_release_run, which waits at most 10 ms for a
+--     lock);
 --   * a schedule's pending occurrence: it becomes the schedule's message of
 --     its boundary, and the following occurrence is created
 --     (_schedule_next); then it goes on as any scheduled message below (or
@@ -32,6 +35,7 @@
 --   most how many due messages it takes.
 -- Returns: how many periodic messages it made (tick() reports it).
 -- Calls: _channel_guard_try_shared, _clock_ms (a wake's next try),
+--   _message_release_run (a release row),
 --   _channel_config, _schedule_next,
 --   _channel_promotes, _channel_claims, _channel_row_try_lock, _message_bury, _message_place
 --   (inlined), _channel_admit, _due_taken_note (the first row's key: a raise
@@ -55,7 +59,10 @@
 --   row lock is held already: the channel row FOR NO KEY UPDATE, held
 --   messages FOR UPDATE SKIP LOCKED.  For a wake: the channel row lock
 --   (1819111683), then the hold guard (1819111686, hashint8(channel id))
---   exclusive, both tried, until the transaction ends.
+--   exclusive, both tried, until the transaction ends.  For a release row:
+--   _message_release_run's (buckets, then waiting messages, FOR NO KEY
+--   UPDATE; a dependent's channel guard, row lock and row, to end it), each
+--   waited for at most 10 ms.
 CREATE FUNCTION @extschema@._message_promote(
     p_now bigint,
     p_due_mark bigint,
@@ -76,7 +83,7 @@ BEGIN
     FOR v_due IN
         SELECT
             m.id, m.channel_id, m.channel, m.dequeue_at, m.is_locked, m.is_admitted, m.num_failures, m.schedule,
-            GREATEST(m.dequeue_at, m.created_at) AS due_key
+            m.after, m.after_mode, GREATEST(m.dequeue_at, m.created_at) AS due_key
         FROM @extschema@.message AS m
         WHERE
             GREATEST(m.dequeue_at, m.created_at) >= p_due_mark AND GREATEST(m.dequeue_at, m.created_at) <= p_now
@@ -100,6 +107,12 @@ BEGIN
         -- second (num_attempts counts its tries: a producer that holds the
         -- guard may be in a long transaction).
         IF v_due.schedule = '' THEN
+            -- A release row (after_mode set): the next dependents of an
+            -- ended message (_message_release_run).
+            IF v_due.after_mode IS NOT NULL THEN
+                PERFORM @extschema@._message_release_run(v_due.id, v_due.after[1], v_due.after_mode);
+                CONTINUE;
+            END IF;
             IF @extschema@._channel_row_try_lock(v_due.channel_id)
                 AND pg_catalog.pg_try_advisory_xact_lock(1819111686, pg_catalog.hashint8(v_due.channel_id)) THEN
                 PERFORM @extschema@._channel_admit(v_due.channel_id, 0, 0, p_now, NULL);

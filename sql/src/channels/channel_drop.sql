@@ -8,17 +8,20 @@
 -- of the rows it deletes).  A pattern (a name ending in '*';
 -- p_purge does nothing there) goes with its row: the channels that
 -- followed it follow what applies to them without it
--- (_channel_pattern_apply).
+-- (_channel_pattern_apply).  A purge is a cancel for the messages that wait
+-- for the purged ones: they are cancelled too, unless created with
+-- p_after_mode 'ended' (_message_release: release rows).
 -- Parameters: p_channel, the channel's or pattern's name; p_purge, whether
 --   to delete the channel's messages with it.
 -- Returns: TRUE when dropped; FALSE when there was nothing to drop (no row
 --   and no messages; for a pattern, no row).
 -- Calls: _check_channel_name, _channel_id, _channel_guard_exclusive,
 --   _channel_row_lock, _channel_pattern_apply, _channel_admits,
---   _epoch_enter, _clock_ms.
+--   _epoch_enter, _clock_ms, _message_release (purged messages with
+--   dependents).
 -- Tables: reads channel (channel_pkey), message (message_channel_ix: does
 --   it hold any); writes message, message_key, channel_quota, channel (all
---   delete).
+--   delete; message: the release rows).
 -- Locks: advisory (1819111681, hashtext(name)) then (1819111682,
 --   hashtext(name) & 31) exclusive until the transaction ends
 --   (_channel_guard_exclusive); advisory (1819111683, hashint8(id))
@@ -37,6 +40,7 @@ AS $$
 DECLARE
     v_channel_id bigint;
     v_pattern @extschema@.channel%ROWTYPE;
+    v_dropped bigint[];
 BEGIN
     PERFORM @extschema@._check_channel_name(p_channel);
     IF p_purge IS NULL THEN
@@ -81,7 +85,22 @@ BEGIN
             HINT = 'Pass p_purge => true to delete them with the channel.';
     END IF;
 
-    DELETE FROM @extschema@.message AS m WHERE m.channel_id = v_channel_id AND m.channel = p_channel AND m.schedule IS NULL;
+    WITH gone AS (
+        DELETE FROM @extschema@.message AS m
+        WHERE m.channel_id = v_channel_id AND m.channel = p_channel AND m.schedule IS NULL
+        RETURNING m.id, m.has_dependents
+    )
+
+    SELECT pg_catalog.array_agg(g.id) FILTER (WHERE g.has_dependents) INTO v_dropped
+    FROM gone AS g;
+    -- The messages others wait for: their dependents are cancelled too (a
+    -- purge is a cancel), through release rows (_message_release).
+    PERFORM @extschema@._message_release(
+        pg_catalog.array_agg(g.id ORDER BY g.id), pg_catalog.array_agg(v_channel_id), pg_catalog.array_agg(p_channel),
+        'cancelled'
+    )
+    FROM pg_catalog.unnest(v_dropped) AS g (id)
+    HAVING pg_catalog.count(*) > 0;
     DELETE FROM @extschema@.message_key AS k WHERE k.channel_id = v_channel_id;
     DELETE FROM @extschema@.channel_quota AS q WHERE q.channel_id = v_channel_id;
     DELETE FROM @extschema@.channel AS c WHERE c.id = v_channel_id;

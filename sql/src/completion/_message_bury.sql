@@ -11,9 +11,9 @@
 --   key's window); p_window_ms, the channel's dedup_window_ms.
 -- Returns: nothing.
 -- Calls: _attempt_log_append (inlined), _message_key_release,
---   _channel_removed.
--- Tables: writes message (deletes it, by message_pkey), dead_letter (inserts
---   it), messages_dead_lettered_seq (the counter).  (message_key through
+--   _channel_removed, _message_release (a message with dependents).
+-- Tables: writes message (deletes it, by message_pkey; its release row),
+--   dead_letter (inserts it), messages_dead_lettered_seq (the counter).  (message_key through
 --   _message_key_release; channel through _channel_removed.)
 -- Locks: the message row it deletes (the caller has locked it); through its
 --   callees, the message_key row they update or delete and a max_size
@@ -31,27 +31,41 @@ LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
     v_key text;
+    v_has_dependents boolean;
     v_counted bigint;
 BEGIN
     WITH gone AS (
         DELETE FROM @extschema@.message AS m
         WHERE m.id = p_id
         RETURNING m.*
+    ),
+
+    dead AS (
+        INSERT INTO @extschema@.dead_letter (
+            id, channel, key, content, state, num_attempts, created_at, dead_at, last_error, attempt_log, headers, after,
+            after_mode
+        )
+        SELECT
+            g.id, p_channel, g.key, g.content, g.state, g.num_attempts, g.created_at, p_now, p_error,
+            @extschema@._attempt_log_append(g.attempt_log, g.num_attempts, p_now, p_error), g.headers, g.after,
+            g.after_mode
+        FROM gone AS g
+        RETURNING 1
     )
 
-    INSERT INTO @extschema@.dead_letter (
-        id, channel, key, content, state, num_attempts, created_at, dead_at, last_error, attempt_log, headers
-    )
     SELECT
-        g.id, p_channel, g.key, g.content, g.state, g.num_attempts, g.created_at, p_now, p_error,
-        @extschema@._attempt_log_append(g.attempt_log, g.num_attempts, p_now, p_error), g.headers
-    FROM gone AS g
-    -- (Counted, lonnymq_messages_dead_lettered_total: a sequence, no row.)
-    RETURNING key, pg_catalog.nextval('@extschema@.messages_dead_lettered_seq') INTO v_key, v_counted;
+        g.key, g.has_dependents,
+        -- (Counted, lonnymq_messages_dead_lettered_total: a sequence, no row.)
+        (SELECT pg_catalog.nextval('@extschema@.messages_dead_lettered_seq') FROM dead)
+    INTO v_key, v_has_dependents, v_counted
+    FROM gone AS g;
     IF v_key IS NOT NULL THEN
         PERFORM @extschema@._message_key_release(p_channel_id, v_key, p_id, p_window_ms, p_now);
     END IF;
     PERFORM @extschema@._channel_removed(ARRAY[p_channel_id]);
+    IF v_has_dependents THEN
+        PERFORM @extschema@._message_release(ARRAY[p_id], ARRAY[p_channel_id], ARRAY[p_channel], 'dead');
+    END IF;
 END;
 $$;
 

@@ -24,7 +24,10 @@
 -- their pattern's) get their copies; keys are released for their channel's
 -- dedup window; max_size channels count the removals (_channel_removed);
 -- admitted messages free their places (_channel_admit, per channel in id
--- order; their row locks were taken before the delete).
+-- order; their row locks were taken before the delete); messages others
+-- wait for (has_dependents) have their dependents resolved
+-- (_message_release: up to 100 each at once in READ COMMITTED, the rest
+-- through release rows).
 -- Parameters: p_ids, the message ids; p_num_attempts, their fencing tokens
 --   (p_num_attempts[k] for p_ids[k]); p_caller, the role completing
 --   (_caller_role): a message locked by another role is skipped; p_report, a
@@ -34,7 +37,8 @@
 -- Calls: _check_pairs, _clock_ms, _channel_rows_lock, _channel_has_row,
 --   _channel_row (inlined), _channel_pattern_config (inlined),
 --   _message_key_release, _channel_removed, _channel_admit, _due_taken_note
---   (only when it completed an expired lock).
+--   (only when it completed an expired lock), _message_release (only for
+--   messages with dependents).
 -- Tables: reads channel_followed_seq, channel_pattern_seq (whether a
 --   channel to follow or a pattern was ever made); writes message
 --   (deletes, by message_pkey), message_history (a copy, for channels that
@@ -52,7 +56,10 @@
 --   (_message_key_release), max_size channels' rows (_channel_removed) and,
 --   per channel with admitted messages, its row FOR NO KEY UPDATE, held
 --   messages FOR UPDATE SKIP LOCKED and the epoch's parity (1819111690) shared
---   (_channel_admit).
+--   (_channel_admit); before the admissions, for messages with dependents,
+--   _message_release's (the count-down's buckets, then waiting messages,
+--   FOR NO KEY UPDATE in one order, waited for; the epoch's parity
+--   shared).
 CREATE FUNCTION @extschema@._message_complete_set(
     p_ids bigint[],
     p_num_attempts integer[],
@@ -67,6 +74,10 @@ DECLARE
     v_gone_ids bigint[];
     v_expired_key bigint;
     v_followed @extschema@.message[];
+    -- The completed messages others wait for, and their channels.
+    v_parents bigint[];
+    v_parent_channel_ids bigint[];
+    v_parent_channels text[];
     v_key record;
     v_admitted record;
 BEGIN
@@ -109,7 +120,7 @@ BEGIN
                     OR @extschema@._channel_rows_lock(p_ids)
             )
         RETURNING
-            m.id, m.channel_id, m.channel, m.key, m.is_admitted, m AS message,
+            m.id, m.channel_id, m.channel, m.key, m.is_admitted, m.has_dependents, m AS message,
             -- (Counted, lonnymq_messages_completed_total: a sequence, no row.)
             pg_catalog.nextval('@extschema@.messages_completed_seq') AS counted
     )
@@ -121,7 +132,7 @@ BEGIN
     SELECT
         pg_catalog.array_agg(g.id),
         pg_catalog.array_agg(g.message) FILTER (
-            WHERE g.key IS NOT NULL OR g.is_admitted
+            WHERE g.key IS NOT NULL OR g.is_admitted OR g.has_dependents
             -- (Once a pattern was ever set, every message: its pattern may
             -- keep its history.)
             OR pg_catalog.pg_sequence_last_value('@extschema@.channel_pattern_seq') > 0
@@ -132,8 +143,11 @@ BEGIN
         -- is ahead of the clock, where no raise reaches).
         pg_catalog.min(GREATEST((g.message).dequeue_at, (g.message).created_at)) FILTER (
             WHERE (g.message).dequeue_at < v_now
-        )
-    INTO v_gone_ids, v_followed, v_expired_key
+        ),
+        pg_catalog.array_agg(g.id) FILTER (WHERE g.has_dependents),
+        pg_catalog.array_agg(g.channel_id) FILTER (WHERE g.has_dependents),
+        pg_catalog.array_agg(g.channel) FILTER (WHERE g.has_dependents)
+    INTO v_gone_ids, v_followed, v_expired_key, v_parents, v_parent_channel_ids, v_parent_channels
     FROM gone AS g;
     -- A raise later in this transaction must not pass it: rolled back, the
     -- lock is due again (_due_taken_note).
@@ -167,7 +181,20 @@ BEGIN
         LOOP
             PERFORM @extschema@._message_key_release(v_key.channel_id, v_key.key, v_key.id, v_key.window_ms, v_now);
         END LOOP;
-        PERFORM @extschema@._channel_removed(ARRAY(SELECT f.channel_id FROM pg_catalog.unnest(v_followed) AS f));
+        -- And messages others wait for (has_dependents, among the followed
+        -- ones): their dependents are resolved (_message_release, in a
+        -- statement after the DELETE, whose snapshot sees every dependent
+        -- linked before it), in this statement, which every followed
+        -- completion runs anyway (one of its own would cost the limited
+        -- worker loop a statement and two plan nodes a message).  The
+        -- count-down waits for the dependents' rows; what follows waits for
+        -- no row a count-down holds (the channel rows' locks are this
+        -- call's since its DELETE, held messages are taken SKIP LOCKED).
+        PERFORM
+            @extschema@._channel_removed(ARRAY(SELECT f.channel_id FROM pg_catalog.unnest(v_followed) AS f)),
+            CASE WHEN v_parents IS NOT NULL THEN
+                @extschema@._message_release(v_parents, v_parent_channel_ids, v_parent_channels, 'completed')
+            END;
         -- Admitted messages free their places: the next held ones are
         -- admitted, channel rows locked in id order.
         FOR v_admitted IN

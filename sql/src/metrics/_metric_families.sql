@@ -16,7 +16,7 @@ AS $$
         VALUES
         (
             1, 'lonnymq_messages', 'gauge',
-            'Messages by state (ready, scheduled, locked) per configured channel, pattern, '
+            'Messages by state (ready, scheduled, locked, waiting) per configured channel, pattern, '
             || 'and * (every other channel); counted up to lonnymq_messages_count_limit per series.'
         ),
         (

@@ -23,8 +23,9 @@
 --     doc/dequeue-design.md, "Counters as rows").
 -- Counters are the sequences' values (*_seq, schema/): no row is read.  States
 -- as channel_stats counts them: ready (not locked, due; a paused or saturated
--- channel's waiting ones too), scheduled (not locked, due later), locked
--- (expired locks included until recovered).  SECURITY DEFINER: the view's
+-- channel's held ones too), scheduled (not locked, due later), locked
+-- (expired locks included until recovered), waiting (for their parents:
+-- doc/dependencies.md).  SECURITY DEFINER: the view's
 -- entry point.
 -- Parameters: none.
 -- Returns: rows (metric, channel, state, value): the gauges per series,
@@ -159,7 +160,7 @@ AS $$
     ),
 
     figures AS (
-        SELECT s.series, n.ready, n.scheduled, n.locked, d.dead, GREATEST(COALESCE(s.age_ms, 0), 0) AS age_ms
+        SELECT s.series, n.ready, n.scheduled, n.locked, n.waiting, d.dead, GREATEST(COALESCE(s.age_ms, 0), 0) AS age_ms
         FROM series AS s
         CROSS JOIN k
         -- The first count_limit messages of the series' channels, in turn:
@@ -167,13 +168,16 @@ AS $$
         CROSS JOIN LATERAL (
             SELECT
                 pg_catalog.count(*) FILTER (WHERE NOT m.is_locked AND m.dequeue_at <= k.now) AS ready,
-                pg_catalog.count(*) FILTER (WHERE NOT m.is_locked AND m.dequeue_at > k.now) AS scheduled,
-                pg_catalog.count(*) FILTER (WHERE m.is_locked) AS locked
+                pg_catalog.count(*) FILTER (
+                    WHERE NOT m.is_locked AND m.dequeue_at > k.now AND m.num_waiting IS NULL
+                ) AS scheduled,
+                pg_catalog.count(*) FILTER (WHERE m.is_locked) AS locked,
+                pg_catalog.count(*) FILTER (WHERE m.num_waiting IS NOT NULL) AS waiting
             FROM (
-                SELECT m.is_locked, m.dequeue_at
+                SELECT m.is_locked, m.dequeue_at, m.num_waiting
                 FROM ROWS FROM (pg_catalog.unnest(s.ids), pg_catalog.unnest(s.names)) AS c (id, name)
                 CROSS JOIN LATERAL (
-                    SELECT m.is_locked, m.dequeue_at FROM @extschema@.message AS m
+                    SELECT m.is_locked, m.dequeue_at, m.num_waiting FROM @extschema@.message AS m
                     -- (A wake, schedule '', is no message: _channel_admit.)
                     WHERE m.channel_id = c.id AND m.channel = c.name AND m.schedule IS DISTINCT FROM ''
                 ) AS m
@@ -196,7 +200,7 @@ AS $$
     SELECT 'lonnymq_messages', f.series, v.state, v.value::double precision
     FROM figures AS f
     CROSS JOIN LATERAL (
-        VALUES ('ready', f.ready), ('scheduled', f.scheduled), ('locked', f.locked)
+        VALUES ('ready', f.ready), ('scheduled', f.scheduled), ('locked', f.locked), ('waiting', f.waiting)
     ) AS v (state, value)
     UNION ALL
     SELECT 'lonnymq_dead_letters', f.series, NULL, f.dead

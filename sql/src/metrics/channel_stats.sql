@@ -10,6 +10,8 @@
 --   ready:     deliverable now (dequeue_at <= now, not locked), held ones
 --              of a channel at its limit or paused included
 --   scheduled: not locked, deliverable later (future dequeue_at, deferred)
+--   waiting:   created with p_after, some of its parents still to end
+--              (doc/dependencies.md; last, a column added in 0.16.0)
 --   locked:    held by a worker (expired locks included, until recovered)
 --   dead:      in dead_letter
 --   oldest_ready_age_ms: how long the channel's next message in delivery
@@ -46,7 +48,8 @@ RETURNS TABLE (
     retain_history boolean,
     notify boolean,
     is_ordered boolean,
-    pattern text
+    pattern text,
+    waiting bigint
 )
 LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -54,7 +57,7 @@ AS $$
     SELECT
         p_channel,
         n.due - n.expired,
-        n.total - n.due - (n.locked - n.expired),
+        n.total - n.due - (n.locked - n.expired) - n.waiting,
         n.locked,
         d.dead,
         k.now - GREATEST(h.dequeue_at, h.created_at),
@@ -71,7 +74,8 @@ AS $$
         (g.c).retain_history,
         (g.c).notify,
         (g.c).is_ordered,
-        (g.c).pattern
+        (g.c).pattern,
+        n.waiting
     FROM (
         SELECT @extschema@._clock_ms() AS now, @extschema@._channel_id(p_channel) AS id
     ) AS k
@@ -82,9 +86,10 @@ AS $$
             pg_catalog.count(*) AS total,
             pg_catalog.count(*) FILTER (WHERE m.dequeue_at <= k.now) AS due,
             pg_catalog.count(*) FILTER (WHERE m.is_locked) AS locked,
-            pg_catalog.count(*) FILTER (WHERE m.is_locked AND m.dequeue_at <= k.now) AS expired
+            pg_catalog.count(*) FILTER (WHERE m.is_locked AND m.dequeue_at <= k.now) AS expired,
+            pg_catalog.count(*) FILTER (WHERE m.num_waiting IS NOT NULL) AS waiting
         FROM @extschema@.message AS m
-        -- (A wake, schedule '', is no message: _channel_admit.)
+        -- (A wake or a release row, schedule '', is no message.)
         WHERE m.channel_id = k.id AND m.channel = p_channel AND m.schedule IS DISTINCT FROM ''
     ) AS n
     CROSS JOIN LATERAL (
@@ -105,6 +110,6 @@ AS $$
 $$;
 
 COMMENT ON FUNCTION @extschema@.channel_stats(text) IS
-'One channel''s row of the view channel_stats (ready, scheduled, locked and dead messages, the age of the next ready message, the pause state and the configuration), reading only that channel''s messages; no row when the channel has neither configuration nor messages.';
+'One channel''s row of the view channel_stats (ready, scheduled, locked, dead and waiting messages, the age of the next ready message, the pause state and the configuration), reading only that channel''s messages; no row when the channel has neither configuration nor messages.';
 
 REVOKE ALL ON FUNCTION @extschema@.channel_stats(text) FROM PUBLIC;

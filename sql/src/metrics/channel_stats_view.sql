@@ -61,11 +61,12 @@ SELECT
     s.retain_history,
     s.notify,
     s.is_ordered,
-    s.pattern
+    s.pattern,
+    s.waiting
 FROM channels AS ch
 CROSS JOIN LATERAL @extschema@.channel_stats(ch.name) AS s;
 COMMENT ON VIEW @extschema@.channel_stats IS
-'Per channel, configured or holding messages: ready, scheduled, locked and dead messages, the age of the next ready message, the pause state, the configuration and the pattern it follows: channel_stats(name) for each channel. Reads every message (the view metrics reads a bounded amount per channel); lonnymq.channel_stats(name) reads one channel.';
+'Per channel, configured or holding messages: ready, scheduled, locked, dead and waiting messages, the age of the next ready message, the pause state, the configuration and the pattern it follows: channel_stats(name) for each channel. Reads every message (the view metrics reads a bounded amount per channel); lonnymq.channel_stats(name) reads one channel.';
 
 COMMENT ON COLUMN @extschema@.channel_stats.channel IS
 'The channel''s name.';
@@ -75,6 +76,9 @@ COMMENT ON COLUMN @extschema@.channel_stats.ready IS
 
 COMMENT ON COLUMN @extschema@.channel_stats.scheduled IS
 'Messages not locked whose dequeue_at is in the future: created for later, deferred, or waiting out a retry backoff.';
+
+COMMENT ON COLUMN @extschema@.channel_stats.waiting IS
+'Messages created with p_after some of whose parents are still to end (last: a column added in 0.16.0).';
 
 COMMENT ON COLUMN @extschema@.channel_stats.locked IS
 'Messages held by a worker, expired locks included until a message_dequeue recovers them.';

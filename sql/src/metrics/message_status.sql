@@ -1,5 +1,7 @@
 -- One message's status by its id, so that a caller can follow a message, or
 -- a workflow of them, through the queue, the dead letters and the history:
+--   waiting    created with p_after, some of its parents still to end
+--              (dequeue_at: its own, which it keeps once released);
 --   scheduled  not locked, its dequeue_at ahead (a future time, a defer, a
 --              retry's backoff);
 --   ready      not locked and due: placed, held by its channel's limit, or
@@ -45,10 +47,15 @@ BEGIN
     RETURN QUERY
     SELECT
         m.id, m.channel,
-        CASE WHEN m.is_locked THEN 'locked' WHEN m.dequeue_at <= v_now THEN 'ready' ELSE 'scheduled' END,
-        m.dequeue_at, m.num_attempts, m.created_at, NULL::bigint
+        CASE
+            WHEN m.num_waiting IS NOT NULL THEN 'waiting'
+            WHEN m.is_locked THEN 'locked'
+            WHEN m.dequeue_at <= v_now THEN 'ready'
+            ELSE 'scheduled'
+        END,
+        COALESCE(m.waiting_dequeue_at, m.dequeue_at), m.num_attempts, m.created_at, NULL::bigint
     FROM @extschema@.message AS m
-    -- (A wake, schedule '', is no message.)
+    -- (A wake or a release row, schedule '', is no message.)
     WHERE m.id = p_id AND m.schedule IS DISTINCT FROM ''
     UNION ALL
     SELECT d.id, d.channel, 'dead', NULL::bigint, d.num_attempts, d.created_at, d.dead_at
@@ -71,6 +78,6 @@ END;
 $$;
 
 COMMENT ON FUNCTION @extschema@.message_status(bigint) IS
-'One message''s status by id: scheduled, ready, locked, dead (a dead letter), done (in the history) or gone (completed without history, cancelled); 22023 for an id lonnymq never gave.';
+'One message''s status by id: waiting (for its parents), scheduled, ready, locked, dead (a dead letter), done (in the history) or gone (completed without history, cancelled); 22023 for an id lonnymq never gave.';
 
 REVOKE ALL ON FUNCTION @extschema@.message_status(bigint) FROM PUBLIC;

@@ -1,9 +1,13 @@
--- Cancel (delete) a message that is not locked: waiting, scheduled or
--- deferred.  Returns false, changing nothing, when it does not exist or a
--- worker holds it (a locked message is the worker's to complete or fail,
--- even once its lock has expired), or when it is a schedule's pending
--- occurrence (not a message yet: schedule_drop drops it).  Its deduplication key is released at
--- once (a cancelled message was never processed).  A max_size channel
+-- Cancel (delete) a message that is not locked: waiting for admission or
+-- for its parents, scheduled or deferred.  The messages that wait for it
+-- are cancelled too, and theirs in turn, unless they were created with
+-- p_after_mode 'ended' (then it counts as ended for them): through its
+-- release row, resolved by the following dequeues (_message_release).
+-- Returns false, changing nothing, when it does not exist or a worker holds
+-- it (a locked message is the worker's to complete or fail, even once its
+-- lock has expired), or when it is a schedule's pending occurrence (not a
+-- message yet: schedule_drop drops it).  Its deduplication key is released
+-- at once (a cancelled message was never processed).  A max_size channel
 -- counts it removed (_channel_removed); an admitted message frees its
 -- place, and the release interval's pending delivery it held, and the
 -- channel admits its next (_channel_admit).  Lock order, as everywhere:
@@ -14,8 +18,9 @@
 -- Returns: true when the message was deleted; false when it does not
 --   exist, is locked, or is a schedule's occurrence.
 -- Calls: _message_channel, _message_key_release, _channel_removed,
---   _channel_admit, _clock_ms.
--- Tables: writes message (delete, by message_pkey) (the message's
+--   _channel_admit, _clock_ms, _message_release (a message with
+--   dependents).
+-- Tables: writes message (delete, by message_pkey; a release row) (the message's
 --   channel_id read by _message_channel; message_key by
 --   _message_key_release; channel by _channel_removed and _channel_admit).
 -- Locks: the message row, deleted (waits for a take in flight, then finds
@@ -42,7 +47,9 @@ BEGIN
     END IF;
     DELETE FROM @extschema@.message AS m
     WHERE m.id = p_id AND NOT m.is_locked AND m.schedule IS NULL
-    RETURNING m.key, m.is_admitted, m.is_limited AND m.position IS NOT NULL AS was_unclaimed INTO v_gone;
+    RETURNING
+        m.key, m.is_admitted, m.is_limited AND m.position IS NOT NULL AS was_unclaimed, m.has_dependents, m.channel
+    INTO v_gone;
     IF NOT FOUND THEN
         RETURN FALSE;
     END IF;
@@ -57,6 +64,11 @@ BEGIN
         -- Placed in a channel whose takes claim: its place in the channel's
         -- room goes to a held message (_channel_admit).
         PERFORM @extschema@._channel_admit(v_channel.id, 0, 0, @extschema@._clock_ms(), NULL);
+    END IF;
+    -- Its dependents are cancelled too, unless they wait for any end
+    -- (through its release row).
+    IF v_gone.has_dependents THEN
+        PERFORM @extschema@._message_release(ARRAY[p_id], ARRAY[v_channel.id], ARRAY[v_gone.channel], 'cancelled');
     END IF;
     RETURN TRUE;
 END;

@@ -39,6 +39,18 @@
 -- create also deletes up to two ended claims (_message_key_reap).  The id,
 -- the key's claim and the room are taken once, not again when the epoch
 -- changed.
+-- p_after (optional, doc/dependencies.md) makes it wait for other
+-- messages, in any channels: it is delivered once every one of them still
+-- in the queue has completed (p_after_mode 'completed', the default: a
+-- dead-lettered parent dead-letters it, a cancelled one cancels it) or
+-- ended any way ('ended'), at the later of its own dequeue_at and the last
+-- parent's end.  The parents are locked and classified after the channel
+-- guard (_message_after): with a dead letter among them (and
+-- 'completed'), the message goes to the dead letters at once
+-- (_message_dead_created) and its id is returned; one already gone counts
+-- as done; with none left to wait for, it is due at once.  A waiting
+-- message is a message row out of every probe's reach (dequeue_at
+-- _waiting_dequeue_at()) with its edges (_message_edges_link).
 -- With the channel's notify on, a message whose dequeue_at has passed, in
 -- a channel that is not paused, sends NOTIFY lonnymq with the channel name
 -- (or its notify_payload) as payload (PostgreSQL delivers one per
@@ -49,9 +61,12 @@
 --   gives priority within the channel); p_key, a deduplication key (NULL:
 --   none); p_headers, a JSON object returned with every delivery (W3C trace
 --   context: doc/headers.md; at most _max_headers_bytes of JSON text; NULL:
---   none).
--- Returns: the new message's id; the holder's id when p_key is claimed;
---   NULL when the channel is at max_size (nothing stored).
+--   none); p_after, the ids of the messages it waits for (at most 10,000;
+--   NULL or empty: none); p_after_mode, 'completed' (NULL: the default) or
+--   'ended'.
+-- Returns: the new message's id (a dead letter's, when a parent was one);
+--   the holder's id when p_key is claimed; NULL when the channel is at
+--   max_size (nothing stored).
 -- Calls: _channel_id, _now_ms, _max_content_bytes, _check_message_channel,
 --   _check_message, _check_headers (any headers), _epoch_hold (inlined),
 --   _channel_guard_shared (inlined), _clock_ms, _message_place (inlined),
@@ -59,7 +74,9 @@
 --   _channel_promotes, _message_key_reap, _message_key_claim,
 --   _channel_quota_take, _message_key_release, _early_margin_ms (a constant),
 --   _channel_hold_try (a full channel's message), _channel_claims (a
---   pattern's follower).
+--   pattern's follower), _check_after, _message_after,
+--   _message_dead_created, _message_edges_link, _waiting_dequeue_at (with
+--   p_after).
 -- Tables: reads position_bound_seq (the epoch, twice), channel
 --   (channel_pkey, backwards: newest version first), channel_pattern_seq;
 --   writes message (insert), message_id_seq, messages_created_seq (nextval)
@@ -73,13 +90,17 @@
 --   its message_key row (the INSERT waits for a concurrent producer of the
 --   same key) and ended claims FOR UPDATE SKIP LOCKED (_message_key_reap);
 --   with max_size, the channel_quota row FOR UPDATE until the transaction
---   ends (_channel_quota_take).  No channel row is locked.
+--   ends (_channel_quota_take); with p_after, the parents' rows FOR KEY
+--   SHARE (and FOR NO KEY UPDATE, those it flags) in id order, until the
+--   transaction ends (_message_after).  No channel row is locked.
 CREATE FUNCTION @extschema@.message_create(
     p_channel text,
     p_content bytea,
     p_dequeue_at bigint DEFAULT NULL,
     p_key text DEFAULT NULL,
-    p_headers jsonb DEFAULT NULL
+    p_headers jsonb DEFAULT NULL,
+    p_after bigint[] DEFAULT NULL,
+    p_after_mode text DEFAULT NULL
 )
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -94,8 +115,11 @@ DECLARE
     v_place bigint;
     v_is_early boolean;
     v_waits boolean;
-    -- (Read once: a setting, not a query.)
-    v_is_serializable boolean := pg_catalog.current_setting('transaction_isolation') = 'serializable';
+    -- Not placed by this create, but due at once for a promotion to place or
+    -- hold: a SERIALIZABLE producer's message (read once: a setting, not a
+    -- query), or one with p_after, which waits for its parents or, with
+    -- none left to wait for, is due at once.
+    v_is_unplaced boolean := pg_catalog.current_setting('transaction_isolation') = 'serializable';
     v_max_size integer;
     v_notify text;
     v_now bigint;
@@ -108,6 +132,12 @@ DECLARE
     -- (NULL until a full channel's create sets it: an initialiser would be
     -- one more expression for every create.)
     v_is_held boolean;
+    -- With p_after (NULL else, without initialisers): the parents it waits
+    -- for, a dead parent that ends it at once, its count and own time.
+    v_after bigint[];
+    v_dead_parent bigint;
+    v_num_waiting integer;
+    v_waiting_dequeue_at bigint;
 BEGIN
     -- One expression for valid input; the checks say what is wrong.  Headers
     -- are checked only by the checks (any headers go there): PL/pgSQL
@@ -117,10 +147,12 @@ BEGIN
     IF p_channel IS NULL OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 OR p_content IS NULL
         OR pg_catalog.octet_length(p_content) > @extschema@._max_content_bytes()
         OR pg_catalog.length(p_key) NOT BETWEEN 1 AND 1024 OR pg_catalog.right(p_channel, 1) = '*'
-        OR p_headers IS NOT NULL THEN
+        OR p_headers IS NOT NULL OR p_after IS NOT NULL OR p_after_mode IS NOT NULL THEN
         PERFORM @extschema@._check_message_channel(p_channel);
         PERFORM @extschema@._check_message(p_content, p_key);
         PERFORM @extschema@._check_headers(p_headers, 'p_headers');
+        PERFORM @extschema@._check_after(p_after, p_after_mode);
+        v_is_unplaced := v_is_unplaced OR p_after IS NOT NULL;
     END IF;
 
     LOOP
@@ -137,7 +169,7 @@ BEGIN
             -- is not a whole row.  A channel whose takes claim places its
             -- messages as one without limits does.)
             COALESCE(c.max_concurrency IS NOT NULL AND c.is_ordered OR c.release_interval_ms > 0 OR c.is_paused, FALSE)
-            OR v_is_serializable,
+            OR v_is_unplaced,
             -- (_channel_claims(c).)
             COALESCE(
                 c.max_concurrency IS NOT NULL AND c.release_interval_ms = 0 AND NOT c.is_paused AND NOT c.is_ordered, FALSE
@@ -148,7 +180,7 @@ BEGIN
             -- (Full: paused, or max_concurrency admitted, without a release
             -- interval, and the message due: _channel_hold_try.)
             COALESCE(c.release_interval_ms = 0 AND (c.is_paused OR c.num_admitted >= c.max_concurrency), FALSE)
-            AND v_dequeue_at <= k.now AND NOT v_is_serializable
+            AND v_dequeue_at <= k.now AND NOT v_is_unplaced
         INTO v_epoch, v_now, v_place, v_is_early, v_waits, v_is_limited, v_max_size, v_notify, v_has_no_row, v_is_full
         FROM (
             SELECT
@@ -174,7 +206,7 @@ BEGIN
         -- (A SERIALIZABLE producer's bound is NULL: the probes' condition
         -- can never hold, so they read nothing.)
         CROSS JOIN LATERAL @extschema@._message_place(
-            v_channel_id, CASE WHEN NOT v_is_serializable THEN k.epoch >> 1 END, v_dequeue_at,
+            v_channel_id, CASE WHEN NOT v_is_unplaced THEN k.epoch >> 1 END, v_dequeue_at,
             CASE WHEN p_dequeue_at IS NULL THEN @extschema@._early_margin_ms() ELSE 0 END
         ) AS p;
 
@@ -193,7 +225,7 @@ BEGIN
             ELSE
                 SELECT
                     COALESCE(@extschema@._channel_promotes(f), FALSE)
-                    OR v_is_serializable,
+                    OR v_is_unplaced,
                     COALESCE(@extschema@._channel_claims(f), FALSE),
                     CASE WHEN f.notify THEN COALESCE(f.notify_payload, p_channel) END
                 INTO v_waits, v_is_limited, v_notify
@@ -203,7 +235,7 @@ BEGIN
         END IF;
 
         -- Once, not again when the epoch changed.
-        IF v_id IS NULL AND (p_key IS NOT NULL OR v_max_size IS NOT NULL) THEN
+        IF v_id IS NULL AND (p_key IS NOT NULL OR v_max_size IS NOT NULL OR p_after IS NOT NULL) THEN
             v_id := pg_catalog.nextval('@extschema@.message_id_seq');
             IF p_key IS NOT NULL THEN
                 -- Each keyed create deletes up to two ended claims.
@@ -213,17 +245,38 @@ BEGIN
                     RETURN v_created;
                 END IF;
             END IF;
+            -- Its parents, locked (after the channel guard, as every
+            -- call's message rows) and classified: a dead one ends it at
+            -- once, before it takes room in its channel.
+            IF p_after IS NOT NULL THEN
+                SELECT a.parents, a.dead_parent INTO v_after, v_dead_parent
+                FROM @extschema@._message_after(p_after, p_after_mode) AS a;
+                IF v_dead_parent IS NOT NULL THEN
+                    PERFORM @extschema@._message_dead_created(
+                        ARRAY[v_id], v_channel_id, p_channel, ARRAY[p_content], ARRAY[p_key], ARRAY[p_headers], v_now,
+                        v_dead_parent, p_after, p_after_mode
+                    );
+                    RETURN v_id;
+                END IF;
+            END IF;
             IF v_max_size IS NOT NULL AND @extschema@._channel_quota_take(v_channel_id, v_max_size, 1) = 0 THEN
                 IF p_key IS NOT NULL THEN
                     PERFORM @extschema@._message_key_release(v_channel_id, p_key, v_id, 0, 0);
                 END IF;
                 RETURN NULL;
             END IF;
+            -- Waiting: out of reach of message_due_ix until its last parent
+            -- ends (_message_waits_count_down).
+            IF v_after IS NOT NULL THEN
+                v_num_waiting := @extschema@._message_edges_link(ARRAY[v_id], v_after);
+                v_waiting_dequeue_at := v_dequeue_at;
+                v_dequeue_at := @extschema@._waiting_dequeue_at();
+            END IF;
         END IF;
 
         INSERT INTO @extschema@.message (
             id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early, is_held, is_limited,
-            headers
+            headers, num_waiting, waiting_dequeue_at, after, after_mode
         )
         SELECT
             COALESCE(v_id, pg_catalog.nextval('@extschema@.message_id_seq')), v_channel_id, p_channel, v_dequeue_at,
@@ -233,7 +286,8 @@ BEGIN
             -- (Held only when this pass found the channel full: a pass
             -- after the epoch changed may not, and keeps an earlier pass's
             -- v_is_held.)
-            COALESCE(v_is_full AND v_is_held, FALSE), v_is_limited, p_headers
+            COALESCE(v_is_full AND v_is_held, FALSE), v_is_limited, p_headers, v_num_waiting, v_waiting_dequeue_at,
+            v_after, CASE WHEN v_after IS NOT NULL THEN COALESCE(p_after_mode, 'completed') END
         WHERE pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') = v_epoch
         -- (Counted, lonnymq_messages_created_total: a sequence, no row.)
         RETURNING id, pg_catalog.nextval('@extschema@.messages_created_seq') INTO v_created, v_counted;
@@ -246,7 +300,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION @extschema@.message_create(text, bytea, bigint, text, jsonb) IS
-'Create a message in a channel (a channel needs no creation). p_dequeue_at: epoch ms before which it is not delivered; past or negative values give priority within the channel. p_key: a deduplication key (the existing message''s id is returned while the key is held). p_headers: a JSON object returned with every delivery (trace context). Returns the id, or NULL when the channel is at max_size (nothing stored).';
+COMMENT ON FUNCTION @extschema@.message_create(text, bytea, bigint, text, jsonb, bigint[], text) IS
+'Create a message in a channel (a channel needs no creation). p_dequeue_at: epoch ms before which it is not delivered; past or negative values give priority within the channel. p_key: a deduplication key (the existing message''s id is returned while the key is held). p_headers: a JSON object returned with every delivery (trace context). p_after: ids of messages it waits for (p_after_mode completed, the default, or ended). Returns the id, or NULL when the channel is at max_size (nothing stored).';
 
-REVOKE ALL ON FUNCTION @extschema@.message_create(text, bytea, bigint, text, jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.message_create(text, bytea, bigint, text, jsonb, bigint[], text) FROM PUBLIC;

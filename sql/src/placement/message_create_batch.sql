@@ -18,18 +18,26 @@
 -- last one that is not early), per message.  In a channel
 -- with limits, or from a SERIALIZABLE producer, they all wait, due at once
 -- in message_due_ix, as message_create's do.
+-- p_after, p_after_mode: every message of the call waits for the same
+-- parents, as message_create's (doc/dependencies.md); with a dead letter
+-- among them, every one goes to the dead letters at once.
 -- Parameters: p_channel, the channel's name (not a pattern); p_contents,
 --   the payloads; p_dequeue_at, each one's dequeue_at (NULL, or a NULL
 --   element: the transaction's start); p_keys, each one's deduplication key
 --   (NULL, or a NULL element: none); p_headers, each one's headers, a JSON
---   object (NULL, or a NULL element: none).  The arrays' lengths must match.
+--   object (NULL, or a NULL element: none); p_after, the ids of the
+--   messages they all wait for (NULL or empty: none); p_after_mode,
+--   'completed' (NULL: the default) or 'ended'.  The arrays' lengths must
+--   match.
 -- Returns: one id per input, in input order: the new message's, the
 --   holder's for a claimed key, NULL for one dropped at max_size.
 -- Calls: _check_message_channel, _check_batch, _channel_guard_shared,
 --   _epoch_enter, _clock_ms, _now_ms, _channel_config, _channel_id,
 --   _channel_promotes, _channel_claims, _message_key_claim, _channel_quota_take, _message_place,
 --   _message_early_behind (only behind an early message), _round_size and
---   _early_margin_ms (constants).
+--   _early_margin_ms (constants); with p_after, _check_after,
+--   _message_after, _message_dead_created, _message_edges_link,
+--   _waiting_dequeue_at.
 -- Tables: reads message_key (message_key_pkey: the keys not claimed at
 --   once); writes message_id_seq (nextval, one per input), message_key
 --   (insert; delete of a dropped message's claim), message (insert),
@@ -41,13 +49,16 @@
 --   1819111682) shared (_channel_guard_shared) and the epoch's parity
 --   (1819111690) shared (_epoch_enter), both until the transaction ends;
 --   with max_size, the channel_quota row FOR UPDATE until the transaction
---   ends (_channel_quota_take).  No channel row is locked.
+--   ends (_channel_quota_take); with p_after, the parents' rows (as
+--   message_create's, _message_after).  No channel row is locked.
 CREATE FUNCTION @extschema@.message_create_batch(
     p_channel text,
     p_contents bytea[],
     p_dequeue_at bigint[] DEFAULT NULL,
     p_keys text[] DEFAULT NULL,
-    p_headers jsonb[] DEFAULT NULL
+    p_headers jsonb[] DEFAULT NULL,
+    p_after bigint[] DEFAULT NULL,
+    p_after_mode text DEFAULT NULL
 )
 RETURNS SETOF bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -74,12 +85,18 @@ DECLARE
     v_ready_at bigint;
     v_key text;
     v_existing bigint;
+    v_after bigint[];
+    v_dead_parent bigint;
+    v_num_waiting integer;
     i integer;
 BEGIN
     IF p_channel IS NULL OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 OR pg_catalog.right(p_channel, 1) = '*' THEN
         PERFORM @extschema@._check_message_channel(p_channel);
     END IF;
     v_n := @extschema@._check_batch(p_contents, p_dequeue_at, p_keys, p_headers);
+    IF p_after IS NOT NULL OR p_after_mode IS NOT NULL THEN
+        PERFORM @extschema@._check_after(p_after, p_after_mode);
+    END IF;
     IF v_n = 0 THEN
         RETURN;
     END IF;
@@ -92,8 +109,9 @@ BEGIN
     -- Waiting for a dequeue to admit or place them, as message_create's:
     -- a channel with limits whose takes do not claim, or a SERIALIZABLE
     -- producer.
+    -- (With p_after: waiting, or due at once when none is left to wait for.)
     v_limited := @extschema@._channel_promotes(v_channel)
-        OR pg_catalog.current_setting('transaction_isolation') = 'serializable';
+        OR pg_catalog.current_setting('transaction_isolation') = 'serializable' OR p_after IS NOT NULL;
     v_ids := ARRAY(
         SELECT s.id
         FROM (
@@ -146,6 +164,32 @@ BEGIN
         END IF;
     END IF;
 
+    -- The parents, locked and classified (_message_after, as
+    -- message_create's): with a dead letter among them, every message
+    -- stored goes to the dead letters at once, before taking room.
+    IF p_after IS NOT NULL THEN
+        SELECT a.parents, a.dead_parent INTO v_after, v_dead_parent
+        FROM @extschema@._message_after(p_after, p_after_mode) AS a;
+        IF v_dead_parent IS NOT NULL THEN
+            PERFORM @extschema@._message_dead_created(
+                ARRAY(
+                    SELECT CASE WHEN k.keep THEN v_ids[k.i] END
+                    FROM ROWS FROM (pg_catalog.unnest(v_keep)) WITH ORDINALITY AS k (keep, i)
+                    ORDER BY k.i
+                ),
+                v_channel.id, v_channel.name, p_contents,
+                COALESCE(p_keys, pg_catalog.array_fill(NULL::text, ARRAY[v_n])),
+                COALESCE(p_headers, pg_catalog.array_fill(NULL::jsonb, ARRAY[v_n])), v_now, v_dead_parent, p_after,
+                p_after_mode
+            );
+            RETURN QUERY
+            SELECT o.id
+            FROM ROWS FROM (pg_catalog.unnest(v_out)) WITH ORDINALITY AS o (id, i)
+            ORDER BY o.i;
+            RETURN;
+        END IF;
+    END IF;
+
     IF v_channel.max_size IS NOT NULL THEN
         -- Room for the new ones (not the duplicates), in input order.
         v_room := @extschema@._channel_quota_take(
@@ -180,6 +224,18 @@ BEGIN
         END IF;
     END IF;
 
+    -- Waiting: out of reach of message_due_ix until their last parent ends.
+    IF v_after IS NOT NULL THEN
+        v_num_waiting := @extschema@._message_edges_link(
+            ARRAY(
+                SELECT v_ids[k.i]
+                FROM ROWS FROM (pg_catalog.unnest(v_keep)) WITH ORDINALITY AS k (keep, i)
+                WHERE k.keep
+            ),
+            v_after
+        );
+    END IF;
+
     SELECT pg_catalog.min(COALESCE(r.dequeue_at, v_default)) INTO v_ready_at
     FROM ROWS FROM (pg_catalog.unnest(p_dequeue_at), pg_catalog.unnest(v_keep)) AS r (dequeue_at, keep)
     WHERE r.keep AND COALESCE(r.dequeue_at, v_default) <= v_now;
@@ -193,10 +249,12 @@ BEGIN
     -- (dequeue_at, id) order; those more than a second before the channel's
     -- last ready message are early (_message_place).
     INSERT INTO @extschema@.message (
-        id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early, is_held, is_limited, headers
+        id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early, is_held, is_limited, headers,
+        num_waiting, waiting_dequeue_at, after, after_mode
     )
     SELECT
-        v_ids[r.i], v_channel.id, v_channel.name, r.at, v_now, r.content, r.key,
+        v_ids[r.i], v_channel.id, v_channel.name,
+        CASE WHEN v_after IS NOT NULL THEN @extschema@._waiting_dequeue_at() ELSE r.at END, v_now, r.content, r.key,
         CASE WHEN r.is_ready THEN
             v_next + @extschema@._round_size() * (pg_catalog.row_number() OVER (PARTITION BY r.is_ready ORDER BY r.at, r.i) - 1)
         END,
@@ -206,7 +264,9 @@ BEGIN
             WHEN v_last_is_early THEN @extschema@._message_early_behind(v_channel.id, v_bound, r.at, r.margin)
             ELSE COALESCE(r.at < v_last_at - r.margin, FALSE)
         END,
-        FALSE, @extschema@._channel_claims(v_channel), r.headers
+        FALSE, @extschema@._channel_claims(v_channel), r.headers, v_num_waiting,
+        CASE WHEN v_after IS NOT NULL THEN r.at END, v_after,
+        CASE WHEN v_after IS NOT NULL THEN COALESCE(p_after_mode, 'completed') END
     FROM (
         SELECT c.content, COALESCE(c.dequeue_at, v_default) AS at, c.key, c.headers, c.i,
             -- (How far before the channel's last ready message it may sort
@@ -239,7 +299,9 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION @extschema@.message_create_batch(text, bytea[], bigint[], text[], jsonb[]) IS
+COMMENT ON FUNCTION @extschema@.message_create_batch(text, bytea[], bigint[], text[], jsonb[], bigint[], text) IS
 'Create many messages in one channel: one id per input in input order (the existing id for a duplicate key, NULL for one dropped at max_size). Array lengths must match (22023).';
 
-REVOKE ALL ON FUNCTION @extschema@.message_create_batch(text, bytea[], bigint[], text[], jsonb[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.message_create_batch(
+    text, bytea[], bigint[], text[], jsonb[], bigint[], text
+) FROM PUBLIC;

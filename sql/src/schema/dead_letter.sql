@@ -2,7 +2,9 @@
 -- (message_fail, or a lock that expired once too often).  Kept by channel
 -- name, so they outlive channel_drop; dead_letter_redrive puts them back.
 -- attempt_log: one JSON object per failed attempt,
--- {"attempt": n, "at": epoch ms, "error": text}.
+-- {"attempt": n, "at": epoch ms, "error": text}.  after, after_mode: a
+-- message that died waiting (a parent dead-lettered), the parents it was
+-- waiting for and its mode, which a redrive waits for again.
 CREATE TABLE @extschema@.dead_letter (
     id bigint NOT NULL,
     channel text NOT NULL,
@@ -15,6 +17,8 @@ CREATE TABLE @extschema@.dead_letter (
     last_error text,
     attempt_log jsonb,
     headers jsonb,
+    after bigint[],
+    after_mode text,
     CONSTRAINT dead_letter_pkey PRIMARY KEY (id)
 ) WITH (
     autovacuum_vacuum_threshold = 1000,
@@ -58,3 +62,9 @@ COMMENT ON COLUMN @extschema@.dead_letter.attempt_log IS
 
 COMMENT ON COLUMN @extschema@.dead_letter.headers IS
 'The dead message''s headers, as its producer gave them; NULL: none.';
+
+COMMENT ON COLUMN @extschema@.dead_letter.after IS
+'The parents the message was waiting for when it died (a parent was dead-lettered), which a redrive waits for again; NULL: none.';
+
+COMMENT ON COLUMN @extschema@.dead_letter.after_mode IS
+'What was to release the message (completed or ended), kept for a redrive; NULL: it waited for nothing.';
