@@ -109,28 +109,33 @@ CLAIMS_WRONG_SQL = (
     " OR EXISTS (SELECT 1 FROM lonnymq.message AS m WHERE m.channel_id = c.id AND m.channel = c.name"
     " AND NOT m.is_admitted AND (m.is_locked AND m.position IS NULL OR m.position IS NOT NULL AND NOT m.is_limited)))")
 # Waiting messages (0.16.0 on: doc/dependencies.md) that no end will
-# release: one out of its waiting state (its dequeue_at not 2^62, placed,
-# held or locked), or whose counts are not exactly its pending edges.  An
-# edge is pending while its parent is a message that knows it has
-# dependents (has_dependents: its completion, bury or cancel resolves
-# them), or has a release row whose cursor is below the child (a promotion
-# will resolve it).  A child of at most 64 parents counts its pending edges
-# in num_waiting; one of more counts its buckets above zero, and each
-# bucket its pending edges.
+# release.  A message waits while it has its own count (message_wait,
+# bucket -1); it must then be out of every probe's reach (dequeue_at at
+# least 2^61, neither placed, held nor locked), and its counts must be
+# exactly its pending edges.  An edge is pending while its parent is a
+# message that knows it has dependents (has_dependents: its completion,
+# bury or cancel resolves them), or has a release row whose cursor (its
+# state) is below the child (a promotion will resolve it).  A child of at
+# most 64 parents counts its pending edges in its own count (bucket -1);
+# one of more counts there its buckets above zero, and each bucket its
+# pending edges.  (A count whose message is gone, cancelled while it
+# waited, is counted down to nothing by its parents' ends: not checked.)
 WAITING_STUCK_SQL = (
     "WITH pending AS ("
     " SELECT e.child_id, e.bucket, count(*) AS n FROM lonnymq.message_edge AS e"
     " JOIN lonnymq.message AS p ON p.id = e.parent_id"
     " WHERE p.schedule IS NULL AND p.has_dependents"
-    " OR p.schedule = '' AND p.after_mode IS NOT NULL AND p.after[1] < e.child_id"
-    " GROUP BY e.child_id, e.bucket)"
-    " SELECT array_agg(c.id ORDER BY c.id) FROM lonnymq.message AS c"
-    " WHERE c.num_waiting IS NOT NULL AND ("
-    " c.dequeue_at <> 4611686018427387904 OR c.position IS NOT NULL OR c.is_held OR c.is_locked"
-    " OR c.num_waiting <> coalesce((SELECT sum(x.n) FROM pending AS x WHERE x.child_id = c.id AND x.bucket IS NULL), 0)"
-    " + (SELECT count(*) FROM lonnymq.message_wait_bucket AS w WHERE w.child_id = c.id AND w.num_waiting > 0)"
-    " OR EXISTS (SELECT 1 FROM lonnymq.message_wait_bucket AS w WHERE w.child_id = c.id AND w.num_waiting"
-    " <> coalesce((SELECT sum(x.n) FROM pending AS x WHERE x.child_id = c.id AND x.bucket = w.bucket), 0)))")
+    " OR p.schedule = '' AND p.key IS NOT NULL AND convert_from(p.state, 'UTF8')::bigint < e.child_id"
+    " GROUP BY e.child_id, e.bucket),"
+    " waiting AS (SELECT c.*, w.num_waiting AS own FROM lonnymq.message AS c"
+    " JOIN lonnymq.message_wait AS w ON w.child_id = c.id AND w.bucket = -1 WHERE c.schedule IS NULL)"
+    " SELECT array_agg(c.id ORDER BY c.id) FROM waiting AS c"
+    " WHERE c.dequeue_at < 2305843009213693952 OR c.position IS NOT NULL OR c.is_held OR c.is_locked"
+    " OR c.own <= 0"
+    " OR c.own <> coalesce((SELECT sum(x.n) FROM pending AS x WHERE x.child_id = c.id AND x.bucket = -1), 0)"
+    " + (SELECT count(*) FROM lonnymq.message_wait AS w WHERE w.child_id = c.id AND w.bucket >= 0 AND w.num_waiting > 0)"
+    " OR EXISTS (SELECT 1 FROM lonnymq.message_wait AS w WHERE w.child_id = c.id AND w.bucket >= 0 AND w.num_waiting"
+    " <> coalesce((SELECT sum(x.n) FROM pending AS x WHERE x.child_id = c.id AND x.bucket = w.bucket), 0))")
 # (0.13.1 to 0.14.0: no wakes, no hold at create.)
 HELD_BELOW_ADMIT_FROM_SQL = (
     "SELECT array_agg(m.id ORDER BY m.id) FROM lonnymq.message AS m"
@@ -195,7 +200,7 @@ def claims_wrong(conn) -> list[str]:
 def waiting_stuck(conn) -> list[int]:
     """The ids of the waiting messages no parent's end would release
     (WAITING_STUCK_SQL; none when the invariant holds, or before 0.16.0)."""
-    if not _has_column(conn, "lonnymq.message", "num_waiting"):
+    if not _has_column(conn, "lonnymq.message", "has_dependents"):
         return []
     return conn.execute(WAITING_STUCK_SQL).fetchone()[0] or []
 

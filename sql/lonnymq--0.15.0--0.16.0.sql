@@ -45,14 +45,6 @@ DROP FUNCTION @extschema@._check_batch(bytea[], bigint[], text[]);
 
 ALTER TABLE @extschema@.message ADD COLUMN has_dependents boolean NOT NULL DEFAULT FALSE;
 
-ALTER TABLE @extschema@.message ADD COLUMN num_waiting integer;
-
-ALTER TABLE @extschema@.message ADD COLUMN waiting_dequeue_at bigint;
-
-ALTER TABLE @extschema@.message ADD COLUMN after bigint[];
-
-ALTER TABLE @extschema@.message ADD COLUMN after_mode text;
-
 ALTER TABLE @extschema@.dead_letter ADD COLUMN after bigint[];
 
 ALTER TABLE @extschema@.dead_letter ADD COLUMN after_mode text;
@@ -60,7 +52,7 @@ ALTER TABLE @extschema@.dead_letter ADD COLUMN after_mode text;
 CREATE TABLE @extschema@.message_edge (
     parent_id bigint NOT NULL,
     child_id bigint NOT NULL,
-    bucket integer,
+    bucket integer NOT NULL,
     CONSTRAINT message_edge_pkey PRIMARY KEY (parent_id, child_id)
 ) WITH (
     -- (Every edge is deleted when its parent ends: vacuumed as message is.)
@@ -81,32 +73,40 @@ COMMENT ON COLUMN @extschema@.message_edge.child_id IS
 'The message that waits.';
 
 COMMENT ON COLUMN @extschema@.message_edge.bucket IS
-'The child''s message_wait_bucket row the parent''s end counts down; NULL: the child''s own num_waiting.';
+'The child''s message_wait row the parent''s end counts down: -1, its own count; 0 and up, a bucket.';
 
-CREATE TABLE @extschema@.message_wait_bucket (
+CREATE TABLE @extschema@.message_wait (
     child_id bigint NOT NULL,
     bucket integer NOT NULL,
     num_waiting integer NOT NULL,
-    CONSTRAINT message_wait_bucket_pkey PRIMARY KEY (child_id, bucket)
+    after bigint[],
+    after_mode text,
+    CONSTRAINT message_wait_pkey PRIMARY KEY (child_id, bucket)
 ) WITH (
     -- (Each row is updated by up to 64 parents, then deleted.)
     autovacuum_vacuum_scale_factor = 0.02,
     autovacuum_vacuum_threshold = 1000
 );
 
-SELECT pg_catalog.pg_extension_config_dump('@extschema@.message_wait_bucket', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.message_wait', '');
 
-COMMENT ON TABLE @extschema@.message_wait_bucket IS
-'Dependencies: the counters of a message waiting for more than 64 parents, one per bucket of its parents.';
+COMMENT ON TABLE @extschema@.message_wait IS
+'Dependencies: the counts of a message waiting for its parents: its own (bucket -1), and one per bucket of its parents beyond 64.';
 
-COMMENT ON COLUMN @extschema@.message_wait_bucket.child_id IS
+COMMENT ON COLUMN @extschema@.message_wait.child_id IS
 'The waiting message.';
 
-COMMENT ON COLUMN @extschema@.message_wait_bucket.bucket IS
-'The bucket: the parents whose ordinal modulo the number of buckets is this.';
+COMMENT ON COLUMN @extschema@.message_wait.bucket IS
+'-1: the message''s own count; 0 and up: a bucket, the parents whose ordinal modulo the number of buckets is this.';
 
-COMMENT ON COLUMN @extschema@.message_wait_bucket.num_waiting IS
-'The bucket''s parents still to end.';
+COMMENT ON COLUMN @extschema@.message_wait.num_waiting IS
+'Bucket -1: the parents (64 or fewer) or the buckets still to end; a bucket: its parents still to end.';
+
+COMMENT ON COLUMN @extschema@.message_wait.after IS
+'Bucket -1: the parents the message was created waiting for (those then in the queue); NULL on a bucket.';
+
+COMMENT ON COLUMN @extschema@.message_wait.after_mode IS
+'Bucket -1: what releases the message, completed (a dead or cancelled parent ends it too) or ended; NULL on a bucket.';
 
 CREATE OR REPLACE VIEW @extschema@.channel_stats AS
 SELECT
@@ -132,17 +132,17 @@ COMMENT ON FUNCTION @extschema@._max_headers_bytes() IS
 
 REVOKE ALL ON FUNCTION @extschema@._max_headers_bytes() FROM PUBLIC;
 
-CREATE OR REPLACE FUNCTION @extschema@._waiting_dequeue_at()
+CREATE OR REPLACE FUNCTION @extschema@._waiting_dequeue_at(p_own bigint)
 RETURNS bigint
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
-    SELECT 4611686018427387904::bigint
+    SELECT 4611686018427387904::bigint + LEAST(GREATEST(p_own, -2305843009213693952), 2305843009213693952)
 $$;
 
-COMMENT ON FUNCTION @extschema@._waiting_dequeue_at() IS
-'Internal: the dequeue_at of a message waiting for its parents (2^62 ms, past any clock).';
+COMMENT ON FUNCTION @extschema@._waiting_dequeue_at(bigint) IS
+'Internal: the dequeue_at of a message waiting for its parents: 2^62 plus its own (held within 2^61 either way), past any clock.';
 
-REVOKE ALL ON FUNCTION @extschema@._waiting_dequeue_at() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._waiting_dequeue_at(bigint) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION @extschema@._release_batch_size()
 RETURNS integer
@@ -415,11 +415,9 @@ DECLARE
     -- one more expression for every create.)
     v_is_held boolean;
     -- With p_after (NULL else, without initialisers): the parents it waits
-    -- for, a dead parent that ends it at once, its count and own time.
+    -- for, and a dead parent that ends it at once.
     v_after bigint[];
     v_dead_parent bigint;
-    v_num_waiting integer;
-    v_waiting_dequeue_at bigint;
 BEGIN
     -- One expression for valid input; the checks say what is wrong.  Headers
     -- are checked only by the checks (any headers go there): PL/pgSQL
@@ -550,15 +548,14 @@ BEGIN
             -- Waiting: out of reach of message_due_ix until its last parent
             -- ends (_message_waits_count_down).
             IF v_after IS NOT NULL THEN
-                v_num_waiting := @extschema@._message_edges_link(ARRAY[v_id], v_after);
-                v_waiting_dequeue_at := v_dequeue_at;
-                v_dequeue_at := @extschema@._waiting_dequeue_at();
+                PERFORM @extschema@._message_edges_link(ARRAY[v_id], v_after, COALESCE(p_after_mode, 'completed'));
+                v_dequeue_at := @extschema@._waiting_dequeue_at(v_dequeue_at);
             END IF;
         END IF;
 
         INSERT INTO @extschema@.message (
             id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early, is_held, is_limited,
-            headers, num_waiting, waiting_dequeue_at, after, after_mode
+            headers
         )
         SELECT
             COALESCE(v_id, pg_catalog.nextval('@extschema@.message_id_seq')), v_channel_id, p_channel, v_dequeue_at,
@@ -568,8 +565,7 @@ BEGIN
             -- (Held only when this pass found the channel full: a pass
             -- after the epoch changed may not, and keeps an earlier pass's
             -- v_is_held.)
-            COALESCE(v_is_full AND v_is_held, FALSE), v_is_limited, p_headers, v_num_waiting, v_waiting_dequeue_at,
-            v_after, CASE WHEN v_after IS NOT NULL THEN COALESCE(p_after_mode, 'completed') END
+            COALESCE(v_is_full AND v_is_held, FALSE), v_is_limited, p_headers
         WHERE pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') = v_epoch
         -- (Counted, lonnymq_messages_created_total: a sequence, no row.)
         RETURNING id, pg_catalog.nextval('@extschema@.messages_created_seq') INTO v_created, v_counted;
@@ -623,7 +619,6 @@ DECLARE
     v_existing bigint;
     v_after bigint[];
     v_dead_parent bigint;
-    v_num_waiting integer;
     i integer;
 BEGIN
     IF p_channel IS NULL OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 OR pg_catalog.right(p_channel, 1) = '*' THEN
@@ -762,13 +757,13 @@ BEGIN
 
     -- Waiting: out of reach of message_due_ix until their last parent ends.
     IF v_after IS NOT NULL THEN
-        v_num_waiting := @extschema@._message_edges_link(
+        PERFORM @extschema@._message_edges_link(
             ARRAY(
                 SELECT v_ids[k.i]
                 FROM ROWS FROM (pg_catalog.unnest(v_keep)) WITH ORDINALITY AS k (keep, i)
                 WHERE k.keep
             ),
-            v_after
+            v_after, COALESCE(p_after_mode, 'completed')
         );
     END IF;
 
@@ -785,12 +780,11 @@ BEGIN
     -- (dequeue_at, id) order; those more than a second before the channel's
     -- last ready message are early (_message_place).
     INSERT INTO @extschema@.message (
-        id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early, is_held, is_limited, headers,
-        num_waiting, waiting_dequeue_at, after, after_mode
+        id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early, is_held, is_limited, headers
     )
     SELECT
         v_ids[r.i], v_channel.id, v_channel.name,
-        CASE WHEN v_after IS NOT NULL THEN @extschema@._waiting_dequeue_at() ELSE r.at END, v_now, r.content, r.key,
+        CASE WHEN v_after IS NOT NULL THEN @extschema@._waiting_dequeue_at(r.at) ELSE r.at END, v_now, r.content, r.key,
         CASE WHEN r.is_ready THEN
             v_next + @extschema@._round_size() * (pg_catalog.row_number() OVER (PARTITION BY r.is_ready ORDER BY r.at, r.i) - 1)
         END,
@@ -800,9 +794,7 @@ BEGIN
             WHEN v_last_is_early THEN @extschema@._message_early_behind(v_channel.id, v_bound, r.at, r.margin)
             ELSE COALESCE(r.at < v_last_at - r.margin, FALSE)
         END,
-        FALSE, @extschema@._channel_claims(v_channel), r.headers, v_num_waiting,
-        CASE WHEN v_after IS NOT NULL THEN r.at END, v_after,
-        CASE WHEN v_after IS NOT NULL THEN COALESCE(p_after_mode, 'completed') END
+        FALSE, @extschema@._channel_claims(v_channel), r.headers
     FROM (
         SELECT c.content, COALESCE(c.dequeue_at, v_default) AS at, c.key, c.headers, c.i,
             -- (How far before the channel's last ready message it may sort
@@ -939,8 +931,8 @@ COMMENT ON FUNCTION @extschema@._message_after(bigint[], text) IS
 
 REVOKE ALL ON FUNCTION @extschema@._message_after(bigint[], text) FROM PUBLIC;
 
-CREATE OR REPLACE FUNCTION @extschema@._message_edges_link(p_children bigint[], p_parents bigint[])
-RETURNS integer
+CREATE OR REPLACE FUNCTION @extschema@._message_edges_link(p_children bigint[], p_parents bigint[], p_after_mode text)
+RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
@@ -948,28 +940,29 @@ DECLARE
     v_buckets integer := (pg_catalog.cardinality(p_parents) + 63) / 64;
 BEGIN
     INSERT INTO @extschema@.message_edge AS e (parent_id, child_id, bucket)
-    SELECT p.id, c.id, CASE WHEN v_buckets > 1 THEN ((p.i - 1) % v_buckets)::integer END
+    SELECT p.id, c.id, CASE WHEN v_buckets > 1 THEN ((p.i - 1) % v_buckets)::integer ELSE -1 END
     FROM ROWS FROM (pg_catalog.unnest(p_parents)) WITH ORDINALITY AS p (id, i)
     CROSS JOIN pg_catalog.unnest(p_children) AS c (id)
     ORDER BY p.id, c.id
     ON CONFLICT (parent_id, child_id) DO UPDATE SET bucket = excluded.bucket;
-    IF v_buckets = 1 THEN
-        RETURN v_n;
-    END IF;
-    INSERT INTO @extschema@.message_wait_bucket AS w (child_id, bucket, num_waiting)
-    SELECT c.id, b.b, (v_n - b.b + v_buckets - 1) / v_buckets
+    INSERT INTO @extschema@.message_wait AS w (child_id, bucket, num_waiting, after, after_mode)
+    SELECT
+        c.id, b.b,
+        CASE WHEN b.b = -1 THEN CASE WHEN v_buckets > 1 THEN v_buckets ELSE v_n END
+        ELSE (v_n - b.b + v_buckets - 1) / v_buckets END,
+        CASE WHEN b.b = -1 THEN p_parents END, CASE WHEN b.b = -1 THEN p_after_mode END
     FROM pg_catalog.unnest(p_children) AS c (id)
-    CROSS JOIN pg_catalog.generate_series(0, v_buckets - 1) AS b (b)
+    CROSS JOIN pg_catalog.generate_series(-1, CASE WHEN v_buckets > 1 THEN v_buckets - 1 ELSE -1 END) AS b (b)
     ORDER BY c.id, b.b
-    ON CONFLICT (child_id, bucket) DO UPDATE SET num_waiting = excluded.num_waiting;
-    RETURN v_buckets;
+    ON CONFLICT (child_id, bucket) DO UPDATE
+        SET num_waiting = excluded.num_waiting, after = excluded.after, after_mode = excluded.after_mode;
 END;
 $$;
 
-COMMENT ON FUNCTION @extschema@._message_edges_link(bigint[], bigint[]) IS
-'Internal: make messages wait for parents (edges, and bucket counters beyond 64 parents); returns their num_waiting.';
+COMMENT ON FUNCTION @extschema@._message_edges_link(bigint[], bigint[], text) IS
+'Internal: make messages wait for parents (edges, their own count, and bucket counts beyond 64 parents).';
 
-REVOKE ALL ON FUNCTION @extschema@._message_edges_link(bigint[], bigint[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._message_edges_link(bigint[], bigint[], text) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION @extschema@._message_dead_created(
     p_ids bigint[],
@@ -1038,91 +1031,90 @@ AS $$
 DECLARE
     v_tops bigint[];
     v_has_buckets boolean;
-    v_emptied bigint[];
+    v_rows bigint[];
+    v_row_buckets integer[];
+    v_counts integer[];
+    v_released bigint[];
     v_clock bigint;
-    v_released integer;
 BEGIN
-    SELECT pg_catalog.array_agg(p.child) FILTER (WHERE p.bucket IS NULL), pg_catalog.bool_or(p.bucket IS NOT NULL)
+    SELECT pg_catalog.array_agg(p.child) FILTER (WHERE p.bucket = -1), pg_catalog.bool_or(p.bucket >= 0)
     INTO v_tops, v_has_buckets
     FROM ROWS FROM (pg_catalog.unnest(p_children), pg_catalog.unnest(p_buckets)) AS p (child, bucket);
-    IF v_has_buckets THEN
-        -- 1.  (Scalar array probes by shape, then the join by key: the
-        -- buckets are locked in key order by the sorted sub-select.)
-        WITH pairs AS (
+    -- 1., then 2.
+    FOR i IN 1..2 LOOP
+        CONTINUE WHEN i = 1 AND NOT v_has_buckets;
+        EXIT WHEN i = 2 AND v_tops IS NULL;
+        -- The rows and their pairs, in key order.
+        SELECT
+            pg_catalog.array_agg(p.child ORDER BY p.child, p.bucket), pg_catalog.array_agg(p.bucket ORDER BY p.child, p.bucket),
+            pg_catalog.array_agg(p.n ORDER BY p.child, p.bucket)
+        INTO v_rows, v_row_buckets, v_counts
+        FROM (
             SELECT p.child, p.bucket, pg_catalog.count(*)::integer AS n
             FROM ROWS FROM (pg_catalog.unnest(p_children), pg_catalog.unnest(p_buckets)) AS p (child, bucket)
-            WHERE p.bucket IS NOT NULL
+            WHERE i = 1 AND p.bucket >= 0
             GROUP BY p.child, p.bucket
-        ),
-
-        locked AS (
-            SELECT w.child_id, w.bucket, p.n
-            FROM @extschema@.message_wait_bucket AS w
-            INNER JOIN pairs AS p ON w.child_id = p.child AND w.bucket = p.bucket
-            WHERE w.child_id = ANY(p_children)
-            ORDER BY w.child_id, w.bucket
-            FOR NO KEY UPDATE OF w
-        ),
-
-        counted AS (
-            UPDATE @extschema@.message_wait_bucket AS w
-            SET num_waiting = w.num_waiting - l.n
-            FROM locked AS l
-            WHERE w.child_id = l.child_id AND w.bucket = l.bucket
-            RETURNING w.child_id, w.bucket, w.num_waiting
+            UNION ALL
+            SELECT t.child, -1, pg_catalog.count(*)::integer
+            FROM pg_catalog.unnest(v_tops) AS t (child)
+            WHERE i = 2
+            GROUP BY t.child
+        ) AS p;
+        -- Locked in key order first, in a statement of their own: the
+        -- UPDATE below then reads, with a snapshot taken after the locks,
+        -- the versions it writes (an UPDATE joined to a locking sub-select
+        -- of its own table lost some of its rows to concurrent updates: the
+        -- DAG test stranded 135 of 4,000 messages).
+        PERFORM 1
+        FROM @extschema@.message_wait AS w
+        INNER JOIN ROWS FROM (pg_catalog.unnest(v_rows), pg_catalog.unnest(v_row_buckets)) AS k (child, bucket)
+            ON w.child_id = k.child AND w.bucket = k.bucket
+        WHERE w.child_id = ANY(v_rows)
+        ORDER BY w.child_id, w.bucket
+        FOR NO KEY UPDATE OF w;
+        WITH counted AS (
+            UPDATE @extschema@.message_wait AS w
+            SET num_waiting = w.num_waiting - k.n
+            FROM ROWS FROM (
+                pg_catalog.unnest(v_rows), pg_catalog.unnest(v_row_buckets), pg_catalog.unnest(v_counts)
+            ) AS k (child, bucket, n)
+            WHERE w.child_id = ANY(v_rows) AND w.child_id = k.child AND w.bucket = k.bucket
+            RETURNING w.child_id, w.num_waiting
         )
 
         SELECT pg_catalog.array_agg(c.child_id) FILTER (WHERE c.num_waiting <= 0)
-        INTO v_emptied
+        INTO v_released
         FROM counted AS c;
-        IF v_emptied IS NOT NULL THEN
-            DELETE FROM @extschema@.message_wait_bucket AS w
-            WHERE w.child_id = ANY(v_emptied) AND w.num_waiting <= 0;
-            v_tops := COALESCE(v_tops, '{}') || v_emptied;
+        IF v_released IS NOT NULL THEN
+            DELETE FROM @extschema@.message_wait AS w
+            WHERE w.child_id = ANY(v_released) AND w.num_waiting <= 0 AND (w.bucket >= 0) = (i = 1);
+            -- (A bucket at zero: one pair on its child's own count.)
+            IF i = 1 THEN
+                v_tops := COALESCE(v_tops, '{}') || v_released;
+                v_released := NULL;
+            END IF;
         END IF;
-    END IF;
-    IF v_tops IS NULL THEN
+    END LOOP;
+    IF v_released IS NULL THEN
         RETURN 0;
     END IF;
-    -- 2.
+    -- 3.  (The same: locked in id order, then updated.)
     PERFORM @extschema@._epoch_enter();
     v_clock := @extschema@._clock_ms();
-    WITH pairs AS (
-        SELECT t.id, pg_catalog.count(*)::integer AS n
-        FROM pg_catalog.unnest(v_tops) AS t (id)
-        GROUP BY t.id
-    ),
-
-    locked AS (
-        SELECT m.id, p.n
-        FROM @extschema@.message AS m
-        INNER JOIN pairs AS p ON m.id = p.id
-        WHERE m.id = ANY(v_tops) AND m.num_waiting IS NOT NULL
-        ORDER BY m.id
-        FOR NO KEY UPDATE OF m
-    ),
-
-    counted AS (
-        UPDATE @extschema@.message AS m
-        SET
-            num_waiting = CASE WHEN m.num_waiting > l.n THEN m.num_waiting - l.n END,
-            dequeue_at = CASE WHEN m.num_waiting > l.n THEN m.dequeue_at ELSE GREATEST(m.waiting_dequeue_at, v_clock) END,
-            waiting_dequeue_at = CASE WHEN m.num_waiting > l.n THEN m.waiting_dequeue_at END,
-            after = CASE WHEN m.num_waiting > l.n THEN m.after END,
-            after_mode = CASE WHEN m.num_waiting > l.n THEN m.after_mode END
-        FROM locked AS l
-        WHERE m.id = l.id
-        RETURNING m.num_waiting
-    )
-
-    SELECT pg_catalog.count(*) FILTER (WHERE c.num_waiting IS NULL) INTO v_released
-    FROM counted AS c;
-    RETURN v_released;
+    PERFORM 1
+    FROM @extschema@.message AS m
+    WHERE m.id = ANY(v_released) AND m.schedule IS NULL
+    ORDER BY m.id
+    FOR NO KEY UPDATE;
+    UPDATE @extschema@.message AS m
+    SET dequeue_at = GREATEST(m.dequeue_at - @extschema@._waiting_dequeue_at(0), v_clock)
+    WHERE m.id = ANY(v_released) AND m.schedule IS NULL;
+    RETURN pg_catalog.cardinality(v_released);
 END;
 $$;
 
 COMMENT ON FUNCTION @extschema@._message_waits_count_down(bigint[], integer[]) IS
-'Internal: count down the waiting messages (their buckets, then their own count) of the edges a call resolved, in one lock order; release those at zero.';
+'Internal: count down the waiting messages (their buckets, then their own counts) of the edges a call resolved, in one lock order; release those at zero.';
 
 REVOKE ALL ON FUNCTION @extschema@._message_waits_count_down(bigint[], integer[]) FROM PUBLIC;
 
@@ -1133,6 +1125,7 @@ AS $$
 DECLARE
     v_channel @extschema@.channel%ROWTYPE;
     v_child record;
+    v_wait record;
 BEGIN
     v_channel := @extschema@._message_channel(p_child);
     IF v_channel.id IS NULL THEN
@@ -1140,17 +1133,32 @@ BEGIN
     END IF;
     SELECT m.channel_id, m.channel INTO v_child
     FROM @extschema@.message AS m
-    WHERE m.id = p_child AND m.num_waiting IS NOT NULL
+    WHERE m.id = p_child AND m.schedule IS NULL
     FOR UPDATE;
     IF NOT FOUND THEN
         RETURN;
     END IF;
-    DELETE FROM @extschema@.message_wait_bucket AS w WHERE w.child_id = p_child;
+    -- Waiting still (its own count is there), under its row lock.
+    WITH gone AS (
+        DELETE FROM @extschema@.message_wait AS w
+        WHERE w.child_id = p_child
+        RETURNING w.bucket, w.after, w.after_mode
+    )
+
+    SELECT g.after, g.after_mode INTO v_wait
+    FROM gone AS g
+    WHERE g.bucket = -1;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
     IF p_outcome = 'dead' THEN
         PERFORM @extschema@._message_bury(
             p_child, v_child.channel_id, v_child.channel,
             pg_catalog.format('lonnymq: parent %s was dead-lettered', p_parent), p_now, v_channel.dedup_window_ms
         );
+        UPDATE @extschema@.dead_letter AS d
+        SET after = v_wait.after, after_mode = v_wait.after_mode
+        WHERE d.id = p_child;
         RETURN;
     END IF;
     DELETE FROM @extschema@.message AS m
@@ -1233,10 +1241,10 @@ BEGIN
         RETURN;
     END IF;
     -- A dead or cancelled parent: a child that waits for any end ('ended')
-    -- counts it as done, as does one that waits no more (a stale edge: it
-    -- changes nothing); any other ends too, once (the least parent names
-    -- the cause).  (Read without a lock: _message_dependent_end reads it
-    -- again under its row lock.)
+    -- counts it as done, as does one that waits no more (a stale edge: its
+    -- count is gone, nothing changes); any other ends too, once (the least
+    -- parent names the cause).  (Read without a lock: _message_dependent_end
+    -- reads it again under its row lock.)
     SELECT
         pg_catalog.array_agg(p.child) FILTER (WHERE NOT p.ends) AS counted_children,
         pg_catalog.array_agg(p.bucket) FILTER (WHERE NOT p.ends) AS counted_buckets,
@@ -1247,8 +1255,8 @@ BEGIN
         SELECT
             e.child, e.bucket, e.parent,
             COALESCE((
-                SELECT x.after_mode IS DISTINCT FROM 'ended' FROM @extschema@.message AS x
-                WHERE x.id = e.child AND x.num_waiting IS NOT NULL
+                SELECT w.after_mode IS DISTINCT FROM 'ended' FROM @extschema@.message_wait AS w
+                WHERE w.child_id = e.child AND w.bucket = -1
             ), FALSE) AS ends
         FROM ROWS FROM (
             pg_catalog.unnest(v_children), pg_catalog.unnest(v_buckets), pg_catalog.unnest(v_parent_of)
@@ -1299,10 +1307,10 @@ BEGIN
     END IF;
     PERFORM @extschema@._epoch_enter();
     v_now := @extschema@._clock_ms();
-    INSERT INTO @extschema@.message (id, channel_id, channel, dequeue_at, created_at, content, schedule, after, after_mode)
+    INSERT INTO @extschema@.message (id, channel_id, channel, dequeue_at, created_at, content, schedule, key, state)
     SELECT
         l.id, p_channel_ids[pg_catalog.array_position(p_ids, l.id)], p_channels[pg_catalog.array_position(p_ids, l.id)],
-        v_now, v_now, '\x'::bytea, '', ARRAY[COALESCE(l.cursor, 0)], p_outcome
+        v_now, v_now, '\x'::bytea, '', p_outcome, pg_catalog.convert_to(COALESCE(l.cursor, 0)::text, 'UTF8')
     FROM ROWS FROM (pg_catalog.unnest(v_left), pg_catalog.unnest(v_cursors)) AS l (id, cursor)
     ORDER BY l.id;
 END;
@@ -1329,7 +1337,8 @@ BEGIN
         IF v_left.parent_id IS NULL THEN
             DELETE FROM @extschema@.message AS m WHERE m.id = p_id AND m.schedule = '';
         ELSE
-            UPDATE @extschema@.message AS m SET after = ARRAY[v_left.cursor], num_attempts = 0
+            UPDATE @extschema@.message AS m
+            SET state = pg_catalog.convert_to(v_left.cursor::text, 'UTF8'), num_attempts = 0
             WHERE m.id = p_id AND m.schedule = '';
         END IF;
     EXCEPTION WHEN lock_not_available THEN
@@ -1368,7 +1377,7 @@ BEGIN
     FOR v_due IN
         SELECT
             m.id, m.channel_id, m.channel, m.dequeue_at, m.is_locked, m.is_admitted, m.num_failures, m.schedule,
-            m.after, m.after_mode, GREATEST(m.dequeue_at, m.created_at) AS due_key
+            m.key, m.state, GREATEST(m.dequeue_at, m.created_at) AS due_key
         FROM @extschema@.message AS m
         WHERE
             GREATEST(m.dequeue_at, m.created_at) >= p_due_mark AND GREATEST(m.dequeue_at, m.created_at) <= p_now
@@ -1392,10 +1401,13 @@ BEGIN
         -- second (num_attempts counts its tries: a producer that holds the
         -- guard may be in a long transaction).
         IF v_due.schedule = '' THEN
-            -- A release row (after_mode set): the next dependents of an
-            -- ended message (_message_release_run).
-            IF v_due.after_mode IS NOT NULL THEN
-                PERFORM @extschema@._message_release_run(v_due.id, v_due.after[1], v_due.after_mode);
+            -- A release row (its key the parent's end, its state the last
+            -- child resolved): the next dependents of an ended message
+            -- (_message_release_run).
+            IF v_due.key IS NOT NULL THEN
+                PERFORM @extschema@._message_release_run(
+                    v_due.id, pg_catalog.convert_from(v_due.state, 'UTF8')::bigint, v_due.key
+                );
                 CONTINUE;
             END IF;
             IF @extschema@._channel_row_try_lock(v_due.channel_id)
@@ -1753,7 +1765,7 @@ DECLARE
     v_parents bigint[];
     v_parent_channel_ids bigint[];
     v_parent_channels text[];
-    v_key record;
+    v_ended record;
     v_admitted record;
 BEGIN
     -- One expression for valid input; _check_pairs says what is wrong.
@@ -1818,11 +1830,8 @@ BEGIN
         -- is ahead of the clock, where no raise reaches).
         pg_catalog.min(GREATEST((g.message).dequeue_at, (g.message).created_at)) FILTER (
             WHERE (g.message).dequeue_at < v_now
-        ),
-        pg_catalog.array_agg(g.id) FILTER (WHERE g.has_dependents),
-        pg_catalog.array_agg(g.channel_id) FILTER (WHERE g.has_dependents),
-        pg_catalog.array_agg(g.channel) FILTER (WHERE g.has_dependents)
-    INTO v_gone_ids, v_followed, v_expired_key, v_parents, v_parent_channel_ids, v_parent_channels
+        )
+    INTO v_gone_ids, v_followed, v_expired_key
     FROM gone AS g;
     -- A raise later in this transaction must not pass it: rolled back, the
     -- lock is due again (_due_taken_note).
@@ -1843,28 +1852,37 @@ BEGIN
             (SELECT p.retain_history FROM @extschema@._channel_pattern_config(f.channel) AS p)
         );
         -- Keys: each keyed message's claim lasts its channel's dedup window.
-        FOR v_key IN
+        -- And the messages others wait for (has_dependents), collected: a
+        -- column of the DELETE's aggregate would cost every completion 8k
+        -- instructions (an aggregate is set up again at each call).
+        FOR v_ended IN
             SELECT
-                f.channel_id, f.key, f.id,
-                COALESCE(
+                f.channel_id, f.channel, f.key, f.id, f.has_dependents,
+                CASE WHEN f.key IS NOT NULL THEN COALESCE(
                     (SELECT c.dedup_window_ms FROM @extschema@._channel_row(f.channel_id, f.channel) AS c),
                     (SELECT p.dedup_window_ms FROM @extschema@._channel_pattern_config(f.channel) AS p),
                     0
-                ) AS window_ms
+                ) END AS window_ms
             FROM pg_catalog.unnest(v_followed) AS f
-            WHERE f.key IS NOT NULL
+            WHERE f.key IS NOT NULL OR f.has_dependents
         LOOP
-            PERFORM @extschema@._message_key_release(v_key.channel_id, v_key.key, v_key.id, v_key.window_ms, v_now);
+            IF v_ended.key IS NOT NULL THEN
+                PERFORM @extschema@._message_key_release(v_ended.channel_id, v_ended.key, v_ended.id, v_ended.window_ms, v_now);
+            END IF;
+            IF v_ended.has_dependents THEN
+                v_parents := v_parents || v_ended.id;
+                v_parent_channel_ids := v_parent_channel_ids || v_ended.channel_id;
+                v_parent_channels := v_parent_channels || v_ended.channel;
+            END IF;
         END LOOP;
-        -- And messages others wait for (has_dependents, among the followed
-        -- ones): their dependents are resolved (_message_release, in a
-        -- statement after the DELETE, whose snapshot sees every dependent
-        -- linked before it), in this statement, which every followed
-        -- completion runs anyway (one of its own would cost the limited
-        -- worker loop a statement and two plan nodes a message).  The
-        -- count-down waits for the dependents' rows; what follows waits for
-        -- no row a count-down holds (the channel rows' locks are this
-        -- call's since its DELETE, held messages are taken SKIP LOCKED).
+        -- Their dependents are resolved (_message_release, in a statement
+        -- after the DELETE, whose snapshot sees every dependent linked
+        -- before it), in this statement, which every followed completion
+        -- runs anyway (one of its own would cost the limited worker loop a
+        -- statement and two plan nodes a message).  The count-down waits for
+        -- the dependents' rows; what follows waits for no row a count-down
+        -- holds (the channel rows' locks are this call's since its DELETE,
+        -- held messages are taken SKIP LOCKED).
         PERFORM
             @extschema@._channel_removed(ARRAY(SELECT f.channel_id FROM pg_catalog.unnest(v_followed) AS f)),
             CASE WHEN v_parents IS NOT NULL THEN
@@ -1924,13 +1942,11 @@ BEGIN
 
     dead AS (
         INSERT INTO @extschema@.dead_letter (
-            id, channel, key, content, state, num_attempts, created_at, dead_at, last_error, attempt_log, headers, after,
-            after_mode
+            id, channel, key, content, state, num_attempts, created_at, dead_at, last_error, attempt_log, headers
         )
         SELECT
             g.id, p_channel, g.key, g.content, g.state, g.num_attempts, g.created_at, p_now, p_error,
-            @extschema@._attempt_log_append(g.attempt_log, g.num_attempts, p_now, p_error), g.headers, g.after,
-            g.after_mode
+            @extschema@._attempt_log_append(g.attempt_log, g.num_attempts, p_now, p_error), g.headers
         FROM gone AS g
         RETURNING 1
     )
@@ -2041,7 +2057,6 @@ DECLARE
     v_limited boolean := @extschema@._channel_promotes(p_channel);
     v_after bigint[];
     v_dead_parent bigint;
-    v_num_waiting integer;
     v_has_dependents boolean;
     v_counted bigint;
 BEGIN
@@ -2082,23 +2097,22 @@ BEGIN
     SET num_created = q.num_created + 1
     WHERE q.channel_id = p_channel.id;
     IF v_after IS NOT NULL THEN
-        v_num_waiting := @extschema@._message_edges_link(ARRAY[p_dead.id], v_after);
+        PERFORM @extschema@._message_edges_link(ARRAY[p_dead.id], v_after, p_dead.after_mode);
     END IF;
     -- Deliverable now: ready at its channel's next place, or, in a channel
     -- with limits (or with parents to wait for), due at once for admission
     -- (as a create); waiting, out of reach.
     INSERT INTO @extschema@.message (
         id, channel_id, channel, dequeue_at, created_at, content, state, key, attempt_log, position, is_early,
-        is_limited, headers, num_attempts, has_dependents, num_waiting, waiting_dequeue_at, after, after_mode
+        is_limited, headers, num_attempts, has_dependents
     )
     SELECT
         p_dead.id, p_channel.id, p_channel.name,
-        CASE WHEN v_after IS NOT NULL THEN @extschema@._waiting_dequeue_at() ELSE p_now END, p_dead.created_at,
+        CASE WHEN v_after IS NOT NULL THEN @extschema@._waiting_dequeue_at(p_now) ELSE p_now END, p_dead.created_at,
         p_dead.content, p_dead.state, v_key, p_dead.attempt_log,
         CASE WHEN NOT v_limited AND p_dead.after IS NULL THEN p.place END,
         NOT v_limited AND p_dead.after IS NULL AND p.is_early,
-        @extschema@._channel_claims(p_channel), p_dead.headers, p_dead.num_attempts, v_has_dependents, v_num_waiting,
-        CASE WHEN v_after IS NOT NULL THEN p_now END, v_after, CASE WHEN v_after IS NOT NULL THEN p_dead.after_mode END
+        @extschema@._channel_claims(p_channel), p_dead.headers, p_dead.num_attempts, v_has_dependents
     FROM @extschema@._message_place(p_channel.id, p_bound, p_now, 0) AS p;
     IF p_channel.notify AND NOT p_channel.is_paused AND v_after IS NULL THEN
         PERFORM pg_catalog.pg_notify('lonnymq', COALESCE(p_channel.notify_payload, p_channel.name));
@@ -2265,7 +2279,12 @@ AS $$
             pg_catalog.count(*) FILTER (WHERE m.dequeue_at <= k.now) AS due,
             pg_catalog.count(*) FILTER (WHERE m.is_locked) AS locked,
             pg_catalog.count(*) FILTER (WHERE m.is_locked AND m.dequeue_at <= k.now) AS expired,
-            pg_catalog.count(*) FILTER (WHERE m.num_waiting IS NOT NULL) AS waiting
+            -- (Past any clock, and its own count there.)
+            pg_catalog.count(*) FILTER (
+                WHERE m.dequeue_at >= @extschema@._waiting_dequeue_at(-2305843009213693952) AND EXISTS (
+                    SELECT 1 FROM @extschema@.message_wait AS w WHERE w.child_id = m.id AND w.bucket = -1
+                )
+            ) AS waiting
         FROM @extschema@.message AS m
         -- (A wake or a release row, schedule '', is no message.)
         WHERE m.channel_id = k.id AND m.channel = p_channel AND m.schedule IS DISTINCT FROM ''
@@ -2317,14 +2336,16 @@ BEGIN
     RETURN QUERY
     SELECT
         m.id, m.channel,
-        CASE
-            WHEN m.num_waiting IS NOT NULL THEN 'waiting'
-            WHEN m.is_locked THEN 'locked'
-            WHEN m.dequeue_at <= v_now THEN 'ready'
-            ELSE 'scheduled'
-        END,
-        COALESCE(m.waiting_dequeue_at, m.dequeue_at), m.num_attempts, m.created_at, NULL::bigint
+        CASE WHEN w.is_waiting THEN 'waiting' WHEN m.is_locked THEN 'locked' WHEN m.dequeue_at <= v_now THEN 'ready' ELSE 'scheduled' END,
+        CASE WHEN w.is_waiting THEN m.dequeue_at - @extschema@._waiting_dequeue_at(0) ELSE m.dequeue_at END,
+        m.num_attempts, m.created_at, NULL::bigint
     FROM @extschema@.message AS m
+    -- (Waiting: its own count, looked for only past any clock.)
+    CROSS JOIN LATERAL (
+        SELECT m.dequeue_at >= @extschema@._waiting_dequeue_at(-2305843009213693952) AND EXISTS (
+            SELECT 1 FROM @extschema@.message_wait AS x WHERE x.child_id = m.id AND x.bucket = -1
+        ) AS is_waiting
+    ) AS w
     -- (A wake or a release row, schedule '', is no message.)
     WHERE m.id = p_id AND m.schedule IS DISTINCT FROM ''
     UNION ALL
@@ -2516,16 +2537,21 @@ AS $$
         CROSS JOIN LATERAL (
             SELECT
                 pg_catalog.count(*) FILTER (WHERE NOT m.is_locked AND m.dequeue_at <= k.now) AS ready,
-                pg_catalog.count(*) FILTER (
-                    WHERE NOT m.is_locked AND m.dequeue_at > k.now AND m.num_waiting IS NULL
-                ) AS scheduled,
+                pg_catalog.count(*) FILTER (WHERE NOT m.is_locked AND m.dequeue_at > k.now AND NOT m.is_waiting)
+                AS scheduled,
                 pg_catalog.count(*) FILTER (WHERE m.is_locked) AS locked,
-                pg_catalog.count(*) FILTER (WHERE m.num_waiting IS NOT NULL) AS waiting
+                pg_catalog.count(*) FILTER (WHERE m.is_waiting) AS waiting
             FROM (
-                SELECT m.is_locked, m.dequeue_at, m.num_waiting
+                SELECT m.is_locked, m.dequeue_at, m.is_waiting
                 FROM ROWS FROM (pg_catalog.unnest(s.ids), pg_catalog.unnest(s.names)) AS c (id, name)
                 CROSS JOIN LATERAL (
-                    SELECT m.is_locked, m.dequeue_at, m.num_waiting FROM @extschema@.message AS m
+                    SELECT
+                        m.is_locked, m.dequeue_at,
+                        -- (Past any clock, and its own count there.)
+                        m.dequeue_at >= @extschema@._waiting_dequeue_at(-2305843009213693952) AND EXISTS (
+                            SELECT 1 FROM @extschema@.message_wait AS w WHERE w.child_id = m.id AND w.bucket = -1
+                        ) AS is_waiting
+                    FROM @extschema@.message AS m
                     -- (A wake, schedule '', is no message: _channel_admit.)
                     WHERE m.channel_id = c.id AND m.channel = c.name AND m.schedule IS DISTINCT FROM ''
                 ) AS m
@@ -2774,18 +2800,6 @@ COMMENT ON COLUMN @extschema@.message.headers IS
 
 COMMENT ON COLUMN @extschema@.message.has_dependents IS
 'Dependencies, internal state maintained by the queue functions, not to be written by hand: other messages wait for this one (message_edge), so its end resolves them.';
-
-COMMENT ON COLUMN @extschema@.message.num_waiting IS
-'Dependencies, internal state maintained by the queue functions, not to be written by hand: while the message waits, the parents (or, with more than 64, the message_wait_bucket rows) still to end; NULL: it waits for nothing.';
-
-COMMENT ON COLUMN @extschema@.message.waiting_dequeue_at IS
-'Dependencies: while the message waits, the dequeue_at it was created with (dequeue_at is 2^62 until its last parent ends); NULL: it waits for nothing.';
-
-COMMENT ON COLUMN @extschema@.message.after IS
-'Dependencies: while the message waits, the parents it was created waiting for (those then in the queue); on a release row, the last child resolved; NULL otherwise.';
-
-COMMENT ON COLUMN @extschema@.message.after_mode IS
-'Dependencies: while the message waits, what releases it: completed (the default: a dead or cancelled parent ends it too) or ended; on a release row, the parent''s end (completed, dead, cancelled); NULL otherwise.';
 
 COMMENT ON COLUMN @extschema@.dead_letter.headers IS
 'The dead message''s headers, as its producer gave them; NULL: none.';

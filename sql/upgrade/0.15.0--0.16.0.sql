@@ -23,18 +23,14 @@ DROP FUNCTION @extschema@.message_publish(text, bytea, bigint, text, boolean);
 DROP FUNCTION @extschema@.message_publish_batch(text, bytea[], bigint[], text[], boolean);
 DROP FUNCTION @extschema@._check_batch(bytea[], bigint[], text[]);
 
--- Dependencies (doc/dependencies.md): the waiting columns, added last where
--- a fresh install has them (NULL, or a constant default: no table is
--- rewritten), the dead letters' parents, the edges and the bucket counters.
+-- Dependencies (doc/dependencies.md): the parent flag, added last where a
+-- fresh install has it (a constant default: no table is rewritten), the
+-- dead letters' parents, the edges and the counts.
 ALTER TABLE @extschema@.message ADD COLUMN has_dependents boolean NOT NULL DEFAULT FALSE;
-ALTER TABLE @extschema@.message ADD COLUMN num_waiting integer;
-ALTER TABLE @extschema@.message ADD COLUMN waiting_dequeue_at bigint;
-ALTER TABLE @extschema@.message ADD COLUMN after bigint[];
-ALTER TABLE @extschema@.message ADD COLUMN after_mode text;
 ALTER TABLE @extschema@.dead_letter ADD COLUMN after bigint[];
 ALTER TABLE @extschema@.dead_letter ADD COLUMN after_mode text;
 -- @include sql/src/schema/message_edge.sql
--- @include sql/src/schema/message_wait_bucket.sql
+-- @include sql/src/schema/message_wait.sql
 
 -- channel_stats gains a last column, waiting: a new return type, so the
 -- function is created again; the view over it is replaced first by one of

@@ -128,7 +128,7 @@ def test_workers_completing_shared_parents_at_once_neither_deadlock_nor_release_
             while not stop.is_set():
                 early.extend(r[0] for r in m.execute(
                     "SELECT DISTINCT w.child FROM waits AS w"
-                    " JOIN lonnymq.message AS c ON c.id = w.child AND c.num_waiting IS NULL"
+                    " JOIN lonnymq.message AS c ON c.id = w.child AND c.dequeue_at < 2305843009213693952"
                     " JOIN lonnymq.message AS p ON p.id = w.parent AND p.schedule IS NULL"))
 
     def worker(seed: int):
@@ -163,7 +163,7 @@ def test_workers_completing_shared_parents_at_once_neither_deadlock_nor_release_
     conn.execute("SELECT lonnymq.tick()")
     assert [status(conn, c) for c in children] == ["ready"] * 20
     assert one(conn, "SELECT count(*) FROM lonnymq.message_edge") == 0
-    assert one(conn, "SELECT count(*) FROM lonnymq.message_wait_bucket") == 0
+    assert one(conn, "SELECT count(*) FROM lonnymq.message_wait") == 0
     # Each one delivered once, and nothing else.
     got = sorted(r[0] for r in conn.execute("SELECT d.id FROM lonnymq.message_dequeue(60000, 100, 'c') AS d"))
     assert got == sorted(children)
@@ -211,7 +211,7 @@ def test_a_3_level_dag_of_10000_messages_runs_each_once_after_its_parents(db):
             parents[create(f"sink {i}", mine)] = mine
     everything = set(roots) | set(parents)
     assert len(everything) == DAG_ROOTS + DAG_MIDDLE + DAG_SINKS
-    assert one(conn, "SELECT count(*) FROM lonnymq.message WHERE num_waiting IS NOT NULL") == DAG_MIDDLE + DAG_SINKS
+    assert one(conn, "SELECT count(*) FROM lonnymq.message_wait WHERE bucket = -1") == DAG_MIDDLE + DAG_SINKS
     assert_nothing_below_the_marks(conn, "the DAG created")
 
     lock = threading.Lock()
@@ -269,5 +269,5 @@ def test_a_3_level_dag_of_10000_messages_runs_each_once_after_its_parents(db):
     assert early == [], f"{len(early)} deliveries before a parent's completion was issued: {early[:5]}"
     assert one(conn, "SELECT count(*) FROM lonnymq.message") == 0
     assert one(conn, "SELECT count(*) FROM lonnymq.message_edge") == 0
-    assert one(conn, "SELECT count(*) FROM lonnymq.message_wait_bucket") == 0
+    assert one(conn, "SELECT count(*) FROM lonnymq.message_wait") == 0
     assert_nothing_below_the_marks(conn, "the DAG run")

@@ -136,10 +136,10 @@ WAITING = [
     # A parent that does not know it has dependents: its end would resolve none.
     ("UPDATE lonnymq.message SET has_dependents = FALSE WHERE id = %(a)s", "parent unflagged"),
     # A count that is not its edges', or a child made due while it waits.
-    ("UPDATE lonnymq.message SET num_waiting = 3 WHERE id = %(c)s", "count"),
+    ("UPDATE lonnymq.message_wait SET num_waiting = 3 WHERE child_id = %(c)s AND bucket = -1", "count"),
     ("UPDATE lonnymq.message SET dequeue_at = 0 WHERE id = %(c)s", "due"),
     # A bucket whose count is not its parents'.
-    ("UPDATE lonnymq.message_wait_bucket SET num_waiting = num_waiting + 1 WHERE child_id = %(w)s AND bucket = 0",
+    ("UPDATE lonnymq.message_wait SET num_waiting = num_waiting + 1 WHERE child_id = %(w)s AND bucket = 0",
      "bucket"),
 ]
 

@@ -83,7 +83,7 @@ BEGIN
     FOR v_due IN
         SELECT
             m.id, m.channel_id, m.channel, m.dequeue_at, m.is_locked, m.is_admitted, m.num_failures, m.schedule,
-            m.after, m.after_mode, GREATEST(m.dequeue_at, m.created_at) AS due_key
+            m.key, m.state, GREATEST(m.dequeue_at, m.created_at) AS due_key
         FROM @extschema@.message AS m
         WHERE
             GREATEST(m.dequeue_at, m.created_at) >= p_due_mark AND GREATEST(m.dequeue_at, m.created_at) <= p_now
@@ -107,10 +107,13 @@ BEGIN
         -- second (num_attempts counts its tries: a producer that holds the
         -- guard may be in a long transaction).
         IF v_due.schedule = '' THEN
-            -- A release row (after_mode set): the next dependents of an
-            -- ended message (_message_release_run).
-            IF v_due.after_mode IS NOT NULL THEN
-                PERFORM @extschema@._message_release_run(v_due.id, v_due.after[1], v_due.after_mode);
+            -- A release row (its key the parent's end, its state the last
+            -- child resolved): the next dependents of an ended message
+            -- (_message_release_run).
+            IF v_due.key IS NOT NULL THEN
+                PERFORM @extschema@._message_release_run(
+                    v_due.id, pg_catalog.convert_from(v_due.state, 'UTF8')::bigint, v_due.key
+                );
                 CONTINUE;
             END IF;
             IF @extschema@._channel_row_try_lock(v_due.channel_id)

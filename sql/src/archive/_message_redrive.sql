@@ -48,7 +48,6 @@ DECLARE
     v_limited boolean := @extschema@._channel_promotes(p_channel);
     v_after bigint[];
     v_dead_parent bigint;
-    v_num_waiting integer;
     v_has_dependents boolean;
     v_counted bigint;
 BEGIN
@@ -89,23 +88,22 @@ BEGIN
     SET num_created = q.num_created + 1
     WHERE q.channel_id = p_channel.id;
     IF v_after IS NOT NULL THEN
-        v_num_waiting := @extschema@._message_edges_link(ARRAY[p_dead.id], v_after);
+        PERFORM @extschema@._message_edges_link(ARRAY[p_dead.id], v_after, p_dead.after_mode);
     END IF;
     -- Deliverable now: ready at its channel's next place, or, in a channel
     -- with limits (or with parents to wait for), due at once for admission
     -- (as a create); waiting, out of reach.
     INSERT INTO @extschema@.message (
         id, channel_id, channel, dequeue_at, created_at, content, state, key, attempt_log, position, is_early,
-        is_limited, headers, num_attempts, has_dependents, num_waiting, waiting_dequeue_at, after, after_mode
+        is_limited, headers, num_attempts, has_dependents
     )
     SELECT
         p_dead.id, p_channel.id, p_channel.name,
-        CASE WHEN v_after IS NOT NULL THEN @extschema@._waiting_dequeue_at() ELSE p_now END, p_dead.created_at,
+        CASE WHEN v_after IS NOT NULL THEN @extschema@._waiting_dequeue_at(p_now) ELSE p_now END, p_dead.created_at,
         p_dead.content, p_dead.state, v_key, p_dead.attempt_log,
         CASE WHEN NOT v_limited AND p_dead.after IS NULL THEN p.place END,
         NOT v_limited AND p_dead.after IS NULL AND p.is_early,
-        @extschema@._channel_claims(p_channel), p_dead.headers, p_dead.num_attempts, v_has_dependents, v_num_waiting,
-        CASE WHEN v_after IS NOT NULL THEN p_now END, v_after, CASE WHEN v_after IS NOT NULL THEN p_dead.after_mode END
+        @extschema@._channel_claims(p_channel), p_dead.headers, p_dead.num_attempts, v_has_dependents
     FROM @extschema@._message_place(p_channel.id, p_bound, p_now, 0) AS p;
     IF p_channel.notify AND NOT p_channel.is_paused AND v_after IS NULL THEN
         PERFORM pg_catalog.pg_notify('lonnymq', COALESCE(p_channel.notify_payload, p_channel.name));

@@ -3,8 +3,11 @@
 -- lonnymq_messages_dead_lettered_total), count it out of a max_size channel
 -- (_channel_removed), and release its key for the channel's dedup window
 -- (_message_key_release).  Admission is the caller's job (_channel_admit).
--- Callers: message_fail (its last failure) and _message_promote (a lock that
--- expired on its last attempt).
+-- A message with dependents has them resolved as a dead parent's
+-- (_message_release: its release row).
+-- Callers: message_fail (its last failure), _message_promote (a lock that
+-- expired on its last attempt) and _message_dependent_end (a waiting
+-- message whose parent died).
 -- Parameters: p_id, the message; p_channel_id, p_channel, its channel's id and
 --   name (the dead letter's channel); p_error, the last error (NULL allowed);
 --   p_now, the caller's clock (dead_at, the log entry's time, the start of the
@@ -42,13 +45,11 @@ BEGIN
 
     dead AS (
         INSERT INTO @extschema@.dead_letter (
-            id, channel, key, content, state, num_attempts, created_at, dead_at, last_error, attempt_log, headers, after,
-            after_mode
+            id, channel, key, content, state, num_attempts, created_at, dead_at, last_error, attempt_log, headers
         )
         SELECT
             g.id, p_channel, g.key, g.content, g.state, g.num_attempts, g.created_at, p_now, p_error,
-            @extschema@._attempt_log_append(g.attempt_log, g.num_attempts, p_now, p_error), g.headers, g.after,
-            g.after_mode
+            @extschema@._attempt_log_append(g.attempt_log, g.num_attempts, p_now, p_error), g.headers
         FROM gone AS g
         RETURNING 1
     )

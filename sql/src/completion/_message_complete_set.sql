@@ -78,7 +78,7 @@ DECLARE
     v_parents bigint[];
     v_parent_channel_ids bigint[];
     v_parent_channels text[];
-    v_key record;
+    v_ended record;
     v_admitted record;
 BEGIN
     -- One expression for valid input; _check_pairs says what is wrong.
@@ -143,11 +143,8 @@ BEGIN
         -- is ahead of the clock, where no raise reaches).
         pg_catalog.min(GREATEST((g.message).dequeue_at, (g.message).created_at)) FILTER (
             WHERE (g.message).dequeue_at < v_now
-        ),
-        pg_catalog.array_agg(g.id) FILTER (WHERE g.has_dependents),
-        pg_catalog.array_agg(g.channel_id) FILTER (WHERE g.has_dependents),
-        pg_catalog.array_agg(g.channel) FILTER (WHERE g.has_dependents)
-    INTO v_gone_ids, v_followed, v_expired_key, v_parents, v_parent_channel_ids, v_parent_channels
+        )
+    INTO v_gone_ids, v_followed, v_expired_key
     FROM gone AS g;
     -- A raise later in this transaction must not pass it: rolled back, the
     -- lock is due again (_due_taken_note).
@@ -168,28 +165,37 @@ BEGIN
             (SELECT p.retain_history FROM @extschema@._channel_pattern_config(f.channel) AS p)
         );
         -- Keys: each keyed message's claim lasts its channel's dedup window.
-        FOR v_key IN
+        -- And the messages others wait for (has_dependents), collected: a
+        -- column of the DELETE's aggregate would cost every completion 8k
+        -- instructions (an aggregate is set up again at each call).
+        FOR v_ended IN
             SELECT
-                f.channel_id, f.key, f.id,
-                COALESCE(
+                f.channel_id, f.channel, f.key, f.id, f.has_dependents,
+                CASE WHEN f.key IS NOT NULL THEN COALESCE(
                     (SELECT c.dedup_window_ms FROM @extschema@._channel_row(f.channel_id, f.channel) AS c),
                     (SELECT p.dedup_window_ms FROM @extschema@._channel_pattern_config(f.channel) AS p),
                     0
-                ) AS window_ms
+                ) END AS window_ms
             FROM pg_catalog.unnest(v_followed) AS f
-            WHERE f.key IS NOT NULL
+            WHERE f.key IS NOT NULL OR f.has_dependents
         LOOP
-            PERFORM @extschema@._message_key_release(v_key.channel_id, v_key.key, v_key.id, v_key.window_ms, v_now);
+            IF v_ended.key IS NOT NULL THEN
+                PERFORM @extschema@._message_key_release(v_ended.channel_id, v_ended.key, v_ended.id, v_ended.window_ms, v_now);
+            END IF;
+            IF v_ended.has_dependents THEN
+                v_parents := v_parents || v_ended.id;
+                v_parent_channel_ids := v_parent_channel_ids || v_ended.channel_id;
+                v_parent_channels := v_parent_channels || v_ended.channel;
+            END IF;
         END LOOP;
-        -- And messages others wait for (has_dependents, among the followed
-        -- ones): their dependents are resolved (_message_release, in a
-        -- statement after the DELETE, whose snapshot sees every dependent
-        -- linked before it), in this statement, which every followed
-        -- completion runs anyway (one of its own would cost the limited
-        -- worker loop a statement and two plan nodes a message).  The
-        -- count-down waits for the dependents' rows; what follows waits for
-        -- no row a count-down holds (the channel rows' locks are this
-        -- call's since its DELETE, held messages are taken SKIP LOCKED).
+        -- Their dependents are resolved (_message_release, in a statement
+        -- after the DELETE, whose snapshot sees every dependent linked
+        -- before it), in this statement, which every followed completion
+        -- runs anyway (one of its own would cost the limited worker loop a
+        -- statement and two plan nodes a message).  The count-down waits for
+        -- the dependents' rows; what follows waits for no row a count-down
+        -- holds (the channel rows' locks are this call's since its DELETE,
+        -- held messages are taken SKIP LOCKED).
         PERFORM
             @extschema@._channel_removed(ARRAY(SELECT f.channel_id FROM pg_catalog.unnest(v_followed) AS f)),
             CASE WHEN v_parents IS NOT NULL THEN

@@ -9,9 +9,9 @@
 --   snapshot sees those edges.
 --   Everything else goes to a release row: a message row with the parent's
 --   id, schedule '' (a due entry that is no message: user calls and counts
---   skip it), after_mode the outcome and after[1] the last child resolved,
---   due now in message_due_ix, whose promotion resolves the next edges
---   (_message_release_run).  So does a completion under REPEATABLE READ or
+--   skip it), key the outcome and state the last child resolved (its id as
+--   text), due now in message_due_ix, whose promotion resolves the next
+--   edges (_message_release_run).  So does a completion under REPEATABLE READ or
 --   SERIALIZABLE, whose snapshot may predate a producer that linked a
 --   dependent before its DELETE: any snapshot that sees the release row,
 --   committed after that producer, sees its edges.  And a dead or
@@ -22,8 +22,8 @@
 --   before it); p_outcome, how they ended.
 -- Returns: nothing.
 -- Calls: _message_waits_resolve, _epoch_enter, _clock_ms.
--- Tables: writes message (the release rows) (message_edge,
---   message_wait_bucket and the dependents through _message_waits_resolve).
+-- Tables: writes message (the release rows) (message_edge, message_wait
+--   and the dependents through _message_waits_resolve).
 -- Locks: _message_waits_resolve's (the count-down's buckets and children,
 --   waited for); the epoch's parity (1819111690) shared until the
 --   transaction ends (_epoch_enter: a release row is a due entry).
@@ -53,10 +53,10 @@ BEGIN
     END IF;
     PERFORM @extschema@._epoch_enter();
     v_now := @extschema@._clock_ms();
-    INSERT INTO @extschema@.message (id, channel_id, channel, dequeue_at, created_at, content, schedule, after, after_mode)
+    INSERT INTO @extschema@.message (id, channel_id, channel, dequeue_at, created_at, content, schedule, key, state)
     SELECT
         l.id, p_channel_ids[pg_catalog.array_position(p_ids, l.id)], p_channels[pg_catalog.array_position(p_ids, l.id)],
-        v_now, v_now, '\x'::bytea, '', ARRAY[COALESCE(l.cursor, 0)], p_outcome
+        v_now, v_now, '\x'::bytea, '', p_outcome, pg_catalog.convert_to(COALESCE(l.cursor, 0)::text, 'UTF8')
     FROM ROWS FROM (pg_catalog.unnest(v_left), pg_catalog.unnest(v_cursors)) AS l (id, cursor)
     ORDER BY l.id;
 END;

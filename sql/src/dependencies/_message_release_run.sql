@@ -32,7 +32,8 @@ BEGIN
         IF v_left.parent_id IS NULL THEN
             DELETE FROM @extschema@.message AS m WHERE m.id = p_id AND m.schedule = '';
         ELSE
-            UPDATE @extschema@.message AS m SET after = ARRAY[v_left.cursor], num_attempts = 0
+            UPDATE @extschema@.message AS m
+            SET state = pg_catalog.convert_to(v_left.cursor::text, 'UTF8'), num_attempts = 0
             WHERE m.id = p_id AND m.schedule = '';
         END IF;
     EXCEPTION WHEN lock_not_available THEN

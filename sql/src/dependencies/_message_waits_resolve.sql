@@ -16,9 +16,9 @@
 -- Calls: _release_batch_size (a constant), _message_waits_count_down,
 --   _message_dependent_end, _clock_ms.
 -- Tables: reads message_edge (a parent's next edges, by
---   message_edge_pkey), message (the children's modes, for 'dead' and
---   'cancelled'); writes message_edge (deletes the edges resolved) (message
---   and message_wait_bucket through the callees).
+--   message_edge_pkey), message_wait (the children's modes, for 'dead' and
+--   'cancelled', by its key); writes message_edge (deletes the edges
+--   resolved) (message and message_wait through the callees).
 -- Locks: the edges it deletes; its callees' (_message_waits_count_down:
 --   buckets, then children; _message_dependent_end: a child's channel, then
 --   its row).
@@ -84,10 +84,10 @@ BEGIN
         RETURN;
     END IF;
     -- A dead or cancelled parent: a child that waits for any end ('ended')
-    -- counts it as done, as does one that waits no more (a stale edge: it
-    -- changes nothing); any other ends too, once (the least parent names
-    -- the cause).  (Read without a lock: _message_dependent_end reads it
-    -- again under its row lock.)
+    -- counts it as done, as does one that waits no more (a stale edge: its
+    -- count is gone, nothing changes); any other ends too, once (the least
+    -- parent names the cause).  (Read without a lock: _message_dependent_end
+    -- reads it again under its row lock.)
     SELECT
         pg_catalog.array_agg(p.child) FILTER (WHERE NOT p.ends) AS counted_children,
         pg_catalog.array_agg(p.bucket) FILTER (WHERE NOT p.ends) AS counted_buckets,
@@ -98,8 +98,8 @@ BEGIN
         SELECT
             e.child, e.bucket, e.parent,
             COALESCE((
-                SELECT x.after_mode IS DISTINCT FROM 'ended' FROM @extschema@.message AS x
-                WHERE x.id = e.child AND x.num_waiting IS NOT NULL
+                SELECT w.after_mode IS DISTINCT FROM 'ended' FROM @extschema@.message_wait AS w
+                WHERE w.child_id = e.child AND w.bucket = -1
             ), FALSE) AS ends
         FROM ROWS FROM (
             pg_catalog.unnest(v_children), pg_catalog.unnest(v_buckets), pg_catalog.unnest(v_parent_of)

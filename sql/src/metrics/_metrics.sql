@@ -30,9 +30,11 @@
 -- Parameters: none.
 -- Returns: rows (metric, channel, state, value): the gauges per series,
 --   lonnymq_messages_count_limit, and the counters.
--- Calls: _clock_ms, _channel_id, _channel_pattern_config (inlined).
+-- Calls: _clock_ms, _channel_id, _channel_pattern_config (inlined),
+--   _waiting_dequeue_at (a constant).
 -- Tables: reads message (message_channel_ix: the channels, their names, their
---   next ready messages and their counts), dead_letter
+--   next ready messages and their counts), message_wait (message_wait_pkey:
+--   whether a message past any clock waits), dead_letter
 --   (dead_letter_channel_ix), channel (channel_pkey: a channel's series; every
 --   configured channel's row), messages_created_seq, messages_delivered_seq,
 --   messages_completed_seq, messages_failed_seq, messages_dead_lettered_seq,
@@ -168,16 +170,21 @@ AS $$
         CROSS JOIN LATERAL (
             SELECT
                 pg_catalog.count(*) FILTER (WHERE NOT m.is_locked AND m.dequeue_at <= k.now) AS ready,
-                pg_catalog.count(*) FILTER (
-                    WHERE NOT m.is_locked AND m.dequeue_at > k.now AND m.num_waiting IS NULL
-                ) AS scheduled,
+                pg_catalog.count(*) FILTER (WHERE NOT m.is_locked AND m.dequeue_at > k.now AND NOT m.is_waiting)
+                AS scheduled,
                 pg_catalog.count(*) FILTER (WHERE m.is_locked) AS locked,
-                pg_catalog.count(*) FILTER (WHERE m.num_waiting IS NOT NULL) AS waiting
+                pg_catalog.count(*) FILTER (WHERE m.is_waiting) AS waiting
             FROM (
-                SELECT m.is_locked, m.dequeue_at, m.num_waiting
+                SELECT m.is_locked, m.dequeue_at, m.is_waiting
                 FROM ROWS FROM (pg_catalog.unnest(s.ids), pg_catalog.unnest(s.names)) AS c (id, name)
                 CROSS JOIN LATERAL (
-                    SELECT m.is_locked, m.dequeue_at, m.num_waiting FROM @extschema@.message AS m
+                    SELECT
+                        m.is_locked, m.dequeue_at,
+                        -- (Past any clock, and its own count there.)
+                        m.dequeue_at >= @extschema@._waiting_dequeue_at(-2305843009213693952) AND EXISTS (
+                            SELECT 1 FROM @extschema@.message_wait AS w WHERE w.child_id = m.id AND w.bucket = -1
+                        ) AS is_waiting
+                    FROM @extschema@.message AS m
                     -- (A wake, schedule '', is no message: _channel_admit.)
                     WHERE m.channel_id = c.id AND m.channel = c.name AND m.schedule IS DISTINCT FROM ''
                 ) AS m

@@ -22,8 +22,10 @@
 -- names that pattern; a pattern's name shows the pattern's configuration.
 -- Parameters: p_channel, a channel's or pattern's name.
 -- Returns: one row (its counts and its configuration), or none.
--- Calls: _clock_ms, _channel_id, _channel_config.
+-- Calls: _clock_ms, _channel_id, _channel_config, _waiting_dequeue_at (a
+--   constant).
 -- Tables: reads message (message_channel_ix: the channel's messages),
+--   message_wait (message_wait_pkey: whether one past any clock waits),
 --   dead_letter (dead_letter_channel_ix), channel (channel_pkey: whether it
 --   has a row).  (Its configuration through _channel_config.)
 -- Locks: none.
@@ -87,7 +89,12 @@ AS $$
             pg_catalog.count(*) FILTER (WHERE m.dequeue_at <= k.now) AS due,
             pg_catalog.count(*) FILTER (WHERE m.is_locked) AS locked,
             pg_catalog.count(*) FILTER (WHERE m.is_locked AND m.dequeue_at <= k.now) AS expired,
-            pg_catalog.count(*) FILTER (WHERE m.num_waiting IS NOT NULL) AS waiting
+            -- (Past any clock, and its own count there.)
+            pg_catalog.count(*) FILTER (
+                WHERE m.dequeue_at >= @extschema@._waiting_dequeue_at(-2305843009213693952) AND EXISTS (
+                    SELECT 1 FROM @extschema@.message_wait AS w WHERE w.child_id = m.id AND w.bucket = -1
+                )
+            ) AS waiting
         FROM @extschema@.message AS m
         -- (A wake or a release row, schedule '', is no message.)
         WHERE m.channel_id = k.id AND m.channel = p_channel AND m.schedule IS DISTINCT FROM ''

@@ -14,13 +14,15 @@
 --   gone       none of these: completed without history, cancelled, its
 --              history pruned, or an id whose transaction rolled back.
 -- The statuses are channel_stats' counts, message by message.  "Now" is the
--- wall clock, read once.  Cost: three primary-key probes.
+-- wall clock, read once.  Cost: three primary-key probes, and a fourth
+-- (message_wait_pkey) for a message whose dequeue_at is past any clock.
 -- Parameters: p_id, a message id, as message_create returned it.
 -- Returns: one row: id, channel (NULL when gone), status, dequeue_at,
 --   num_attempts, created_at (NULL when gone), ended_at (dead or done).
--- Calls: _clock_ms.
--- Tables: reads message (message_pkey), dead_letter (dead_letter_pkey),
---   message_history (message_history_pkey), message_id_seq (its last value).
+-- Calls: _clock_ms, _waiting_dequeue_at (a constant).
+-- Tables: reads message (message_pkey), message_wait (message_wait_pkey:
+--   waiting), dead_letter (dead_letter_pkey), message_history
+--   (message_history_pkey), message_id_seq (its last value).
 -- Locks: none.
 CREATE FUNCTION @extschema@.message_status(p_id bigint)
 RETURNS TABLE (
@@ -47,14 +49,16 @@ BEGIN
     RETURN QUERY
     SELECT
         m.id, m.channel,
-        CASE
-            WHEN m.num_waiting IS NOT NULL THEN 'waiting'
-            WHEN m.is_locked THEN 'locked'
-            WHEN m.dequeue_at <= v_now THEN 'ready'
-            ELSE 'scheduled'
-        END,
-        COALESCE(m.waiting_dequeue_at, m.dequeue_at), m.num_attempts, m.created_at, NULL::bigint
+        CASE WHEN w.is_waiting THEN 'waiting' WHEN m.is_locked THEN 'locked' WHEN m.dequeue_at <= v_now THEN 'ready' ELSE 'scheduled' END,
+        CASE WHEN w.is_waiting THEN m.dequeue_at - @extschema@._waiting_dequeue_at(0) ELSE m.dequeue_at END,
+        m.num_attempts, m.created_at, NULL::bigint
     FROM @extschema@.message AS m
+    -- (Waiting: its own count, looked for only past any clock.)
+    CROSS JOIN LATERAL (
+        SELECT m.dequeue_at >= @extschema@._waiting_dequeue_at(-2305843009213693952) AND EXISTS (
+            SELECT 1 FROM @extschema@.message_wait AS x WHERE x.child_id = m.id AND x.bucket = -1
+        ) AS is_waiting
+    ) AS w
     -- (A wake or a release row, schedule '', is no message.)
     WHERE m.id = p_id AND m.schedule IS DISTINCT FROM ''
     UNION ALL

@@ -49,8 +49,9 @@
 -- 'completed'), the message goes to the dead letters at once
 -- (_message_dead_created) and its id is returned; one already gone counts
 -- as done; with none left to wait for, it is due at once.  A waiting
--- message is a message row out of every probe's reach (dequeue_at
--- _waiting_dequeue_at()) with its edges (_message_edges_link).
+-- message is a message row out of every probe's reach (its dequeue_at
+-- _waiting_dequeue_at(its own)) with its edges and counts
+-- (_message_edges_link).
 -- With the channel's notify on, a message whose dequeue_at has passed, in
 -- a channel that is not paused, sends NOTIFY lonnymq with the channel name
 -- (or its notify_payload) as payload (PostgreSQL delivers one per
@@ -133,11 +134,9 @@ DECLARE
     -- one more expression for every create.)
     v_is_held boolean;
     -- With p_after (NULL else, without initialisers): the parents it waits
-    -- for, a dead parent that ends it at once, its count and own time.
+    -- for, and a dead parent that ends it at once.
     v_after bigint[];
     v_dead_parent bigint;
-    v_num_waiting integer;
-    v_waiting_dequeue_at bigint;
 BEGIN
     -- One expression for valid input; the checks say what is wrong.  Headers
     -- are checked only by the checks (any headers go there): PL/pgSQL
@@ -268,15 +267,14 @@ BEGIN
             -- Waiting: out of reach of message_due_ix until its last parent
             -- ends (_message_waits_count_down).
             IF v_after IS NOT NULL THEN
-                v_num_waiting := @extschema@._message_edges_link(ARRAY[v_id], v_after);
-                v_waiting_dequeue_at := v_dequeue_at;
-                v_dequeue_at := @extschema@._waiting_dequeue_at();
+                PERFORM @extschema@._message_edges_link(ARRAY[v_id], v_after, COALESCE(p_after_mode, 'completed'));
+                v_dequeue_at := @extschema@._waiting_dequeue_at(v_dequeue_at);
             END IF;
         END IF;
 
         INSERT INTO @extschema@.message (
             id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early, is_held, is_limited,
-            headers, num_waiting, waiting_dequeue_at, after, after_mode
+            headers
         )
         SELECT
             COALESCE(v_id, pg_catalog.nextval('@extschema@.message_id_seq')), v_channel_id, p_channel, v_dequeue_at,
@@ -286,8 +284,7 @@ BEGIN
             -- (Held only when this pass found the channel full: a pass
             -- after the epoch changed may not, and keeps an earlier pass's
             -- v_is_held.)
-            COALESCE(v_is_full AND v_is_held, FALSE), v_is_limited, p_headers, v_num_waiting, v_waiting_dequeue_at,
-            v_after, CASE WHEN v_after IS NOT NULL THEN COALESCE(p_after_mode, 'completed') END
+            COALESCE(v_is_full AND v_is_held, FALSE), v_is_limited, p_headers
         WHERE pg_catalog.pg_sequence_last_value('@extschema@.position_bound_seq') = v_epoch
         -- (Counted, lonnymq_messages_created_total: a sequence, no row.)
         RETURNING id, pg_catalog.nextval('@extschema@.messages_created_seq') INTO v_created, v_counted;

@@ -87,7 +87,6 @@ DECLARE
     v_existing bigint;
     v_after bigint[];
     v_dead_parent bigint;
-    v_num_waiting integer;
     i integer;
 BEGIN
     IF p_channel IS NULL OR pg_catalog.length(p_channel) NOT BETWEEN 1 AND 255 OR pg_catalog.right(p_channel, 1) = '*' THEN
@@ -226,13 +225,13 @@ BEGIN
 
     -- Waiting: out of reach of message_due_ix until their last parent ends.
     IF v_after IS NOT NULL THEN
-        v_num_waiting := @extschema@._message_edges_link(
+        PERFORM @extschema@._message_edges_link(
             ARRAY(
                 SELECT v_ids[k.i]
                 FROM ROWS FROM (pg_catalog.unnest(v_keep)) WITH ORDINALITY AS k (keep, i)
                 WHERE k.keep
             ),
-            v_after
+            v_after, COALESCE(p_after_mode, 'completed')
         );
     END IF;
 
@@ -249,12 +248,11 @@ BEGIN
     -- (dequeue_at, id) order; those more than a second before the channel's
     -- last ready message are early (_message_place).
     INSERT INTO @extschema@.message (
-        id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early, is_held, is_limited, headers,
-        num_waiting, waiting_dequeue_at, after, after_mode
+        id, channel_id, channel, dequeue_at, created_at, content, key, position, is_early, is_held, is_limited, headers
     )
     SELECT
         v_ids[r.i], v_channel.id, v_channel.name,
-        CASE WHEN v_after IS NOT NULL THEN @extschema@._waiting_dequeue_at() ELSE r.at END, v_now, r.content, r.key,
+        CASE WHEN v_after IS NOT NULL THEN @extschema@._waiting_dequeue_at(r.at) ELSE r.at END, v_now, r.content, r.key,
         CASE WHEN r.is_ready THEN
             v_next + @extschema@._round_size() * (pg_catalog.row_number() OVER (PARTITION BY r.is_ready ORDER BY r.at, r.i) - 1)
         END,
@@ -264,9 +262,7 @@ BEGIN
             WHEN v_last_is_early THEN @extschema@._message_early_behind(v_channel.id, v_bound, r.at, r.margin)
             ELSE COALESCE(r.at < v_last_at - r.margin, FALSE)
         END,
-        FALSE, @extschema@._channel_claims(v_channel), r.headers, v_num_waiting,
-        CASE WHEN v_after IS NOT NULL THEN r.at END, v_after,
-        CASE WHEN v_after IS NOT NULL THEN COALESCE(p_after_mode, 'completed') END
+        FALSE, @extschema@._channel_claims(v_channel), r.headers
     FROM (
         SELECT c.content, COALESCE(c.dequeue_at, v_default) AS at, c.key, c.headers, c.i,
             -- (How far before the channel's last ready message it may sort

@@ -53,22 +53,20 @@
 -- metadata: doc/headers.md), returned with every delivery and carried into
 -- dead_letter, message_history and back by a redrive; NULL, which costs a
 -- bit of the null bitmap, when the producer gave none.
--- Dependencies (doc/dependencies.md): a message created with p_after
--- waits for those of its parents that were in the queue; while it waits
--- (num_waiting set) its dequeue_at is _waiting_dequeue_at (2^62), past any
--- clock, so that no probe of message_due_ix reaches it, and its own time is
--- in waiting_dequeue_at.  num_waiting counts the parents it still waits for,
--- or, with more than 64, its message_wait_bucket rows still above zero
--- (_message_edges_link); after: those parents, after_mode what releases it
--- ('completed', 'ended').  The last parent's end releases it: dequeue_at
--- becomes the later of waiting_dequeue_at and the clock, and the four go
--- back to NULL (_message_waits_resolve).  has_dependents: a message_edge
--- row names it as a parent, so its end resolves them; its completion reads
--- the flag from the DELETE it runs anyway.  On a release row (schedule '',
--- id the ended parent's: a due entry that resolves that parent's
--- dependents K at a time, _message_release_run), after_mode is the
--- parent's end ('completed', 'dead', 'cancelled') and after[1] the last
--- child it resolved.
+-- Dependencies (doc/dependencies.md): has_dependents, a message_edge row
+-- names it as a parent, so its end resolves its dependents; its completion
+-- reads the flag from the DELETE it runs anyway.  A message that waits for
+-- its parents has a message_wait row (bucket -1: its count) and its
+-- dequeue_at is 2^62 plus its own (_waiting_dequeue_at), past any clock,
+-- so that no probe of message_due_ix reaches it; its last parent's end
+-- gives it back its own, or the clock if later (_message_waits_count_down).
+-- The waiting state costs the message row no column (five nullable columns
+-- cost every message of the worker loop 10.4k instructions, 0.65 %:
+-- doc/workflows-design.md, section 5).  On a release row (schedule '', id
+-- the ended parent's: a due entry that resolves that parent's dependents
+-- _release_batch_size at a time, _message_release_run), key is the
+-- parent's end ('completed', 'dead', 'cancelled') and state its progress,
+-- the last child it resolved (its id as text).
 -- schedule: set only on a schedule's pending occurrence, a scheduled
 -- message that its promotion turns into the schedule's message of that
 -- boundary, creating the following occurrence (_schedule_next); '' on a
@@ -100,10 +98,6 @@ CREATE TABLE @extschema@.message (
     is_limited boolean NOT NULL DEFAULT FALSE,
     headers jsonb,
     has_dependents boolean NOT NULL DEFAULT FALSE,
-    num_waiting integer,
-    waiting_dequeue_at bigint,
-    after bigint[],
-    after_mode text,
     CONSTRAINT message_pkey PRIMARY KEY (id)
 ) WITH (
     fillfactor = 70,
@@ -181,15 +175,3 @@ COMMENT ON COLUMN @extschema@.message.headers IS
 
 COMMENT ON COLUMN @extschema@.message.has_dependents IS
 'Dependencies, internal state maintained by the queue functions, not to be written by hand: other messages wait for this one (message_edge), so its end resolves them.';
-
-COMMENT ON COLUMN @extschema@.message.num_waiting IS
-'Dependencies, internal state maintained by the queue functions, not to be written by hand: while the message waits, the parents (or, with more than 64, the message_wait_bucket rows) still to end; NULL: it waits for nothing.';
-
-COMMENT ON COLUMN @extschema@.message.waiting_dequeue_at IS
-'Dependencies: while the message waits, the dequeue_at it was created with (dequeue_at is 2^62 until its last parent ends); NULL: it waits for nothing.';
-
-COMMENT ON COLUMN @extschema@.message.after IS
-'Dependencies: while the message waits, the parents it was created waiting for (those then in the queue); on a release row, the last child resolved; NULL otherwise.';
-
-COMMENT ON COLUMN @extschema@.message.after_mode IS
-'Dependencies: while the message waits, what releases it: completed (the default: a dead or cancelled parent ends it too) or ended; on a release row, the parent''s end (completed, dead, cancelled); NULL otherwise.';

@@ -3,15 +3,15 @@
 -- deleted in child order by the parent's end (_message_waits_resolve), at
 -- most _release_batch_size of them per call, from a cursor: never from the
 -- parent's first edge again, so that the dead entries of the edges already
--- resolved are not walked again under an old snapshot.  bucket: NULL, the
--- parent's end counts down the child's own num_waiting; else the child's
--- message_wait_bucket row it counts down (a child of more than 64 parents).
+-- resolved are not walked again under an old snapshot.  bucket: the
+-- child's message_wait row the parent's end counts down, -1 (its own
+-- count) for a child of 64 parents or fewer.
 -- An edge whose child no longer waits (cancelled, dead, its channel
 -- dropped) is deleted when its parent ends, changing nothing.
 CREATE TABLE @extschema@.message_edge (
     parent_id bigint NOT NULL,
     child_id bigint NOT NULL,
-    bucket integer,
+    bucket integer NOT NULL,
     CONSTRAINT message_edge_pkey PRIMARY KEY (parent_id, child_id)
 ) WITH (
     -- (Every edge is deleted when its parent ends: vacuumed as message is.)
@@ -32,4 +32,4 @@ COMMENT ON COLUMN @extschema@.message_edge.child_id IS
 'The message that waits.';
 
 COMMENT ON COLUMN @extschema@.message_edge.bucket IS
-'The child''s message_wait_bucket row the parent''s end counts down; NULL: the child''s own num_waiting.';
+'The child''s message_wait row the parent''s end counts down: -1, its own count; 0 and up, a bucket.';
