@@ -215,6 +215,13 @@ BEGIN
         RAISE EXCEPTION 'lonnymq: p_after names %, which is no message id (none was ever given)', v_bad
             USING ERRCODE = '22023';
     END IF;
+    SELECT pg_catalog.min(m.id) INTO v_bad
+    FROM @extschema@.message AS m
+    WHERE m.id = ANY(p_after) AND m.schedule <> '';
+    IF v_bad IS NOT NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_after names %, a schedule''s pending occurrence, not a message yet', v_bad
+            USING ERRCODE = '22023';
+    END IF;
 END;
 $$;
 
@@ -887,27 +894,21 @@ AS $$
 DECLARE
     v_parents bigint[];
     v_unflagged bigint[];
-    v_occurrence bigint;
     v_dead bigint;
 BEGIN
-    PERFORM @extschema@._check_after(p_after, p_after_mode);
     SELECT
         pg_catalog.array_agg(l.id ORDER BY l.id),
-        pg_catalog.array_agg(l.id ORDER BY l.id) FILTER (WHERE NOT l.has_dependents),
-        pg_catalog.min(l.id) FILTER (WHERE l.schedule IS NOT NULL)
-    INTO v_parents, v_unflagged, v_occurrence
+        pg_catalog.array_agg(l.id ORDER BY l.id) FILTER (WHERE NOT l.has_dependents)
+    INTO v_parents, v_unflagged
     FROM (
-        SELECT m.id, m.has_dependents, m.schedule
+        SELECT m.id, m.has_dependents
         FROM @extschema@.message AS m
-        -- (A release row, schedule '', is a parent that ended.)
-        WHERE m.id = ANY(p_after) AND m.schedule IS DISTINCT FROM ''
+        -- (A release row, schedule '', is a parent that ended; a pending
+        -- occurrence was refused by _check_after.)
+        WHERE m.id = ANY(p_after) AND m.schedule IS NULL
         ORDER BY m.id
         FOR KEY SHARE
     ) AS l;
-    IF v_occurrence IS NOT NULL THEN
-        RAISE EXCEPTION 'lonnymq: p_after names %, a schedule''s pending occurrence, not a message yet', v_occurrence
-            USING ERRCODE = '22023';
-    END IF;
     IF COALESCE(p_after_mode, 'completed') = 'completed' THEN
         SELECT pg_catalog.min(d.id) INTO v_dead
         FROM @extschema@.dead_letter AS d

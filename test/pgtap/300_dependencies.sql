@@ -3,7 +3,7 @@
 -- p_after waits for those of its parents still in the queue; each rule of
 -- the page, one outcome each.  tick() runs the promotions a dequeue runs
 -- (release rows among them) from the beginning of message_due_ix.
-SELECT plan(70);
+SELECT plan(74);
 
 CREATE FUNCTION pg_temp.status(p_id bigint)
 RETURNS text
@@ -88,6 +88,21 @@ SELECT throws_ok(
         (SELECT m.id FROM lonnymq.message AS m WHERE m.schedule = 'every-hour')
     ),
     '22023', NULL, 'a schedule''s pending occurrence is no message yet: 22023');
+SELECT (SELECT m.id FROM lonnymq.message AS m WHERE m.schedule = 'every-hour') AS occurrence,
+    pg_sequence_last_value('lonnymq.message_id_seq') AS last_id \gset
+SELECT lonnymq.topic_bind('occ.*', 'occ');
+SELECT throws_ok(
+    format('SELECT lonnymq.message_create_batch(%L, ARRAY[%L]::bytea[], p_after => ARRAY[%s])', 'c', 'x', :occurrence),
+    '22023', NULL, 'by a batch too');
+SELECT throws_ok(
+    format('SELECT lonnymq.message_publish(%L, %L, p_after => ARRAY[%s])', 'occ.x', 'x', :occurrence),
+    '22023', NULL, 'and a publish');
+SELECT throws_ok(
+    format('SELECT lonnymq.message_publish_batch(%L, ARRAY[%L]::bytea[], p_after => ARRAY[%s])', 'occ.x', 'x', :occurrence),
+    '22023', NULL, 'and a batch publish');
+SELECT is(
+    pg_sequence_last_value('lonnymq.message_id_seq'), :last_id::bigint,
+    'refused before any id is drawn (a sequence does not roll back)');
 SELECT is(pg_temp.lmq_snapshot(), :'before', 'and a refused call changes nothing');
 
 -- ---------------------------------------------------------------- fan-in

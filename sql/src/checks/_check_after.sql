@@ -2,12 +2,16 @@
 -- mode, else nothing: p_after must be a one-dimensional array without NULL
 -- (22004), of at most 10,000 ids, each one that message_id_seq has given
 -- (22023: an id never given can name no message, past or future, and a
--- typo must not wait for ever); p_after_mode NULL, 'completed' or 'ended'
--- (22023).
+-- typo must not wait for ever), none a schedule's pending occurrence (not a
+-- message yet: 22023; an id that is a message now never becomes one); and
+-- p_after_mode NULL, 'completed' or 'ended' (22023).  Called before a create
+-- draws its ids, so that a refused call changes nothing, message_id_seq
+-- included.
 -- Parameters: p_after, the ids; p_after_mode, the mode.
 -- Returns: nothing.
 -- Calls: none.
--- Tables: reads message_id_seq (its last value).
+-- Tables: reads message_id_seq (its last value), message (message_pkey: the
+--   ids that are rows, for a pending occurrence).
 -- Locks: none.
 CREATE FUNCTION @extschema@._check_after(p_after bigint[], p_after_mode text)
 RETURNS void
@@ -41,6 +45,13 @@ BEGIN
     LIMIT 1;
     IF FOUND THEN
         RAISE EXCEPTION 'lonnymq: p_after names %, which is no message id (none was ever given)', v_bad
+            USING ERRCODE = '22023';
+    END IF;
+    SELECT pg_catalog.min(m.id) INTO v_bad
+    FROM @extschema@.message AS m
+    WHERE m.id = ANY(p_after) AND m.schedule <> '';
+    IF v_bad IS NOT NULL THEN
+        RAISE EXCEPTION 'lonnymq: p_after names %, a schedule''s pending occurrence, not a message yet', v_bad
             USING ERRCODE = '22023';
     END IF;
 END;

@@ -16,12 +16,12 @@
 --     id); with 'ended', done;
 --   neither (completed, cancelled, its history pruned; a release row of its
 --     id: it ended): done.
--- A schedule's pending occurrence is no message yet: 22023.
--- Parameters: p_after, the ids (_check_after's rules); p_after_mode, NULL or
---   'completed' (a dead parent ends the dependent) or 'ended'.
+-- Parameters: p_after, the ids, checked by the caller (_check_after: none
+--   is a schedule's pending occurrence); p_after_mode, NULL or 'completed'
+--   (a dead parent ends the dependent) or 'ended'.
 -- Returns: one row: parents, the ids waited for in id order (NULL: none);
 --   dead_parent, a dead letter that ends the new message (NULL: none).
--- Calls: _check_after.
+-- Calls: none.
 -- Tables: reads message (message_pkey), dead_letter (dead_letter_pkey);
 --   writes message (has_dependents of the parents without it).
 -- Locks: the parents' message rows FOR KEY SHARE, in id order, and those it
@@ -35,27 +35,21 @@ AS $$
 DECLARE
     v_parents bigint[];
     v_unflagged bigint[];
-    v_occurrence bigint;
     v_dead bigint;
 BEGIN
-    PERFORM @extschema@._check_after(p_after, p_after_mode);
     SELECT
         pg_catalog.array_agg(l.id ORDER BY l.id),
-        pg_catalog.array_agg(l.id ORDER BY l.id) FILTER (WHERE NOT l.has_dependents),
-        pg_catalog.min(l.id) FILTER (WHERE l.schedule IS NOT NULL)
-    INTO v_parents, v_unflagged, v_occurrence
+        pg_catalog.array_agg(l.id ORDER BY l.id) FILTER (WHERE NOT l.has_dependents)
+    INTO v_parents, v_unflagged
     FROM (
-        SELECT m.id, m.has_dependents, m.schedule
+        SELECT m.id, m.has_dependents
         FROM @extschema@.message AS m
-        -- (A release row, schedule '', is a parent that ended.)
-        WHERE m.id = ANY(p_after) AND m.schedule IS DISTINCT FROM ''
+        -- (A release row, schedule '', is a parent that ended; a pending
+        -- occurrence was refused by _check_after.)
+        WHERE m.id = ANY(p_after) AND m.schedule IS NULL
         ORDER BY m.id
         FOR KEY SHARE
     ) AS l;
-    IF v_occurrence IS NOT NULL THEN
-        RAISE EXCEPTION 'lonnymq: p_after names %, a schedule''s pending occurrence, not a message yet', v_occurrence
-            USING ERRCODE = '22023';
-    END IF;
     IF COALESCE(p_after_mode, 'completed') = 'completed' THEN
         SELECT pg_catalog.min(d.id) INTO v_dead
         FROM @extschema@.dead_letter AS d
