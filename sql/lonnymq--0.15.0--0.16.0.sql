@@ -1217,10 +1217,7 @@ BEGIN
             pg_catalog.array_agg(r.child_id ORDER BY r.child_id) AS children,
             pg_catalog.array_agg(r.bucket ORDER BY r.child_id) AS buckets,
             (SELECT pg_catalog.count(*) FROM next_edges) > @extschema@._release_batch_size() AS has_more,
-            (
-                SELECT pg_catalog.max(n.child_id)
-                FROM (SELECT x.child_id FROM next_edges AS x ORDER BY x.child_id LIMIT @extschema@._release_batch_size()) AS n
-            ) AS last_child
+            pg_catalog.max(r.child_id) AS last_child
         INTO v_resolved
         FROM resolved AS r;
         IF v_resolved.children IS NOT NULL THEN
